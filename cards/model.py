@@ -1,0 +1,155 @@
+"""The plain values every stage passes along: `Turn`, `Experience`, `Source`, `Card`.
+
+Host readers parse raw lines into `Turn`s at the boundary; nothing past them sees host JSON.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+SECTIONS = ("background", "goal", "evidence", "conclusion", "counterexamples", "follow_up")
+SECTION_TITLES = {
+    "background": "Background",
+    "goal": "Goal",
+    "evidence": "Evidence",
+    "conclusion": "Conclusion",
+    "counterexamples": "Counterexamples",
+    "follow_up": "Follow-up",
+}
+STATUSES = ("active", "candidate", "incomplete", "superseded", "forgotten")
+ROLES = ("user", "assistant", "tool", "system")
+KINDS = ("text", "thinking", "tool_call", "tool_result", "error", "summary")
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One thing said or done in a session, with where it came from."""
+
+    host: str
+    session_id: str
+    seq: int
+    role: str
+    kind: str
+    text: str
+    timestamp: datetime | None = None
+    tool_name: str = ""
+    cwd: str = ""
+    git_branch: str = ""
+    source_file: str = ""
+    line: int = 0
+    is_sidechain: bool = False
+    uuid: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Experience:
+    """One problem loop cut out of a session: the turns between two boundaries."""
+
+    host: str
+    session_id: str
+    turns: tuple[Turn, ...]
+    boundary: str = "start"
+    error_signature: str = ""
+
+    @property
+    def first_seq(self) -> int:
+        return self.turns[0].seq
+
+    @property
+    def last_seq(self) -> int:
+        return self.turns[-1].seq
+
+    @property
+    def source_file(self) -> str:
+        return self.turns[0].source_file
+
+    @property
+    def lines(self) -> tuple[int, int]:
+        return (min(t.line for t in self.turns), max(t.line for t in self.turns))
+
+    @property
+    def workspace(self) -> str:
+        return next((t.cwd for t in self.turns if t.cwd), "")
+
+    @property
+    def started(self) -> datetime | None:
+        return next((t.timestamp for t in self.turns if t.timestamp), None)
+
+    @property
+    def ended(self) -> datetime | None:
+        return next((t.timestamp for t in reversed(self.turns) if t.timestamp), None)
+
+    @property
+    def id(self) -> str:
+        return card_id(self.host, self.session_id, self.first_seq, self.last_seq)
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where a card's evidence lives in the host logs."""
+
+    session_id: str
+    host: str
+    file: str
+    lines: tuple[int, int]
+    turns: tuple[int, int]
+
+    def to_dict(self) -> dict:
+        return {
+            "session_id": self.session_id,
+            "host": self.host,
+            "file": self.file,
+            "lines": list(self.lines),
+            "turns": list(self.turns),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Source:
+        return cls(
+            session_id=str(d.get("session_id", "")),
+            host=str(d.get("host", "")),
+            file=str(d.get("file", "")),
+            lines=tuple(int(x) for x in d.get("lines", (0, 0))),  # type: ignore[arg-type]
+            turns=tuple(int(x) for x in d.get("turns", (0, 0))),  # type: ignore[arg-type]
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Card:
+    """One experience card: six sections plus the front matter that governs recall."""
+
+    id: str
+    status: str = "active"
+    quality: str = "rule"
+    topics: tuple[str, ...] = ()
+    task_type: str = ""
+    workspace: str = ""
+    created: str = ""
+    updated: str = ""
+    sources: tuple[Source, ...] = ()
+    supersedes: tuple[str, ...] = ()
+    superseded_by: str = ""
+    error_signature: str = ""
+    gate: str = ""
+    confirmed_by: str = ""
+    background: str = ""
+    goal: str = ""
+    evidence: str = ""
+    conclusion: str = ""
+    counterexamples: str = ""
+    follow_up: str = ""
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def with_(self, **changes) -> Card:
+        return replace(self, **changes)
+
+    def section(self, name: str) -> str:
+        return getattr(self, name)
+
+
+def card_id(host: str, session_id: str, first_seq: int, last_seq: int) -> str:
+    """Stable id from the source session and turn range, never from the title."""
+    digest = hashlib.sha256(f"{host}\0{session_id}\0{first_seq}\0{last_seq}".encode()).hexdigest()
+    return f"c-{digest[:16]}"

@@ -1,0 +1,225 @@
+"""Card files: render, parse, and write them atomically. The files are the source of truth.
+
+The store remembers the hash of what it last wrote for each card, so a file a person edited
+is never overwritten by a later run (the run reports it instead).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from cards.model import SECTION_TITLES, SECTIONS, Card, Source
+from cards.render import render
+
+FRONT_MATTER_ORDER = (
+    "id", "status", "quality", "topics", "task_type", "workspace", "created", "updated",
+    "error_signature", "gate", "confirmed_by", "supersedes", "superseded_by", "sources",
+)
+
+
+class CardFileError(Exception):
+    """A card file cannot be parsed; it says which file and what to fix."""
+
+
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Temp file in the same directory, fsync, rename: readers see the old or the new file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:
+        dfd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+
+
+def content_hash(text: str | bytes) -> str:
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    return hashlib.sha256(data).hexdigest()
+
+
+def _title(card: Card) -> str:
+    for text in (card.goal, card.conclusion, card.background):
+        line = next((ln.strip(" #-*>`") for ln in text.splitlines() if ln.strip(" #-*>`")), "")
+        if line:
+            return line[:100]
+    return card.id
+
+
+def front_matter(card: Card) -> dict:
+    data = {
+        "id": card.id,
+        "status": card.status,
+        "quality": card.quality,
+        "topics": list(card.topics),
+        "task_type": card.task_type,
+        "workspace": card.workspace,
+        "created": card.created,
+        "updated": card.updated,
+        "error_signature": card.error_signature,
+        "gate": card.gate,
+        "confirmed_by": card.confirmed_by,
+        "supersedes": list(card.supersedes),
+        "superseded_by": card.superseded_by,
+        "sources": [s.to_dict() for s in card.sources],
+    }
+    for key in sorted(card.extra):
+        data.setdefault(key, card.extra[key])
+    return data
+
+
+def render_card(card: Card) -> str:
+    """Deterministic Markdown: same card, same bytes."""
+    fm = yaml.safe_dump(front_matter(card), sort_keys=False, allow_unicode=True, width=100)
+    return render(
+        "card.md.j2",
+        card=card,
+        front_matter=fm,
+        title=_title(card),
+        sections=[(name, SECTION_TITLES[name]) for name in SECTIONS],
+    )
+
+
+_HEADING = re.compile(r"^## (" + "|".join(re.escape(t) for t in SECTION_TITLES.values()) + r")[ \t]*$", re.M)
+
+
+def parse_card(text: str, origin: str = "<card>") -> Card:
+    """Read a card file back into a `Card`; a hand-edited file parses as long as its headings stand."""
+    if not text.startswith("---"):
+        raise CardFileError(f"{origin}: no YAML front matter; the file must start with '---'")
+    end = text.find("\n---", 3)
+    if end < 0:
+        raise CardFileError(f"{origin}: front matter is not closed with '---'")
+    try:
+        meta = yaml.safe_load(text[3:end]) or {}
+    except yaml.YAMLError as exc:
+        raise CardFileError(f"{origin}: front matter is not valid YAML: {exc}") from exc
+    if not isinstance(meta, dict) or not meta.get("id"):
+        raise CardFileError(f"{origin}: front matter has no 'id'")
+    body = text[end + 4:]
+    by_title = {v: k for k, v in SECTION_TITLES.items()}
+    sections = {name: "" for name in SECTIONS}
+    matches = list(_HEADING.finditer(body))
+    for i, m in enumerate(matches):
+        stop = matches[i + 1].start() if i + 1 < len(matches) else len(body)
+        sections[by_title[m.group(1)]] = body[m.end():stop].strip("\n").rstrip()
+    known = set(FRONT_MATTER_ORDER)
+    return Card(
+        id=str(meta["id"]),
+        status=str(meta.get("status") or "active"),
+        quality=str(meta.get("quality") or "rule"),
+        topics=tuple(str(t) for t in meta.get("topics") or ()),
+        task_type=str(meta.get("task_type") or ""),
+        workspace=str(meta.get("workspace") or ""),
+        created=str(meta.get("created") or ""),
+        updated=str(meta.get("updated") or ""),
+        error_signature=str(meta.get("error_signature") or ""),
+        gate=str(meta.get("gate") or ""),
+        confirmed_by=str(meta.get("confirmed_by") or ""),
+        supersedes=tuple(str(s) for s in meta.get("supersedes") or ()),
+        superseded_by=str(meta.get("superseded_by") or ""),
+        sources=tuple(Source.from_dict(s) for s in meta.get("sources") or () if isinstance(s, dict)),
+        extra={k: v for k, v in meta.items() if k not in known},
+        **sections,
+    )
+
+
+@dataclass(frozen=True)
+class WriteOutcome:
+    card_id: str
+    action: str  # new | updated | unchanged | hand_edited
+    path: Path
+
+
+class CardStore:
+    """The card directory plus the manifest of what memoir itself last wrote there."""
+
+    def __init__(self, cards_dir: Path, state_dir: Path):
+        self.cards_dir = Path(cards_dir)
+        self.manifest_path = Path(state_dir) / "written.json"
+        self._manifest: dict[str, str] | None = None
+
+    def path_for(self, card_id: str) -> Path:
+        return self.cards_dir / f"{card_id}.md"
+
+    @property
+    def manifest(self) -> dict[str, str]:
+        if self._manifest is None:
+            try:
+                self._manifest = json.loads(self.manifest_path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                self._manifest = {}
+        return self._manifest
+
+    def save_manifest(self) -> None:
+        write_atomic(self.manifest_path, json.dumps(self.manifest, sort_keys=True, indent=0) + "\n")
+
+    def ids(self) -> list[str]:
+        if not self.cards_dir.is_dir():
+            return []
+        return sorted(p.stem for p in self.cards_dir.glob("c-*.md"))
+
+    def read(self, card_id: str) -> Card:
+        path = self.path_for(card_id)
+        return parse_card(path.read_text(encoding="utf-8"), origin=str(path))
+
+    def read_text(self, card_id: str) -> str | None:
+        try:
+            return self.path_for(card_id).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+
+    def load_all(self) -> tuple[list[Card], list[str]]:
+        """Every parseable card, plus one message per file that could not be read."""
+        cards, problems = [], []
+        for card_id in self.ids():
+            try:
+                cards.append(self.read(card_id))
+            except (OSError, UnicodeDecodeError, CardFileError) as exc:
+                problems.append(str(exc))
+        return cards, problems
+
+    def is_hand_edited(self, card_id: str, current: str | None = None) -> bool:
+        current = self.read_text(card_id) if current is None else current
+        if current is None:
+            return False
+        written = self.manifest.get(card_id)
+        return written is not None and written != content_hash(current)
+
+    def write(self, card: Card, *, force: bool = False) -> WriteOutcome:
+        """Write one card unless the bytes are the same or a person edited the file (the hand wins)."""
+        path = self.path_for(card.id)
+        text = render_card(card)
+        current = self.read_text(card.id)
+        if current == text:
+            if self.manifest.get(card.id) != content_hash(text):
+                self.manifest[card.id] = content_hash(text)
+            return WriteOutcome(card.id, "unchanged", path)
+        if current is not None and not force and self.is_hand_edited(card.id, current):
+            return WriteOutcome(card.id, "hand_edited", path)
+        write_atomic(path, text)
+        self.manifest[card.id] = content_hash(text)
+        return WriteOutcome(card.id, "new" if current is None else "updated", path)
