@@ -1,0 +1,3 @@
+"""Imports each command module so its subcommands register on the `cli` group."""
+
+from flows import cli_cards  # noqa: F401
