@@ -1,0 +1,252 @@
+"""Rule-filled cards: turn one `Experience` into a six-section `Card` without inventing anything.
+
+Every sentence in a drafted card is copied (and bounded) from the experience's own turns; a
+section with nothing to copy stays empty, which is safer than an invented one.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+from cards.model import Card, Experience, Source, Turn
+from cards.signatures import error_signature
+
+MAX_GOAL = 800
+MAX_CONCLUSION = 1200
+MAX_EVIDENCE_ITEMS = 12
+MAX_ITEM = 240
+
+_CONCLUSION_CUE = re.compile(
+    r"(?i)\b(?:the fix (?:was|is)|root cause|turns out|so the answer is|works now because|"
+    r"the (?:problem|issue|bug) (?:was|is)|the solution (?:was|is)|this (?:fixes|fixed)|"
+    r"fixed (?:by|it by)|the reason (?:was|is)|in short|to summari[sz]e|conclusion)\b"
+)
+_DISPROVAL = re.compile(
+    r"(?i)\b(?:that wasn'?t it|that (?:didn'?t|did not) (?:work|help|fix)|still (?:fail(?:s|ing)?|broken|"
+    r"the same error)|same error|wrong (?:guess|assumption)|my (?:earlier|previous) (?:guess|assumption|"
+    r"claim) was wrong|not the (?:cause|problem|issue)|revert(?:ed|ing)?)\b"
+)
+_FOLLOW_UP = re.compile(
+    r"(?im)^.*\b(?:TODO|FIXME|follow[- ]up|next steps?|still need(?:s)? to|not yet|left to do|later we|"
+    r"remaining work|open question)\b.*$"
+)
+_TRUNCATED_END = re.compile(
+    r"(?i)(?:\b(?:therefore|so|thus|hence|because|and|or|but|then|the|a|an|to|of|with|by|for|in|is|are|"
+    r"which|that|since|as|if|when)|[:,;(\[{–-]|\.\.\.|…)\s*$"
+)
+
+_TOPIC_WORDS = {
+    "configuration": r"\b(?:config(?:uration)?|settings?|\.toml|\.ya?ml|\.ini|env(?:ironment)? var)",
+    "dependencies": r"\b(?:dependenc(?:y|ies)|pip install|npm install|requirements\.txt|package\.json|lockfile|poetry|uv add)",
+    "versions": r"\b(?:version|upgrade|downgrade|v\d+\.\d+)",
+    "tests": r"\b(?:pytest|unittest|jest|vitest|test suite|failing test)",
+    "build": r"\b(?:build|compile|webpack|vite|cmake|makefile)\b",
+    "git": r"\bgit (?:commit|rebase|merge|push|pull|checkout|stash)",
+    "database": r"\b(?:sql|sqlite|postgres|migration|database)\b",
+    "docker": r"\b(?:docker|container|compose)\b",
+    "typescript": r"\b(?:typescript|tsc|\.tsx?)\b",
+    "python": r"\b(?:python|\.py\b|pip)\b",
+    "performance": r"\b(?:slow|latency|performance|profil(?:e|ing)|benchmark)\b",
+    "network": r"\b(?:http|timeout|dns|connection refused|socket)\b",
+}
+_TOPIC_RES = {name: re.compile(rx, re.I) for name, rx in _TOPIC_WORDS.items()}
+
+
+def _clip(text: str, limit: int) -> str:
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    stop = max(cut.rfind(". "), cut.rfind("\n"))
+    return (cut[: stop + 1] if stop > limit // 2 else cut).rstrip() + " […]"
+
+
+def _one_line(text: str, limit: int = MAX_ITEM) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+def _iso(ts: datetime | None) -> str:
+    if ts is None:
+        return ""
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=timezone.utc)
+    return ts.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _assistant_texts(exp: Experience) -> list[Turn]:
+    return [t for t in exp.turns if t.role == "assistant" and t.kind == "text" and t.text.strip()]
+
+
+def disproved_turns(exp: Experience) -> set[int]:
+    """Seqs of assistant claims that a later turn contradicted ("that wasn't it", same error again, a revert)."""
+    disproved: set[int] = set()
+    claim: Turn | None = None
+    claim_sig = ""
+    for turn in exp.turns:
+        if turn.role == "assistant" and turn.kind == "text" and _CONCLUSION_CUE.search(turn.text):
+            claim, claim_sig = turn, ""
+            continue
+        if claim is None:
+            continue
+        if turn.kind == "error":
+            sig = error_signature(turn.text)
+            if not claim_sig:
+                claim_sig = sig
+            if sig and sig == (exp.error_signature or claim_sig):
+                disproved.add(claim.seq)
+        elif turn.role in ("user", "assistant") and turn.kind == "text" and _DISPROVAL.search(turn.text):
+            disproved.add(claim.seq)
+    return disproved
+
+
+def pick_conclusion(exp: Experience) -> tuple[str, int | None]:
+    """An explicit conclusion statement if the session made one, else the closing assistant turn."""
+    dead = disproved_turns(exp)
+    texts = [t for t in _assistant_texts(exp) if t.seq not in dead]
+    explicit = [t for t in texts if _CONCLUSION_CUE.search(t.text)]
+    chosen = explicit[-1] if explicit else (texts[-1] if texts else None)
+    if chosen is None:
+        return "", None
+    return _clip(chosen.text, MAX_CONCLUSION), chosen.seq
+
+
+def conclusion_problem(conclusion: str, min_chars: int) -> str:
+    """Why a conclusion cannot be trusted as complete ('' when it can): too short or visibly cut off."""
+    text = conclusion.strip()
+    if len(text) < min_chars:
+        return "conclusion_too_short"
+    if text.count("```") % 2:
+        return "conclusion_open_code_fence"
+    if text.endswith("[…]"):
+        return ""
+    if _TRUNCATED_END.search(text):
+        return "conclusion_cut_off"
+    return ""
+
+
+def _evidence(exp: Experience) -> str:
+    items: list[str] = []
+    for t in exp.turns:
+        if t.kind == "tool_call":
+            items.append(f"- [t{t.seq}] ran `{_one_line(t.text, 160)}`")
+        elif t.kind == "error":
+            sig = error_signature(t.text) or _one_line(t.text, 120)
+            items.append(f"- [t{t.seq}] error: {_one_line(sig)}")
+        elif t.kind == "tool_result" and is_notable_result(t.text):
+            items.append(f"- [t{t.seq}] result: {_one_line(t.text[-400:])}")
+    if len(items) > MAX_EVIDENCE_ITEMS:
+        half = MAX_EVIDENCE_ITEMS // 2
+        items = items[:half] + [f"- … {len(items) - 2 * half} more steps …"] + items[-half:]
+    return "\n".join(items)
+
+
+def is_notable_result(text: str) -> bool:
+    return bool(re.search(r"(?i)\b(?:passed|failed|ok\b|success|error|warning)", text[-400:]))
+
+
+def _counterexamples(exp: Experience) -> str:
+    dead = disproved_turns(exp)
+    lines = [
+        f"- [t{t.seq}] disproved: {_one_line(t.text)}"
+        for t in exp.turns
+        if t.seq in dead
+    ]
+    seen: set[str] = set()
+    for t in exp.turns:
+        if t.kind == "error":
+            sig = error_signature(t.text)
+            if sig and sig not in seen:
+                seen.add(sig)
+                lines.append(f"- fails with `{_one_line(sig, 160)}` (t{t.seq})")
+    return "\n".join(lines[:MAX_EVIDENCE_ITEMS])
+
+
+def _follow_up(exp: Experience) -> str:
+    found: list[str] = []
+    for t in exp.turns:
+        if t.kind == "text" and t.role in ("user", "assistant"):
+            found.extend(f"- {_one_line(m.group(0))}" for m in _FOLLOW_UP.finditer(t.text))
+    if exp.turns and exp.turns[-1].kind == "error":
+        found.append(f"- unresolved at end: `{_one_line(error_signature(exp.turns[-1].text) or exp.turns[-1].text, 160)}`")
+    return "\n".join(dict.fromkeys(found[:8]))
+
+
+def topics_of(text: str, signature: str = "") -> tuple[str, ...]:
+    found = [name for name, rx in _TOPIC_RES.items() if rx.search(text)]
+    if signature:
+        kind = signature.split(":", 1)[0].strip()
+        if kind and len(kind) < 40:
+            found.append(kind)
+    return tuple(sorted(dict.fromkeys(found)))
+
+
+def task_type_of(exp: Experience) -> str:
+    goal = " ".join(t.text for t in exp.turns if t.role == "user" and t.kind == "text")[:2000].lower()
+    if any(t.kind == "error" for t in exp.turns) or re.search(r"\b(?:bug|error|fail|broken|crash|fix)", goal):
+        return "debug"
+    if re.search(r"\brefactor|rename|clean ?up\b", goal):
+        return "refactor"
+    if re.search(r"\b(?:config|configure|set ?up|install)\b", goal):
+        return "config"
+    if not any(t.kind == "tool_call" for t in exp.turns):
+        return "question"
+    return "feature"
+
+
+def _background(exp: Experience) -> str:
+    bits = []
+    if exp.workspace:
+        bits.append(f"Workspace `{exp.workspace}`")
+    branch = next((t.git_branch for t in exp.turns if t.git_branch), "")
+    if branch:
+        bits.append(f"branch `{branch}`")
+    head = ", ".join(bits) if bits else "Session"
+    span = _iso(exp.started)
+    when = f" on {span[:10]}" if span else ""
+    reason = {
+        "start": "",
+        "task_switch": " The user switched to this task from an earlier one.",
+        "wrap_up": " Started after the previous task was wrapped up.",
+        "pause": " Resumed after a long pause.",
+        "compaction": " Follows a host compaction of earlier context.",
+        "error_change": " A new error took over from the previous one.",
+    }.get(exp.boundary, "")
+    return f"{head}; {exp.host} session `{exp.session_id}`{when}, turns {exp.first_seq}–{exp.last_seq}.{reason}"
+
+
+def draft_card(exp: Experience, min_conclusion_chars: int = 40) -> Card:
+    """A rule-filled card; its status is `incomplete` when the conclusion fails the integrity check."""
+    goal = next((t.text for t in exp.turns if t.role == "user" and t.kind == "text" and t.text.strip()), "")
+    conclusion, _ = pick_conclusion(exp)
+    problem = conclusion_problem(conclusion, min_conclusion_chars)
+    all_text = "\n".join(t.text[:2000] for t in exp.turns if t.kind != "thinking")
+    lo, hi = exp.lines
+    return Card(
+        id=exp.id,
+        status="incomplete" if problem else "active",
+        quality="rule",
+        topics=topics_of(all_text, exp.error_signature),
+        task_type=task_type_of(exp),
+        workspace=exp.workspace,
+        created=_iso(exp.started),
+        updated=_iso(exp.ended),
+        sources=(
+            Source(
+                session_id=exp.session_id,
+                host=exp.host,
+                file=exp.source_file,
+                lines=(lo, hi),
+                turns=(exp.first_seq, exp.last_seq),
+            ),
+        ),
+        error_signature=exp.error_signature,
+        gate=problem,
+        background=_background(exp),
+        goal=_clip(goal, MAX_GOAL),
+        evidence=_evidence(exp),
+        conclusion=conclusion,
+        counterexamples=_counterexamples(exp),
+        follow_up=_follow_up(exp),
+    )
