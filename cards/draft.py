@@ -219,6 +219,8 @@ def _background(exp: Experience) -> str:
 def draft_card(exp: Experience, min_conclusion_chars: int = 40) -> Card:
     """A rule-filled card; its status is `incomplete` when the conclusion fails the integrity check."""
     goal = next((t.text for t in exp.turns if t.role == "user" and t.kind == "text" and t.text.strip()), "")
+    if not goal and exp.error_signature:
+        goal = f"Get past `{exp.error_signature}` (continued from the previous task)."
     conclusion, _ = pick_conclusion(exp)
     problem = conclusion_problem(conclusion, min_conclusion_chars)
     all_text = "\n".join(t.text[:2000] for t in exp.turns if t.kind != "thinking")

@@ -84,7 +84,8 @@ class _Builder:
         self.resolved_since_signature = False
 
     def close(self, boundary: str) -> None:
-        if _has_substance(self.turns):
+        continued = self.boundary_in == "error_change" and any(t.kind == "tool_call" for t in self.turns)
+        if _has_substance(self.turns) or continued:
             self.out.append(self._experience(self.turns, self.boundary_in))
         self.boundary_in = boundary
         self.reset()

@@ -1,0 +1,78 @@
+import pytest
+
+from cards.draft import conclusion_problem, draft_card, pick_conclusion
+from cards.model import SECTIONS
+from cards.segment import segment_session
+from tests.turns import Script
+
+
+def _only(script):
+    exps = segment_session(script.turns)
+    assert len(exps) == 1
+    return exps[0]
+
+
+def test_explicit_conclusion_statement_wins_over_the_closing_turn():
+    s = (Script().user("the worker crashes with MemoryError on big uploads")
+         .runs("python worker.py big.csv").error("MemoryError")
+         .says("Turns out the whole CSV is read into memory; streaming it with csv.reader in chunks of 10k rows keeps memory flat.")
+         .runs("python worker.py big.csv").result("processed 2000000 rows OK")
+         .says("Let me know if you need anything else!"))
+    conclusion, seq = pick_conclusion(_only(s))
+    assert conclusion.startswith("Turns out the whole CSV")
+    assert seq == 3
+
+
+def test_disproved_guess_never_becomes_the_conclusion():
+    s = (Script().user("test_checkout fails intermittently, can you fix it?")
+         .runs("pytest tests/test_checkout.py").error("AssertionError: expected 3 items, got 2")
+         .says("The issue is probably the Redis cache returning stale carts; clearing it in the fixture should fix it.")
+         .runs("pytest tests/test_checkout.py").error("AssertionError: expected 3 items, got 2")
+         .says("That wasn't it, the same test still fails. Looking at the ordering instead.")
+         .says("The root cause is that test_cart leaks an item into the shared session fixture; making the fixture function-scoped fixes test_checkout.")
+         .runs("pytest tests/").result("41 passed"))
+    card = draft_card(_only(s))
+    assert "Redis" not in card.conclusion
+    assert card.conclusion.startswith("The root cause is that test_cart leaks")
+    assert "disproved" in card.counterexamples and "Redis" in card.counterexamples
+
+
+def test_truncated_conclusion_marks_the_card_incomplete():
+    s = (Script().user("why does the deploy script hang on the migration step?")
+         .runs("bash deploy.sh").error("TimeoutError: migration lock not acquired")
+         .says("The migration waits on an advisory lock held by the old pods, so the fix is therefore"))
+    card = draft_card(_only(s))
+    assert card.status == "incomplete"
+    assert card.gate == "conclusion_cut_off"
+
+
+@pytest.mark.parametrize("text,problem", [
+    ("", "conclusion_too_short"),
+    ("Fixed.", "conclusion_too_short"),
+    ("The cause is the connection pool being shared, so", "conclusion_cut_off"),
+    ("Raise the pool size in settings to avoid exhaustion; the relevant key is:", "conclusion_cut_off"),
+    ("Use this snippet to configure the pool size properly:\n```python\npool = Pool(", "conclusion_open_code_fence"),
+    ("Raising pool_size to 10 in settings.toml stopped the 503s under load.", ""),
+    ("Pin `urllib3<2` in requirements.txt; botocore 1.29 still imports DEFAULT_CIPHERS", ""),
+])
+def test_conclusion_integrity_check(text, problem):
+    assert conclusion_problem(text, 40) == problem
+
+
+def test_every_card_has_all_six_sections_and_its_source():
+    s = (Script().user("add a healthcheck endpoint").runs("cat app.py")
+         .says("Added GET /health returning {\"status\": \"ok\"} with a DB ping; it answers 503 when the ping fails."))
+    exp = _only(s)
+    card = draft_card(exp)
+    for name in SECTIONS:
+        assert isinstance(card.section(name), str)
+    assert card.goal == "add a healthcheck endpoint"
+    assert card.sources[0].session_id == "s-1" and card.sources[0].turns == (0, 2)
+    assert card.sources[0].lines == (1, 3)
+    assert card.id == exp.id
+
+
+def test_card_id_is_stable_for_the_same_turns():
+    make = lambda: (Script().user("add a healthcheck endpoint").runs("cat app.py")
+                    .says("Added GET /health with a DB ping that answers 503 when the ping fails."))
+    assert draft_card(_only(make())).id == draft_card(_only(make())).id

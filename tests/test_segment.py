@@ -1,0 +1,91 @@
+from datetime import timedelta
+
+from cards.segment import SegmentRules, is_task_switch, segment_session
+from tests.turns import Script
+
+FIX = "The root cause was that `bar` was renamed to `baz` in foo.py; importing `baz` fixes the ImportError."
+
+
+def _bounds(exps):
+    return [(e.boundary, e.first_seq, e.last_seq) for e in exps]
+
+
+def test_one_problem_loop_is_one_experience():
+    s = (Script().user("pytest fails with ImportError in foo.py, please fix")
+         .runs("pytest -q").error("ImportError: cannot import name 'bar' from 'foo'")
+         .says(FIX).runs("pytest -q").result("12 passed in 0.30s"))
+    assert _bounds(segment_session(s.turns)) == [("start", 0, 5)]
+
+
+def test_explicit_task_switch_starts_a_new_experience():
+    s = (Script().user("Why is the cache hit rate so low on /products?").says("Because the key includes the request id, so every request misses; drop it from the key.")
+         .user("ok, next: add a --json flag to the export command").runs("grep -n export cli.py").says("Added --json to export; it prints one JSON object."))
+    assert [e.boundary for e in segment_session(s.turns)] == ["start", "task_switch"]
+
+
+def test_new_request_after_wrap_up_starts_a_new_experience():
+    s = (Script().user("make the failing test pass please").runs("pytest -q").result("3 passed in 0.1s")
+         .says("All tests pass now after fixing the fixture path.")
+         .user("Can you look at the slow startup of the worker?").runs("py-spy dump").says("Startup spends 2 s importing pandas; import it lazily."))
+    assert [e.boundary for e in segment_session(s.turns)] == ["start", "wrap_up"]
+
+
+def test_long_pause_starts_a_new_experience():
+    s = (Script().user("Explain what the retry decorator in net.py does", at=0).says("It retries three times with exponential backoff on ConnectionError only.", at=1)
+         .user("Please rename the module utils to helpers everywhere", at=200).runs("git mv utils.py helpers.py", at=201).says("Renamed and updated 14 imports.", at=202))
+    exps = segment_session(s.turns, SegmentRules(pause=timedelta(minutes=30)))
+    assert [e.boundary for e in exps] == ["start", "pause"]
+
+
+def test_short_pause_does_not_cut():
+    s = (Script().user("Explain what the retry decorator in net.py does", at=0).says("It retries three times with exponential backoff on ConnectionError only.", at=1)
+         .user("and how many times does it retry on timeouts?", at=10).says("Zero: TimeoutError is not caught by it, so a timeout fails at once.", at=11))
+    assert len(segment_session(s.turns)) == 1
+
+
+def test_compaction_summary_is_a_boundary_and_not_content():
+    s = (Script().user("Set up logging for the API server please").runs("cat app.py").says("Added structured JSON logging with request ids in app.py.")
+         .summary("The user asked for logging; it was added.")
+         .user("Why does the healthcheck return 503 in staging?").runs("curl -s localhost:8000/health").says("The DB pool is exhausted; raising pool_size to 10 fixed it."))
+    exps = segment_session(s.turns)
+    assert [e.boundary for e in exps] == ["start", "compaction"]
+    assert all(t.kind != "summary" for e in exps for t in e.turns)
+
+
+def test_new_error_signature_after_the_old_one_was_resolved_starts_a_new_experience():
+    s = (Script().user("the build is broken, please fix it")
+         .runs("npm run build").error("TypeError: Cannot read properties of undefined (reading 'map')")
+         .says("items can be undefined on first render; defaulting it to [] fixes the TypeError.")
+         .runs("npm run build").result("build ok")
+         .runs("npm test").error("ReferenceError: fetch is not defined")
+         .says("Jest runs in node without fetch; adding whatwg-fetch to the setup file fixes the ReferenceError.")
+         .runs("npm test").result("Tests: 8 passed"))
+    exps = segment_session(s.turns)
+    assert [e.boundary for e in exps] == ["start", "error_change"]
+    assert exps[0].error_signature.startswith("TypeError")
+    assert exps[1].error_signature.startswith("ReferenceError")
+    assert exps[1].turns[0].kind == "tool_call"
+
+
+def test_segmentation_never_cuts_a_conclusion_in_two():
+    conclusion_parts = ["The fix was to pin urllib3<2 because botocore 1.29 still imports", "DEFAULT_CIPHERS, which urllib3 2.0 removed."]
+    s = (Script().user("boto3 import crashes after pip upgrade, fix it")
+         .runs("python -c 'import boto3'").error("ImportError: cannot import name 'DEFAULT_CIPHERS' from 'urllib3.util.ssl_'")
+         .says(conclusion_parts[0], at=5).says(conclusion_parts[1], at=90)
+         .user("next: bump the version to 1.4.0", at=91).runs("sed -i s/1.3.9/1.4.0/ pyproject.toml").says("Bumped to 1.4.0 in pyproject.toml."))
+    exps = segment_session(s.turns)
+    holder = [e for e in exps if any(conclusion_parts[0] == t.text for t in e.turns)]
+    assert len(holder) == 1
+    assert any(conclusion_parts[1] == t.text for t in holder[0].turns)
+
+
+def test_pleasantries_alone_make_no_experience():
+    s = Script().user("thanks!").says("You're welcome!")
+    assert segment_session(s.turns) == []
+
+
+def test_task_switch_phrases():
+    assert is_task_switch("OK, next: the login page")
+    assert is_task_switch("new task: migrate the DB")
+    assert is_task_switch("Unrelated, but why is CI slow?")
+    assert not is_task_switch("the next release will need it")

@@ -1,0 +1,59 @@
+import pytest
+
+from cards.model import SECTION_TITLES, Card, Source
+from cards.store import CardFileError, CardStore, parse_card, render_card
+
+
+def _card(**kw):
+    base = dict(
+        id="c-0123456789abcdef", status="active", topics=("python", "tests"), task_type="debug",
+        workspace="/home/dev/shop", created="2026-11-02T09:00:00Z", updated="2026-11-02T09:10:00Z",
+        sources=(Source("s-1", "claude-code", "/logs/s-1.jsonl", (1, 9), (0, 8)),),
+        goal="Fix the flaky checkout test", conclusion="Making the session fixture function-scoped fixes it.",
+        evidence="- [t1] ran `pytest`", counterexamples="", follow_up="- TODO: add a regression test",
+    )
+    base.update(kw)
+    return Card(**base)
+
+
+def test_card_round_trips_through_its_file():
+    card = _card(conclusion="Use this:\n\n```py\nx = 1\n```\n\n## not a heading inside text")
+    assert parse_card(render_card(card)) == card
+
+
+def test_rendering_is_deterministic_and_has_six_headings():
+    text = render_card(_card())
+    assert text == render_card(_card())
+    for title in SECTION_TITLES.values():
+        assert f"\n## {title}\n" in text
+
+
+def test_a_file_without_front_matter_is_a_clear_error():
+    with pytest.raises(CardFileError, match="front matter"):
+        parse_card("# just a note\n", origin="x.md")
+
+
+def test_unchanged_card_is_not_rewritten(tmp_path):
+    store = CardStore(tmp_path / "cards", tmp_path / "state")
+    assert store.write(_card()).action == "new"
+    mtime = store.path_for(_card().id).stat().st_mtime_ns
+    assert store.write(_card()).action == "unchanged"
+    assert store.path_for(_card().id).stat().st_mtime_ns == mtime
+
+
+def test_hand_edited_card_is_never_overwritten(tmp_path):
+    store = CardStore(tmp_path / "cards", tmp_path / "state")
+    store.write(_card())
+    store.save_manifest()
+    path = store.path_for(_card().id)
+    edited = path.read_text().replace("function-scoped", "module-scoped (edited by hand)")
+    path.write_text(edited)
+    again = CardStore(tmp_path / "cards", tmp_path / "state")
+    assert again.write(_card(conclusion="A new rule conclusion that differs.")).action == "hand_edited"
+    assert path.read_text() == edited
+
+
+def test_write_leaves_no_temp_files(tmp_path):
+    store = CardStore(tmp_path / "cards", tmp_path / "state")
+    store.write(_card())
+    assert [p.name for p in (tmp_path / "cards").iterdir()] == ["c-0123456789abcdef.md"]
