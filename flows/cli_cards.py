@@ -1,5 +1,170 @@
-"""`memoir run`, `memoir cards …`, `memoir demo`."""
+"""`memoir run`, `memoir cards list|show`, `memoir demo`."""
 
 from __future__ import annotations
 
-from flows.cli import cli, pass_ctx  # noqa: F401
+import shutil
+import sys
+import tempfile
+from importlib.resources import files
+from pathlib import Path
+
+import click
+
+from cards.config import Settings, load_settings
+from cards.hosts import HOSTS, ReaderError
+from cards.ledger import LedgerError
+from cards.model import STATUSES
+from cards.store import CardStore
+from flows.cli import EXIT_FAILED, cli, emit_json, pass_ctx
+from flows.pipeline import RunSummary, run_pipeline
+
+
+def examples_dir() -> Path:
+    """The example sessions shipped inside the package (read in place, never written)."""
+    return Path(str(files("cards") / "examples"))
+
+
+class _Bar:
+    """A progress bar on stderr that appears only for runs long enough to need one."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled and sys.stderr.isatty()
+        self.bar = None
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if not self.enabled or total < 20:
+            return
+        if self.bar is None:
+            self.bar = click.progressbar(length=total, label=f"{stage:<8}", file=sys.stderr)
+            self.bar.__enter__()
+        self.bar.update(1)
+        if done == total:
+            self.close()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+def print_summary(summary: RunSummary) -> None:
+    d = summary.to_dict()
+    click.echo(f"files     {d['files_seen']} seen, {d['files_read']} read ({d['bytes_read'] / 1e6:.1f} MB)")
+    click.echo(f"turns     {d['turns']} in {d['sessions']} sessions → {d['experiences']} experiences")
+    cards = d["cards"]
+    click.echo("cards     " + (", ".join(f"{v} {k}" for k, v in cards.items()) or "none written"))
+    if d["rules"]:
+        click.echo("rules     " + ", ".join(f"{v} {k}" for k, v in d["rules"].items()))
+    if d["skipped"]:
+        click.echo("skipped   " + ", ".join(f"{v} {k}" for k, v in d["skipped"].items()))
+    if d["redacted"]:
+        click.echo("redacted  " + ", ".join(f"{v} {k}" for k, v in d["redacted"].items()))
+    for card_id in d["hand_edited"]:
+        click.echo(f"kept      {card_id}: edited by hand, not overwritten")
+    if d["queued"]:
+        click.echo("queued    " + ", ".join(f"{v} {k}" for k, v in d["queued"].items()) + " (run `memoir replay`)")
+    if d["index"]:
+        click.echo("index     " + ", ".join(f"{k} {v}" for k, v in d["index"].items()))
+    click.echo(f"model     {d['model']}")
+    for note in d["notes"]:
+        click.echo(f"note      {note}")
+    click.echo(f"took      {d['elapsed_s']:.2f} s")
+
+
+def execute_run(settings: Settings, logs: tuple[str, ...], host: str, as_json: bool) -> RunSummary:
+    bar = _Bar(enabled=not as_json)
+    try:
+        return run_pipeline(settings, [Path(p) for p in logs] or None, host=host, progress=bar)
+    except (ReaderError, LedgerError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        bar.close()
+
+
+@cli.command("run")
+@click.option("--logs", "logs", multiple=True, type=click.Path(), metavar="PATH",
+              help="Log file or folder to read (repeatable). Default: the host log folders on this machine.")
+@click.option("--host", type=click.Choice(("auto",) + HOSTS), default="auto", show_default=True,
+              help="Log format; auto detects it per file.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
+@pass_ctx
+def run_cmd(ctx, logs, host, as_json):
+    """Read new log lines, cut them into experiences and write experience cards.
+
+    Host logs are only ever read. A second run over the same logs writes nothing new.
+    """
+    summary = execute_run(ctx.settings, logs, host, as_json)
+    emit_json(summary.to_dict()) if as_json else print_summary(summary)
+
+
+@cli.group("cards")
+def cards_group():
+    """List and show experience cards."""
+
+
+@cards_group.command("list")
+@click.option("--status", type=click.Choice(STATUSES), help="Only cards with this status.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+@pass_ctx
+def cards_list(ctx, status, as_json):
+    """One line per card: id, status, quality, last update, title."""
+    store = CardStore(ctx.settings.cards_dir, ctx.settings.state_dir)
+    cards, problems = store.load_all()
+    rows = [c for c in cards if status is None or c.status == status]
+    rows.sort(key=lambda c: (c.updated, c.id), reverse=True)
+    if as_json:
+        emit_json([{"id": c.id, "status": c.status, "quality": c.quality, "updated": c.updated,
+                    "topics": list(c.topics), "workspace": c.workspace,
+                    "title": _title(c)} for c in rows])
+    else:
+        for c in rows:
+            click.echo(f"{c.id}  {c.status:<10} {c.quality:<5} {c.updated[:10]:<10}  {_title(c)}")
+        if not rows:
+            click.echo("no cards" + (f" with status {status}" if status else ""))
+    for problem in problems:
+        click.echo(f"unreadable card file: {problem}", err=True)
+
+
+def _title(card) -> str:
+    text = card.goal or card.conclusion
+    line = " ".join(text.split())
+    return line[:80] + ("…" if len(line) > 80 else "")
+
+
+@cards_group.command("show")
+@click.argument("card_id")
+@pass_ctx
+def cards_show(ctx, card_id):
+    """Print one card file as it is on disk."""
+    store = CardStore(ctx.settings.cards_dir, ctx.settings.state_dir)
+    text = store.read_text(card_id)
+    if text is None:
+        raise click.ClickException(f"no card {card_id} in {ctx.settings.cards_dir}; see `memoir cards list`")
+    click.echo(text, nl=False)
+
+
+@cli.command("demo")
+@click.option("--keep", type=click.Path(file_okay=False), help="Write the demo home here instead of a temp dir.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
+def demo_cmd(keep, as_json):
+    """Run the whole pipeline on the example sessions shipped with memoir, in a throwaway home."""
+    home = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="memoir-demo-"))
+    settings = load_settings(home=home)
+    summary = execute_run(settings, (str(examples_dir()),), "auto", as_json)
+    if as_json:
+        emit_json(summary.to_dict())
+        return
+    click.echo(f"memoir demo: example sessions from {examples_dir()}")
+    click.echo(f"home: {home}\n")
+    print_summary(summary)
+    store = CardStore(settings.cards_dir, settings.state_dir)
+    cards, _ = store.load_all()
+    click.echo(f"\n{len(cards)} cards:")
+    for c in sorted(cards, key=lambda c: (c.created, c.id)):
+        click.echo(f"  {c.id}  {c.status:<10} {_title(c)}")
+    shown = next((c for c in cards if c.status == "active" and c.error_signature), cards[0] if cards else None)
+    if shown is not None:
+        click.echo(f"\n--- {store.path_for(shown.id)} ---")
+        click.echo(store.read_text(shown.id), nl=False)
+    if not keep:
+        click.echo(f"\n(try: memoir --home {home} cards list)")
