@@ -1,0 +1,234 @@
+"""The I/O edge of reading host logs: walk paths, plan each file against the ledger, read, group.
+
+Host logs are strictly read-only for memoir: a file is opened `O_RDONLY` (with `O_NOATIME` where
+the kernel allows it), read up to the size seen at stat time and closed; nothing is written,
+moved, renamed, locked or touched. Per-file failures are counted by reason, never raised.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat as stat_mod
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cards.hosts import HEADER_SESSIONS, READERS, detect_host, reader_for
+from cards.ledger import FileStat, Ledger, LedgerEntry, ReadPlan, plan_read
+from cards.model import Turn
+
+HEAD_BYTES = 65536
+CHUNK = 1 << 20
+_SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv"})
+_AIDER_NAME = ".aider.chat.history.md"
+
+
+@dataclass(slots=True)
+class CollectResult:
+    """Turns grouped by (host, session id), skip counts, and the ledger updates to commit later."""
+
+    sessions: dict[tuple[str, str], list[Turn]] = field(default_factory=dict)
+    skipped: Counter = field(default_factory=Counter)
+    plans: Counter = field(default_factory=Counter)
+    files_seen: int = 0
+    files_read: int = 0
+    bytes_read: int = 0
+    pending: list[LedgerEntry] = field(default_factory=list)
+
+    @property
+    def turn_count(self) -> int:
+        return sum(len(t) for t in self.sessions.values())
+
+    def commit(self, ledger: Ledger) -> int:
+        """Move the ledger past what this collect read; call only after its cards are stored."""
+        return ledger.commit(self.pending)
+
+
+def _wanted(name: str, host: str) -> bool:
+    if host == "codex":
+        return name.startswith("rollout-") and name.endswith(".jsonl")
+    if host == "aider":
+        return name.endswith(_AIDER_NAME)
+    if host == "auto":
+        return name.endswith((".jsonl", _AIDER_NAME))
+    return name.endswith(".jsonl")
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return stat_mod.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        return False  # reported when the file itself is read, as `unreadable`
+
+
+def iter_candidates(paths: list[Path], host: str, skipped: Counter | None = None) -> Iterator[Path]:
+    """Log files under `paths`, sorted, each once; a path given as a file is always a candidate.
+
+    A directory that cannot be listed is counted in `skipped` as `unreadable_dir`.
+    """
+    seen: set[str] = set()
+    skipped = Counter() if skipped is None else skipped
+
+    def on_error(_exc: OSError) -> None:
+        skipped["unreadable_dir"] += 1
+
+    for root in paths:
+        root = Path(root).expanduser()
+        found: list[Path] = []
+        if _is_dir(root):
+            for dirpath, dirnames, filenames in os.walk(root, onerror=on_error):
+                dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
+                found += [Path(dirpath) / n for n in filenames if _wanted(n, host)]
+                # A directory named like a log is surfaced so it is counted, not silently passed over.
+                found += [Path(dirpath) / d for d in dirnames if _wanted(d, host) and d.endswith(".jsonl")]
+        else:
+            found.append(root)
+        for path in sorted(found):
+            key = os.path.abspath(path)
+            if key not in seen:
+                seen.add(key)
+                yield Path(key)
+
+
+def _open_ro(path: Path) -> int:
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+    noatime = getattr(os, "O_NOATIME", 0)
+    if noatime:
+        try:
+            return os.open(path, flags | noatime)
+        except PermissionError:
+            pass  # O_NOATIME is refused on files we do not own; plain read-only is still read-only
+    return os.open(path, flags)
+
+
+class _PrefixHasher:
+    """sha256 of a file's first n bytes, remembering states so a prefix is hashed once."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.states: dict[int, "hashlib._Hash"] = {0: hashlib.sha256()}
+
+    def state(self, n: int) -> "hashlib._Hash":
+        if n not in self.states:
+            start = max(k for k in self.states if k <= n)
+            h = self.states[start].copy()
+            pos = start
+            while pos < n:
+                chunk = os.pread(self.fd, min(CHUNK, n - pos), pos)
+                if not chunk:
+                    break
+                h.update(chunk)
+                pos += len(chunk)
+            self.states[n] = h
+        return self.states[n].copy()
+
+    def hexdigest(self, n: int) -> str:
+        return self.state(n).hexdigest()
+
+
+def _read_all(fd: int, start: int, end: int) -> bytes:
+    parts: list[bytes] = []
+    pos = start
+    while pos < end:
+        chunk = os.pread(fd, min(CHUNK * 16, end - pos), pos)
+        if not chunk:
+            break
+        parts.append(chunk)
+        pos += len(chunk)
+    return b"".join(parts)
+
+
+def _read_file(path: Path, host: str, ledger: Ledger | None, out: CollectResult) -> None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        out.skipped["unreadable"] += 1
+        return
+    if not stat_mod.S_ISREG(st.st_mode):
+        out.skipped["unreadable"] += 1  # a directory or FIFO named like a log: opening a FIFO would block
+        return
+    if st.st_size == 0:
+        out.skipped["empty"] += 1
+        return
+    try:
+        fd = _open_ro(path)
+    except OSError:
+        out.skipped["unreadable"] += 1
+        return
+    try:
+        _read_open_file(fd, str(path), FileStat(st.st_size, st.st_mtime_ns), host, ledger, out)
+    except OSError:
+        out.skipped["unreadable"] += 1
+    finally:
+        os.close(fd)
+
+
+def _read_open_file(fd: int, path: str, fstat: FileStat, host: str, ledger: Ledger | None, out: CollectResult) -> None:
+    head = os.pread(fd, min(HEAD_BYTES, fstat.size), 0)
+    if b"\x00" in head:
+        out.skipped["binary"] += 1
+        return
+    if not head.strip():
+        out.skipped["empty"] += 1
+        return
+    file_host = detect_host(path, head) if host == "auto" else host
+    if file_host is None:
+        out.skipped["unknown_format"] += 1
+        return
+    hasher = _PrefixHasher(fd)
+    entry = ledger.get(path) if ledger is not None else None
+    plan: ReadPlan = plan_read(entry, fstat, hasher.hexdigest, file_host)
+    out.plans[plan.reason] += 1
+    if plan.skip:
+        return
+    data = _read_all(fd, plan.start_offset, fstat.size)
+    result = reader_for(file_host)(data, path, plan.start_line, plan.carry)
+    out.files_read += 1
+    out.bytes_read += len(data)
+    out.skipped.update(result.skipped)
+    for turn in result.turns:
+        out.sessions.setdefault((file_host, turn.session_id), []).append(turn)
+    prefix = hasher.state(plan.start_offset)
+    prefix.update(memoryview(data)[: result.consumed])
+    resume = result.resume_at if file_host in HEADER_SESSIONS else result.consumed
+    out.pending.append(
+        LedgerEntry(
+            path=path,
+            host=file_host,
+            size=fstat.size,
+            mtime_ns=fstat.mtime_ns,
+            offset=plan.start_offset + result.consumed,
+            lines=plan.start_line + result.lines,
+            resume_offset=plan.start_offset + resume,
+            resume_line=plan.start_line + (result.resume_line if file_host in HEADER_SESSIONS else result.lines),
+            next_seq=result.carry.next_seq(result.session_id),
+            prefix_sha256=prefix.hexdigest(),
+            session_ids=tuple(dict.fromkeys((entry.session_ids if entry and plan.reason == "appended" else ()) + result.session_ids)),
+            carry=result.carry,
+        )
+    )
+
+
+def collect(paths: list[Path], host: str = "auto", ledger: Ledger | None = None) -> CollectResult:
+    """Read every new or appended log under `paths` (read-only) into turns grouped by session.
+
+    Args:
+        paths: files or directories (`~/.claude/projects`, `~/.codex/sessions`, a repo with
+            `.aider.chat.history.md`, …).
+        host: a key of `READERS` or "auto" (detected per file from its first lines).
+        ledger: where earlier reads are recorded; None reads every file from the start.
+    """
+    if host != "auto":
+        reader_for(host)
+    out = CollectResult()
+    for path in iter_candidates(paths, host, out.skipped):
+        out.files_seen += 1
+        _read_file(path, host, ledger, out)
+    for turns in out.sessions.values():
+        turns.sort(key=lambda t: (t.seq, t.line))
+    return out
+
+
+__all__ = ["READERS", "CollectResult", "collect", "iter_candidates"]

@@ -1,0 +1,153 @@
+"""What every host reader returns, and the small helpers they share.
+
+A reader is a pure function `read(data, path, start_line=0, carry=Carry()) -> ReadResult`:
+`data` is the bytes of a file from some offset on, `start_line` the number of lines before that
+offset, `carry` what an earlier read of the same file learnt (session id, cwd, next turn seq).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from cards.model import Turn
+
+TOOL_CALL_CHARS = 2000  # a call's arguments: enough to see what was run, not a pasted file
+TOOL_RESULT_CHARS = 4000  # head and tail of an output keep the command echo and the final error
+TEXT_CHARS = 20000  # a single message; longer ones are pastes, the sanitizer caps them further
+EMPTY_OUTPUT = "(no output)"  # a silent successful command is still a result the segmenter needs
+
+
+class ReaderError(Exception):
+    """A reader was asked for a host it does not know."""
+
+
+@dataclass(frozen=True, slots=True)
+class Carry:
+    """State one read hands to the next read of the same file (stored in the ledger)."""
+
+    session_id: str = ""
+    cwd: str = ""
+    git_branch: str = ""
+    started: str = ""
+    seqs: tuple[tuple[str, int], ...] = ()
+
+    def next_seq(self, session_id: str) -> int:
+        return dict(self.seqs).get(session_id, 0)
+
+    def to_dict(self) -> dict:
+        return {
+            "session_id": self.session_id,
+            "cwd": self.cwd,
+            "git_branch": self.git_branch,
+            "started": self.started,
+            "seqs": [list(p) for p in self.seqs],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Carry:
+        return cls(
+            session_id=str(d.get("session_id", "")),
+            cwd=str(d.get("cwd", "")),
+            git_branch=str(d.get("git_branch", "")),
+            started=str(d.get("started", "")),
+            seqs=tuple((str(s), int(n)) for s, n in d.get("seqs", ())),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    """Turns read from one chunk of a file, what was skipped by reason, and where to go on.
+
+    `consumed`/`lines` cover whole lines only. `resume_at`/`resume_line` (relative to the chunk)
+    is where the next read must start; it equals `consumed` except for formats whose sessions
+    can only be understood from their header (aider), where it points at the last header.
+    """
+
+    turns: list[Turn]
+    skipped: Counter
+    session_id: str
+    session_ids: tuple[str, ...]
+    consumed: int
+    lines: int
+    carry: Carry
+    resume_at: int
+    resume_line: int
+
+
+@dataclass(slots=True)
+class Seqs:
+    """Next turn number per session, seeded from the carry."""
+
+    next: dict[str, int] = field(default_factory=dict)
+
+    def take(self, session_id: str) -> int:
+        n = self.next.get(session_id, 0)
+        self.next[session_id] = n + 1
+        return n
+
+    def frozen(self) -> tuple[tuple[str, int], ...]:
+        return tuple(sorted(self.next.items()))
+
+
+def complete_lines(data: bytes) -> tuple[list[bytes], int]:
+    """Split `data` into whole lines; bytes after the last newline are a line still being written."""
+    end = data.rfind(b"\n") + 1
+    if end == 0:
+        return [], 0
+    lines = data[:end].split(b"\n")
+    lines.pop()
+    return lines, end
+
+
+def parse_ts(value: object) -> datetime | None:
+    """ISO-8601 (with `Z`) or epoch seconds/millis to an aware datetime; naive means UTC."""
+    if isinstance(value, str) and value:
+        try:
+            ts = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            ts = datetime.fromtimestamp(value / 1000 if value > 1e11 else value, tz=timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            return None
+    else:
+        return None
+    return ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
+
+
+def clip(text: str, limit: int) -> str:
+    """Bound `text` to about `limit` chars, keeping head and tail (where commands and errors are)."""
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    tail = limit - head
+    return f"{text[:head]}\n…[{len(text) - limit} chars cut]…\n{text[-tail:]}"
+
+
+def compact_json(value: object, limit: int = TOOL_CALL_CHARS) -> str:
+    """One-line JSON of a tool input, bounded."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    except (TypeError, ValueError):
+        text = str(value)
+    return clip(text, limit)
+
+
+def tool_call_text(name: str, args: object) -> str:
+    """`name {json args}`: the readable form of a tool call."""
+    if isinstance(args, str):
+        stripped = args.strip()
+        try:
+            args = json.loads(stripped) if stripped[:1] in ("{", "[") else stripped
+        except ValueError:
+            args = stripped
+    body = args if isinstance(args, str) else compact_json(args)
+    return f"{name} {clip(body, TOOL_CALL_CHARS)}".strip()
+
+
+def as_str(value: object) -> str:
+    return value if isinstance(value, str) else ""

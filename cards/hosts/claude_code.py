@@ -1,0 +1,265 @@
+"""Claude Code transcripts: `~/.claude/projects/<slug>/<session>.jsonl` (+ `<session>/subagents/`).
+
+One JSON object per line. Conversation lines are `user`/`assistant` with `message.content` as a
+string or a list of blocks; tool results come back as `user` lines; one API response is split over
+several `assistant` lines sharing `message.id`. `summary` lines, compact summaries and
+`compact_boundary` system lines become `summary` turns (segment boundaries). Bookkeeping lines
+(progress, file-history-snapshot, queue-operation, …) are counted as `ignored_type`.
+
+Deduplication (by line uuid and by `(message.id, block)`) holds within one read; a duplicate
+that straddles two incremental reads is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import PurePath
+
+from cards.hosts.base import (
+    TEXT_CHARS,
+    TOOL_RESULT_CHARS,
+    EMPTY_OUTPUT,
+    Carry,
+    ReadResult,
+    Seqs,
+    as_str,
+    clip,
+    complete_lines,
+    parse_ts,
+    tool_call_text,
+)
+from cards.hosts.strip import strip_injected
+from cards.model import Turn
+
+HOST = "claude-code"
+
+IGNORED_TYPES = frozenset(
+    {
+        "progress",
+        "file-history-snapshot",
+        "queue-operation",
+        "last-prompt",
+        "custom-title",
+        "tag",
+        "agent-name",
+        "pr-link",
+        "attachment",
+    }
+)
+# Substrings that may mark a bookkeeping line; only lines holding one pay for the regex below,
+# and only lines it confirms skip json.loads (progress lines dominate big transcripts).
+_CHEAP_IGNORED = (b'"progress"', b'"file-history-snapshot"', b'"queue-operation"')
+_IGNORED_RE = re.compile(rb'(?<!\\)"type"\s*:\s*"(?:progress|file-history-snapshot|queue-operation)"')
+_UUID_STEM = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def session_id_for(path: str, first: dict | None) -> str:
+    """One file is one seq space: a subagent file gets its own id beside its parent's."""
+    p = PurePath(path)
+    if p.parent.name == "subagents" and p.stem.startswith("agent-"):
+        return f"{p.parent.parent.name}/{p.stem}"
+    if _UUID_STEM.match(p.stem):
+        return p.stem
+    if first:
+        sid = as_str(first.get("sessionId"))
+        agent = as_str(first.get("agentId"))
+        if sid:
+            return f"{sid}/agent-{agent}" if agent and first.get("isSidechain") else sid
+    return p.stem
+
+
+def _is_ignored_line(line: bytes) -> bool:
+    a, b, c = _CHEAP_IGNORED
+    return (a in line or b in line or c in line) and _IGNORED_RE.search(line[:4096]) is not None
+
+
+def _result_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [as_str(b.get("text")) for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        return "\n".join(p for p in parts if p)
+    return ""
+
+
+class _Reader:
+    """Walks the parsed lines of one chunk, turning conversation blocks into Turns."""
+
+    def __init__(self, path: str, start_line: int, carry: Carry, session_id: str) -> None:
+        self.path = path
+        self.start_line = start_line
+        self.session_id = session_id
+        self.seqs = Seqs(dict(carry.seqs))
+        self.cwd = carry.cwd
+        self.branch = carry.git_branch
+        self.turns: list[Turn] = []
+        self.skipped: Counter = Counter()
+        self.seen_uuids: set[str] = set()
+        self.seen_blocks: set[tuple] = set()
+        self.tool_names: dict[str, str] = {}
+
+    def emit(
+        self, obj: dict, line: int, role: str, kind: str, text: str, tool_name: str = "", limit: int = TEXT_CHARS
+    ) -> None:
+        text = clip(strip_injected(text), limit) or (EMPTY_OUTPUT if role == "tool" else "")
+        if not text:
+            self.skipped["empty_text"] += 1
+            return
+        self.turns.append(
+            Turn(
+                host=HOST,
+                session_id=self.session_id,
+                seq=self.seqs.take(self.session_id),
+                role=role,
+                kind=kind,
+                text=text,
+                timestamp=parse_ts(obj.get("timestamp")),
+                tool_name=tool_name,
+                cwd=self.cwd,
+                git_branch=self.branch,
+                source_file=self.path,
+                line=line,
+                is_sidechain=bool(obj.get("isSidechain")),
+                uuid=as_str(obj.get("uuid")),
+            )
+        )
+
+    def line(self, obj: dict, line: int) -> None:
+        kind = obj.get("type")
+        if kind in IGNORED_TYPES:
+            self.skipped["ignored_type"] += 1
+            return
+        uuid = as_str(obj.get("uuid"))
+        if uuid:
+            if uuid in self.seen_uuids:
+                self.skipped["duplicate"] += 1
+                return
+            self.seen_uuids.add(uuid)
+        self.cwd = as_str(obj.get("cwd")) or self.cwd
+        self.branch = as_str(obj.get("gitBranch")) or self.branch
+        if kind == "summary":
+            self.emit(obj, line, "system", "summary", as_str(obj.get("summary")))
+        elif kind == "system":
+            self.system(obj, line)
+        elif kind == "user":
+            self.user(obj, line)
+        elif kind == "assistant":
+            self.assistant(obj, line)
+        else:
+            self.skipped["unknown_type"] += 1
+
+    def system(self, obj: dict, line: int) -> None:
+        if obj.get("subtype") == "compact_boundary":
+            self.emit(obj, line, "system", "summary", as_str(obj.get("content")) or "Conversation compacted")
+        else:
+            self.skipped["ignored_type"] += 1
+
+    def user(self, obj: dict, line: int) -> None:
+        message = obj.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if obj.get("isCompactSummary"):
+            text = content if isinstance(content, str) else _result_text(content)
+            self.emit(obj, line, "system", "summary", text)
+            return
+        if obj.get("isMeta"):
+            self.skipped["meta"] += 1
+            return
+        if isinstance(content, str):
+            self.emit(obj, line, "user", "text", content)
+            return
+        if not isinstance(content, list):
+            self.skipped["unknown_shape"] += 1
+            return
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            btype = block.get("type")
+            if btype == "text":
+                self.emit(obj, line, "user", "text", as_str(block.get("text")))
+            elif btype == "tool_result":
+                name = self.tool_names.get(as_str(block.get("tool_use_id")), "")
+                kind = "error" if block.get("is_error") else "tool_result"
+                text = _result_text(block.get("content"))
+                self.emit(obj, line, "tool", kind, text, tool_name=name, limit=TOOL_RESULT_CHARS)
+
+    def assistant(self, obj: dict, line: int) -> None:
+        message = obj.get("message")
+        if not isinstance(message, dict):
+            self.skipped["unknown_shape"] += 1
+            return
+        content = message.get("content")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        if not isinstance(content, list):
+            self.skipped["unknown_shape"] += 1
+            return
+        mid = as_str(message.get("id"))
+        text_kind = "error" if obj.get("isApiErrorMessage") else "text"
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            btype = block.get("type")
+            if btype == "text":
+                text = as_str(block.get("text"))
+                key, args = (mid, "text", text), (text_kind, text)
+            elif btype == "thinking":
+                text = as_str(block.get("thinking"))
+                key, args = (mid, "thinking", text), ("thinking", text)
+            elif btype == "tool_use":
+                name = as_str(block.get("name"))
+                self.tool_names[as_str(block.get("id"))] = name
+                key = (mid, "tool_use", as_str(block.get("id")) or repr(block.get("input")))
+                args = ("tool_call", tool_call_text(name, block.get("input")), name)
+            else:
+                continue
+            if mid:
+                if key in self.seen_blocks:
+                    self.skipped["duplicate"] += 1
+                    continue
+                self.seen_blocks.add(key)
+            self.emit(obj, line, "assistant", *args)
+
+
+def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) -> ReadResult:
+    """Read the whole lines of a Claude Code transcript chunk into Turns."""
+    lines, consumed = complete_lines(data)
+    skipped: Counter = Counter()
+    if consumed < len(data):
+        skipped["partial_line"] += 1
+    parsed: list[tuple[int, dict]] = []
+    for i, raw in enumerate(lines):
+        if not raw.strip():
+            continue
+        if _is_ignored_line(raw):
+            skipped["ignored_type"] += 1
+            continue
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            skipped["bad_json"] += 1
+            continue
+        if not isinstance(obj, dict):
+            skipped["unknown_shape"] += 1
+            continue
+        parsed.append((start_line + i + 1, obj))
+    first = next((o for _, o in parsed if o.get("sessionId")), None)
+    session_id = carry.session_id or session_id_for(path, first)
+    reader = _Reader(path, start_line, carry, session_id)
+    for line_no, obj in parsed:
+        reader.line(obj, line_no)
+    reader.skipped.update(skipped)
+    seqs = reader.seqs.frozen()
+    new_carry = Carry(session_id=session_id, cwd=reader.cwd, git_branch=reader.branch, seqs=seqs)
+    return ReadResult(
+        turns=reader.turns,
+        skipped=reader.skipped,
+        session_id=session_id,
+        session_ids=(session_id,),
+        consumed=consumed,
+        lines=len(lines),
+        carry=new_carry,
+        resume_at=consumed,
+        resume_line=len(lines),
+    )

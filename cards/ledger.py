@@ -1,0 +1,182 @@
+"""The read ledger: per host log file, how far memoir has read it, so a run reads only what is new.
+
+`plan_read` is the pure decision (new / appended / unchanged / rewritten); `Ledger` is the SQLite
+file in the state dir (`state/ledger.sqlite`). The ledger moves forward only through `commit`,
+which the caller runs after the cards from a read are stored: a crash in between rereads the same
+bytes next time, and stable card ids make that rereading harmless.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from cards.hosts.base import Carry
+
+LEDGER_FILE = "ledger.sqlite"
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY,
+    host TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    offset INTEGER NOT NULL,
+    lines INTEGER NOT NULL,
+    resume_offset INTEGER NOT NULL,
+    resume_line INTEGER NOT NULL,
+    next_seq INTEGER NOT NULL,
+    prefix_sha256 TEXT NOT NULL,
+    session_ids TEXT NOT NULL,
+    carry TEXT NOT NULL,
+    updated TEXT NOT NULL
+)
+"""
+
+
+class LedgerError(Exception):
+    """The ledger database cannot be opened or written; delete it to reread every log from the start."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileStat:
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerEntry:
+    """What memoir knows about one host log after its last committed read.
+
+    `offset`/`lines`: end of the last complete line consumed. `resume_offset`/`resume_line`:
+    where an appended read starts (the same, except for header-named formats such as aider).
+    `prefix_sha256`: hash of bytes [0, offset), to notice a file rewritten in place.
+    """
+
+    path: str
+    host: str
+    size: int
+    mtime_ns: int
+    offset: int
+    lines: int
+    resume_offset: int
+    resume_line: int
+    next_seq: int
+    prefix_sha256: str
+    session_ids: tuple[str, ...] = ()
+    carry: Carry = field(default_factory=Carry)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadPlan:
+    """Where to start reading a file and why; `reason` is new, appended, unchanged or rewritten."""
+
+    start_offset: int
+    start_line: int
+    start_seq: int
+    reason: str
+    carry: Carry = field(default_factory=Carry)
+
+    @property
+    def skip(self) -> bool:
+        return self.reason == "unchanged"
+
+
+def plan_read(
+    entry: LedgerEntry | None, stat: FileStat, prefix_hash_fn: Callable[[int], str], host: str = ""
+) -> ReadPlan:
+    """Decide how much of a file to read, given its ledger entry and current size/mtime.
+
+    `prefix_hash_fn(n)` returns the sha256 hex of the file's first n bytes; it is only called
+    when the file changed, so an untouched file costs one stat.
+    """
+    if entry is None:
+        return ReadPlan(0, 0, 0, "new")
+    if stat.size == entry.size and stat.mtime_ns == entry.mtime_ns:
+        return ReadPlan(entry.offset, entry.lines, entry.next_seq, "unchanged", entry.carry)
+    # Shrunk below what was read, read by another reader, or edited above the mark: the old
+    # offsets mean nothing. Reading from 0 is safe because card ids depend on session and seq.
+    if stat.size < entry.offset or (host and host != entry.host) or prefix_hash_fn(entry.offset) != entry.prefix_sha256:
+        return ReadPlan(0, 0, 0, "rewritten")
+    return ReadPlan(entry.resume_offset, entry.resume_line, entry.next_seq, "appended", entry.carry)
+
+
+def _row_to_entry(row: tuple) -> LedgerEntry:
+    (path, host, size, mtime_ns, offset, lines, resume_offset, resume_line, next_seq, prefix, sids, carry) = row
+    return LedgerEntry(
+        path=path,
+        host=host,
+        size=size,
+        mtime_ns=mtime_ns,
+        offset=offset,
+        lines=lines,
+        resume_offset=resume_offset,
+        resume_line=resume_line,
+        next_seq=next_seq,
+        prefix_sha256=prefix,
+        session_ids=tuple(json.loads(sids)),
+        carry=Carry.from_dict(json.loads(carry)),
+    )
+
+
+class Ledger:
+    """The SQLite ledger file; use as a context manager or call `close()`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(SCHEMA)
+            self._db.commit()
+        except (OSError, sqlite3.Error) as exc:
+            raise LedgerError(f"cannot open read ledger {self.path}: {exc}; check the state dir is writable") from exc
+
+    @classmethod
+    def in_state_dir(cls, state_dir: Path) -> Ledger:
+        return cls(Path(state_dir) / LEDGER_FILE)
+
+    def get(self, path: str) -> LedgerEntry | None:
+        row = self._db.execute(
+            "SELECT path, host, size, mtime_ns, offset, lines, resume_offset, resume_line, next_seq,"
+            " prefix_sha256, session_ids, carry FROM files WHERE path = ?",
+            (path,),
+        ).fetchone()
+        return _row_to_entry(row) if row else None
+
+    def entries(self) -> list[LedgerEntry]:
+        rows = self._db.execute(
+            "SELECT path, host, size, mtime_ns, offset, lines, resume_offset, resume_line, next_seq,"
+            " prefix_sha256, session_ids, carry FROM files ORDER BY path"
+        ).fetchall()
+        return [_row_to_entry(r) for r in rows]
+
+    def commit(self, entries: Iterable[LedgerEntry]) -> int:
+        """Record reads whose cards are stored; all or nothing. Returns the number of files recorded."""
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        rows = [
+            (
+                e.path, e.host, e.size, e.mtime_ns, e.offset, e.lines, e.resume_offset, e.resume_line,
+                e.next_seq, e.prefix_sha256, json.dumps(list(e.session_ids)), json.dumps(e.carry.to_dict()), now,
+            )
+            for e in entries
+        ]
+        try:
+            with self._db:
+                self._db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+        except sqlite3.Error as exc:
+            raise LedgerError(f"cannot write read ledger {self.path}: {exc}") from exc
+        return len(rows)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,173 @@
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from cards.collect import collect
+from cards.ledger import Ledger
+
+FIXTURES = Path(__file__).parent / "fixtures" / "hosts"
+
+
+def _line(sid: str, text: str) -> bytes:
+    return (json.dumps({"session_id": sid, "role": "user", "text": text}) + "\n").encode()
+
+
+@pytest.fixture
+def ledger(tmp_path):
+    with Ledger.in_state_dir(tmp_path / "state") as led:
+        yield led
+
+
+def _snapshot(root: Path) -> dict:
+    return {p: (p.read_bytes(), p.stat().st_mtime_ns, p.stat().st_mode) for p in root.rglob("*") if p.is_file()}
+
+
+def test_walks_host_trees_and_groups_turns_by_session(tmp_path, ledger):
+    project = tmp_path / "claude" / "proj"
+    (project / "0b5c1a2e-1111-4222-8333-944455556666" / "subagents").mkdir(parents=True)
+    shutil.copy(FIXTURES / "claude_session.jsonl", project / "0b5c1a2e-1111-4222-8333-944455556666.jsonl")
+    shutil.copy(FIXTURES / "claude_session.jsonl", project / "0b5c1a2e-1111-4222-8333-944455556666" / "subagents" / "agent-a1.jsonl")
+    day = tmp_path / "codex" / "2026" / "02" / "23"
+    day.mkdir(parents=True)
+    shutil.copy(FIXTURES / "codex_rollout.jsonl", day / "rollout-2026-02-23T12-40-23-019c8a4c-0000-7000-8000-000000000001.jsonl")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    shutil.copy(FIXTURES / "sample.aider.chat.history.md", repo / ".aider.chat.history.md")
+
+    r = collect([tmp_path / "claude", tmp_path / "codex", repo], ledger=ledger)
+    assert (r.files_seen, r.files_read) == (4, 4)
+    hosts = sorted({h for h, _ in r.sessions})
+    assert hosts == ["aider", "claude-code", "codex"]
+    assert ("claude-code", "0b5c1a2e-1111-4222-8333-944455556666/agent-a1") in r.sessions
+    assert len([k for k in r.sessions if k[0] == "aider"]) == 2
+    assert r.plans["new"] == 4
+
+
+def test_ledger_moves_only_on_commit_and_then_skips_unchanged(tmp_path, ledger):
+    log = tmp_path / "a.jsonl"
+    log.write_bytes(_line("s", "one"))
+    first = collect([log], host="jsonl", ledger=ledger)
+    assert first.turn_count == 1
+    assert collect([log], host="jsonl", ledger=ledger).turn_count == 1  # not committed: read again
+    first.commit(ledger)
+    again = collect([log], host="jsonl", ledger=ledger)
+    assert (again.turn_count, again.files_read, again.plans["unchanged"]) == (0, 0, 1)
+
+
+def test_appended_lines_only_are_read_with_continuing_seq(tmp_path, ledger):
+    log = tmp_path / "a.jsonl"
+    log.write_bytes(_line("s", "one") + _line("s", "two"))
+    collect([log], host="jsonl", ledger=ledger).commit(ledger)
+    with open(log, "ab") as fh:
+        fh.write(_line("s", "three"))
+    r = collect([log], host="jsonl", ledger=ledger)
+    assert [(t.seq, t.line, t.text) for t in r.sessions[("jsonl", "s")]] == [(2, 3, "three")]
+    assert r.plans["appended"] == 1
+
+
+def test_partial_last_line_waits_for_its_newline(tmp_path, ledger):
+    log = tmp_path / "a.jsonl"
+    full = _line("s", "one") + _line("s", "two")
+    log.write_bytes(full[:-9])
+    r = collect([log], host="jsonl", ledger=ledger)
+    assert r.turn_count == 1 and r.skipped["partial_line"] == 1
+    r.commit(ledger)
+    log.write_bytes(full)
+    r = collect([log], host="jsonl", ledger=ledger)
+    assert [t.text for t in r.sessions[("jsonl", "s")]] == ["two"]
+
+
+def test_rewritten_prefix_is_read_again_from_the_start(tmp_path, ledger):
+    log = tmp_path / "a.jsonl"
+    log.write_bytes(_line("s", "one") + _line("s", "two"))
+    collect([log], host="jsonl", ledger=ledger).commit(ledger)
+    log.write_bytes(_line("s", "ONE") + _line("s", "two") + _line("s", "three"))
+    r = collect([log], host="jsonl", ledger=ledger)
+    assert [(t.seq, t.text) for t in r.sessions[("jsonl", "s")]] == [(0, "ONE"), (1, "two"), (2, "three")]
+    assert r.plans["rewritten"] == 1
+
+
+def test_aider_session_appended_later_keeps_its_id(tmp_path, ledger):
+    log = tmp_path / ".aider.chat.history.md"
+    log.write_bytes((FIXTURES / "sample.aider.chat.history.md").read_bytes())
+    first = collect([log], ledger=ledger)
+    first.commit(ledger)
+    last_id = ledger.get(str(log)).carry.session_id
+    with open(log, "ab") as fh:
+        fh.write(b"#### and the lint too  \n\nDone.\n")
+    r = collect([log], ledger=ledger)
+    assert list(r.sessions) == [("aider", last_id)]
+    again = r.sessions[("aider", last_id)]
+    assert again[: len(first.sessions[("aider", last_id)])] == first.sessions[("aider", last_id)]
+    assert again[-1].text == "Done."
+
+
+def test_bad_files_are_counted_by_reason_without_raising(tmp_path, ledger):
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    (tmp_path / "blob.jsonl").write_bytes(b"\x00\x01\x02" * 100)
+    (tmp_path / "other.jsonl").write_bytes(b'{"hello": "world"}\n')
+    (tmp_path / "dir.jsonl").mkdir()
+    (tmp_path / "garbage.jsonl").write_bytes(b'{"session_id":"s","role":"user","text":"ok"}\nnot json\n')
+    r = collect([tmp_path], ledger=ledger)
+    assert {k: r.skipped[k] for k in ("empty", "binary", "unknown_format", "unreadable", "bad_json")} == {
+        "empty": 1, "binary": 1, "unknown_format": 1, "unreadable": 1, "bad_json": 1,
+    }
+    assert r.turn_count == 1
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv to drop privileges")
+def test_unreadable_files_and_dirs_are_counted():
+    root = Path(tempfile.mkdtemp(prefix="memoir-unreadable-"))
+    try:
+        root.chmod(0o755)
+        (root / "secret.jsonl").write_bytes(_line("s", "hidden"))
+        (root / "secret.jsonl").chmod(0o600)
+        (root / "closed").mkdir(mode=0o700)
+        (root / "open.jsonl").write_bytes(_line("s", "visible"))
+        (root / "open.jsonl").chmod(0o644)
+        code = (
+            "import sys; from pathlib import Path; from cards.collect import collect; "
+            "r = collect([Path(sys.argv[1])], host='jsonl'); print(sorted(r.skipped.items()), r.turn_count)"
+        )
+        out = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", code, str(root)],
+            capture_output=True, text=True, cwd=Path(__file__).parent.parent, timeout=30,
+        )
+    finally:
+        shutil.rmtree(root)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[('unreadable', 1), ('unreadable_dir', 1)] 1"
+
+
+def test_collect_leaves_host_logs_byte_and_mtime_identical(tmp_path, ledger):
+    root = tmp_path / "logs"
+    root.mkdir()
+    for name in ("claude_session.jsonl", "codex_rollout.jsonl", "codex_legacy.jsonl", "generic.jsonl"):
+        shutil.copy(FIXTURES / name, root / name)
+    shutil.copy(FIXTURES / "sample.aider.chat.history.md", root / "x.aider.chat.history.md")
+    before = _snapshot(root)
+    r = collect([root], ledger=ledger)
+    r.commit(ledger)
+    collect([root], ledger=ledger)
+    assert r.files_read == 5
+    assert _snapshot(root) == before
+    assert sorted(p.name for p in root.iterdir()) == sorted(p.name for p in before)
+
+
+SAMPLES = Path("/work/shared/samples")
+
+
+@pytest.mark.skipif(not SAMPLES.is_dir(), reason="shared real-log samples not present on this machine")
+def test_every_shared_sample_reads_without_crash_and_yields_turns(ledger):
+    r = collect([SAMPLES], ledger=ledger)
+    files = [p for p in SAMPLES.rglob("*") if p.is_file() and p.name != "SOURCES.md"]
+    assert r.files_read == len(files)
+    per_file = {t.source_file for turns in r.sessions.values() for t in turns}
+    assert per_file == {str(p) for p in files}
+    assert not r.skipped["bad_json"] and not r.skipped["unknown_type"] and not r.skipped["unknown_format"]

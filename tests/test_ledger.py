@@ -1,0 +1,63 @@
+import hashlib
+
+from cards.hosts.base import Carry
+from cards.ledger import FileStat, Ledger, LedgerEntry, plan_read
+
+DATA = b"line one\nline two\n"
+
+
+def _entry(**kw) -> LedgerEntry:
+    base = dict(
+        path="/logs/a.jsonl", host="jsonl", size=len(DATA), mtime_ns=100, offset=len(DATA), lines=2,
+        resume_offset=len(DATA), resume_line=2, next_seq=5, prefix_sha256=hashlib.sha256(DATA).hexdigest(),
+        session_ids=("s1",), carry=Carry(session_id="s1", seqs=(("s1", 5),)),
+    )
+    return LedgerEntry(**{**base, **kw})
+
+
+def _hash_of(content: bytes):
+    return lambda n: hashlib.sha256(content[:n]).hexdigest()
+
+
+def _no_hash(n):
+    raise AssertionError("an unchanged file must not be hashed")
+
+
+def test_unknown_file_is_new():
+    assert plan_read(None, FileStat(10, 1), _no_hash).reason == "new"
+
+
+def test_same_size_and_mtime_is_unchanged_without_hashing():
+    assert plan_read(_entry(), FileStat(len(DATA), 100), _no_hash).skip
+
+
+def test_grown_file_with_same_prefix_reads_only_appended_bytes():
+    grown = DATA + b"line three\n"
+    plan = plan_read(_entry(), FileStat(len(grown), 200), _hash_of(grown))
+    assert (plan.reason, plan.start_offset, plan.start_line, plan.start_seq) == ("appended", len(DATA), 2, 5)
+    assert plan.carry.session_id == "s1"
+
+
+def test_changed_prefix_or_shrunk_file_is_reread_from_zero():
+    edited = b"LINE ONE\nline two\nmore\n"
+    assert plan_read(_entry(), FileStat(len(edited), 200), _hash_of(edited)).reason == "rewritten"
+    assert plan_read(_entry(), FileStat(3, 200), _no_hash).reason == "rewritten"
+    plan = plan_read(_entry(), FileStat(len(edited), 200), _hash_of(edited))
+    assert (plan.start_offset, plan.start_line, plan.start_seq) == (0, 0, 0)
+
+
+def test_header_formats_resume_at_stored_offset():
+    grown = DATA + b"x\n"
+    plan = plan_read(_entry(resume_offset=9, resume_line=1), FileStat(len(grown), 300), _hash_of(grown))
+    assert (plan.start_offset, plan.start_line) == (9, 1)
+
+
+def test_ledger_round_trips_entries(tmp_path):
+    with Ledger.in_state_dir(tmp_path / "state") as ledger:
+        assert ledger.get("/logs/a.jsonl") is None
+        ledger.commit([_entry()])
+        ledger.commit([_entry(size=99)])
+    with Ledger.in_state_dir(tmp_path / "state") as ledger:
+        assert ledger.get("/logs/a.jsonl") == _entry(size=99)
+        assert len(ledger.entries()) == 1
+    assert (tmp_path / "state" / "ledger.sqlite").exists()
