@@ -1,0 +1,148 @@
+"""End-to-end runs of the nightly pipeline over real-shaped logs (no model, no index)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cards.config import load_settings
+from cards.model import SECTION_TITLES
+from cards.store import CardStore, parse_card
+from flows.pipeline import run_pipeline
+
+SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"
+
+
+def _snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
+    return {str(p): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _card_bytes(settings) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(settings.cards_dir.glob("*.md"))}
+
+
+@pytest.fixture
+def logs(tmp_path):
+    if not SAMPLES.is_dir():
+        pytest.fail(f"shared samples missing at {SAMPLES}; CI lays ../shared beside the clone")
+    dst = tmp_path / "logs"
+    shutil.copytree(SAMPLES, dst)
+    return dst
+
+
+@pytest.fixture
+def settings(memoir_home):
+    return load_settings(home=memoir_home)
+
+
+def test_every_sample_session_yields_cards_with_six_headings(logs, settings):
+    summary = run_pipeline(settings, [logs])
+    assert summary.files_read == len([p for p in logs.rglob("*") if p.suffix in (".jsonl", ".md") and p.name != "SOURCES.md"])
+    store = CardStore(settings.cards_dir, settings.state_dir)
+    cards, problems = store.load_all()
+    assert not problems
+    sessions_with_cards = {(s.host, s.session_id) for c in cards for s in c.sources}
+    files_with_cards = {Path(s.file).name for c in cards for s in c.sources}
+    expected_files = {p.name for p in logs.rglob("*") if p.suffix in (".jsonl", ".md") and p.name != "SOURCES.md"}
+    assert files_with_cards == expected_files
+    assert len(sessions_with_cards) >= 10
+    for path in settings.cards_dir.glob("*.md"):
+        text = path.read_text()
+        assert text.startswith("---\nid: ")
+        for title in SECTION_TITLES.values():
+            assert f"\n## {title}\n" in text
+        parse_card(text, str(path))
+
+
+def test_reading_never_changes_a_log_file(logs, settings):
+    before = _snapshot(logs)
+    run_pipeline(settings, [logs])
+    run_pipeline(settings, [logs])
+    assert _snapshot(logs) == before
+
+
+def test_second_run_writes_nothing_and_rewrites_nothing(logs, settings):
+    run_pipeline(settings, [logs])
+    first = {p: p.stat().st_mtime_ns for p in settings.cards_dir.glob("*.md")}
+    cards = _card_bytes(settings)
+    summary = run_pipeline(settings, [logs])
+    assert summary.files_read == 0
+    assert summary.cards.get("new", 0) == 0 and summary.cards.get("updated", 0) == 0
+    assert _card_bytes(settings) == cards
+    assert {p: p.stat().st_mtime_ns for p in settings.cards_dir.glob("*.md")} == first
+
+
+def test_a_rerun_after_a_ledger_reset_is_byte_identical(logs, settings):
+    run_pipeline(settings, [logs])
+    cards = _card_bytes(settings)
+    (settings.state_dir / "ledger.sqlite").unlink()
+    summary = run_pipeline(settings, [logs])
+    assert summary.cards.get("new", 0) == 0
+    assert _card_bytes(settings) == cards
+
+
+def _line(obj: dict) -> str:
+    return json.dumps(obj) + "\n"
+
+
+def _claude_line(session: str, uuid: str, parent: str | None, kind: str, content, ts: str) -> dict:
+    role = "assistant" if kind == "assistant" else "user"
+    message = {"role": role, "content": content}
+    if role == "assistant":
+        message["id"] = f"msg_{uuid}"
+    return {"parentUuid": parent, "isSidechain": False, "userType": "external", "cwd": "/home/dev/app",
+            "sessionId": session, "version": "2.1.0", "gitBranch": "main", "type": kind,
+            "message": message, "uuid": uuid, "timestamp": ts}
+
+
+def test_appended_lines_yield_cards_only_for_the_new_part(tmp_path, settings):
+    log = tmp_path / "projects" / "-home-dev-app" / "s-append.jsonl"
+    log.parent.mkdir(parents=True)
+    sid = "s-append"
+    first = [
+        _claude_line(sid, "u1", None, "user", "pytest fails with ModuleNotFoundError: No module named 'yaml'", "2026-11-03T10:00:00Z"),
+        _claude_line(sid, "a1", "u1", "assistant", [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "pip install pyyaml"}}], "2026-11-03T10:00:05Z"),
+        _claude_line(sid, "u2", "a1", "user", [{"type": "tool_result", "tool_use_id": "t1", "content": "Successfully installed PyYAML-6.0.2"}], "2026-11-03T10:00:09Z"),
+        _claude_line(sid, "a2", "u2", "assistant", [{"type": "text", "text": "The root cause was that PyYAML was missing from requirements.txt; adding pyyaml there fixes the ModuleNotFoundError."}], "2026-11-03T10:00:15Z"),
+    ]
+    log.write_text("".join(_line(o) for o in first))
+    s1 = run_pipeline(settings, [tmp_path / "projects"])
+    assert s1.cards["new"] == 1
+    before = _card_bytes(settings)
+    more = [
+        _claude_line(sid, "u3", "a2", "user", "new task: add a --verbose flag to the cli", "2026-11-03T10:05:00Z"),
+        _claude_line(sid, "a3", "u3", "assistant", [{"type": "tool_use", "id": "t2", "name": "Edit", "input": {"file_path": "cli.py"}}], "2026-11-03T10:05:05Z"),
+        _claude_line(sid, "a4", "a3", "assistant", [{"type": "text", "text": "Added --verbose to the cli; it sets the log level to DEBUG for this run only."}], "2026-11-03T10:05:30Z"),
+    ]
+    with log.open("a") as fh:
+        fh.write("".join(_line(o) for o in more))
+    s2 = run_pipeline(settings, [tmp_path / "projects"])
+    assert s2.cards["new"] == 1 and s2.cards.get("updated", 0) == 0
+    after = _card_bytes(settings)
+    assert {k: v for k, v in after.items() if k in before} == before
+    new = [parse_card(v.decode()) for k, v in after.items() if k not in before]
+    assert len(new) == 1 and "--verbose" in new[0].goal
+
+
+def test_bad_input_is_skipped_counted_and_the_run_finishes(tmp_path, settings):
+    root = tmp_path / "bad"
+    root.mkdir()
+    good = _claude_line("s-good", "u1", None, "user", "why does the healthcheck return 503 in staging?", "2026-11-03T10:00:00Z")
+    reply = _claude_line("s-good", "a1", "u1", "assistant", [{"type": "text", "text": "The DB pool was exhausted; raising pool_size to 10 in settings.toml fixed the 503s."}], "2026-11-03T10:00:10Z")
+    (root / "garbage.jsonl").write_text(_line(good) + "{not json at all\n" + _line(reply) + '{"type": "user", "message": {"content": "trunc')
+    (root / "binary.jsonl").write_bytes(os.urandom(2048) + b"\x00\x00")
+    (root / "empty.jsonl").write_bytes(b"")
+    (root / "unknown.jsonl").write_text(_line({"weird": True, "shape": [1, 2]}) * 3)
+    (root / "dir.jsonl").mkdir()
+    summary = run_pipeline(settings, [root])
+    assert summary.cards["new"] == 1
+    skipped = summary.skipped
+    assert skipped["bad_json"] >= 1
+    assert skipped["partial_line"] >= 1
+    assert skipped["binary"] + skipped["unknown_format"] >= 2
+    assert skipped["empty"] >= 1
+    assert skipped["unreadable"] >= 1
