@@ -77,7 +77,8 @@ def iter_candidates(paths: list[Path], host: str, skipped: Counter | None = None
     for root in paths:
         root = Path(root).expanduser()
         found: list[Path] = []
-        if _is_dir(root):
+        # A directory named like a log file is a candidate itself, counted `unreadable` when read.
+        if _is_dir(root) and not _wanted(root.name, host if host != "auto" else "jsonl"):
             for dirpath, dirnames, filenames in os.walk(root, onerror=on_error):
                 dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
                 found += [Path(dirpath) / n for n in filenames if _wanted(n, host)]
@@ -140,7 +141,8 @@ def _read_all(fd: int, start: int, end: int) -> bytes:
     return b"".join(parts)
 
 
-def _read_file(path: Path, host: str, ledger: Ledger | None, out: CollectResult) -> None:
+def collect_file(path: Path, host: str, ledger: Ledger | None, out: CollectResult) -> None:
+    """Read one candidate file into `out` (turns, skip counts, pending ledger entry); never raises OSError."""
     try:
         st = os.stat(path)
     except OSError:
@@ -225,10 +227,10 @@ def collect(paths: list[Path], host: str = "auto", ledger: Ledger | None = None)
     out = CollectResult()
     for path in iter_candidates(paths, host, out.skipped):
         out.files_seen += 1
-        _read_file(path, host, ledger, out)
+        collect_file(path, host, ledger, out)
     for turns in out.sessions.values():
         turns.sort(key=lambda t: (t.seq, t.line))
     return out
 
 
-__all__ = ["READERS", "CollectResult", "collect", "iter_candidates"]
+__all__ = ["READERS", "CollectResult", "collect", "collect_file", "iter_candidates"]

@@ -171,3 +171,9 @@ def test_every_shared_sample_reads_without_crash_and_yields_turns(ledger):
     per_file = {t.source_file for turns in r.sessions.values() for t in turns}
     assert per_file == {str(p) for p in files}
     assert not r.skipped["bad_json"] and not r.skipped["unknown_type"] and not r.skipped["unknown_format"]
+
+
+def test_directory_named_like_a_log_given_explicitly_is_unreadable(tmp_path, ledger):
+    (tmp_path / "dir.jsonl").mkdir()
+    r = collect([tmp_path / "dir.jsonl"], ledger=ledger)
+    assert (r.files_seen, r.skipped["unreadable"]) == (1, 1)

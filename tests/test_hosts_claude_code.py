@@ -82,3 +82,12 @@ def test_incremental_read_continues_seq_from_carry():
     assert [t.seq for t in first.turns + rest.turns] == [t.seq for t in whole.turns]
     assert [t.line for t in first.turns + rest.turns] == [t.line for t in whole.turns]
     assert isinstance(rest.carry, Carry) and rest.session_id == whole.session_id
+
+
+def test_slash_command_keeps_command_and_args_as_user_text():
+    line = (
+        b'{"type":"user","sessionId":"s","uuid":"u","message":{"role":"user","content":'
+        b'"<command-message>review is running</command-message>\\n<command-name>/review</command-name>\\n'
+        b'<command-args>PR 12</command-args>"}}\n'
+    )
+    assert [t.text for t in _read(line).turns] == ["/review PR 12"]

@@ -52,6 +52,8 @@ IGNORED_TYPES = frozenset(
 # and only lines it confirms skip json.loads (progress lines dominate big transcripts).
 _CHEAP_IGNORED = (b'"progress"', b'"file-history-snapshot"', b'"queue-operation"')
 _IGNORED_RE = re.compile(rb'(?<!\\)"type"\s*:\s*"(?:progress|file-history-snapshot|queue-operation)"')
+# A slash command is what the user asked for ("/init", "/review 12"); its expansion is an isMeta line.
+_COMMAND_NAME_RE = re.compile(r"<command-name>\s*(/?[^<]*?)\s*</command-name>")
 _UUID_STEM = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
@@ -167,7 +169,9 @@ class _Reader:
             self.skipped["meta"] += 1
             return
         if isinstance(content, str):
-            self.emit(obj, line, "user", "text", content)
+            if "<command-name>" in content:
+                content = _COMMAND_NAME_RE.sub(r"\1 ", content)
+            self.emit(obj, line, "user", "text", " ".join(content.split()) if "<command-args>" in content else content)
             return
         if not isinstance(content, list):
             self.skipped["unknown_shape"] += 1
