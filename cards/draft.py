@@ -36,21 +36,23 @@ _TRUNCATED_END = re.compile(
     r"which|that|since|as|if|when)|[:,;(\[{–-]|\.\.\.|…)\s*$"
 )
 
-_TOPIC_WORDS = {
-    "configuration": r"\b(?:config(?:uration)?|settings?|\.toml|\.ya?ml|\.ini|env(?:ironment)? var)",
-    "dependencies": r"\b(?:dependenc(?:y|ies)|pip install|npm install|requirements\.txt|package\.json|lockfile|poetry|uv add)",
-    "versions": r"\b(?:version|upgrade|downgrade|v\d+\.\d+)",
-    "tests": r"\b(?:pytest|unittest|jest|vitest|test suite|failing test)",
-    "build": r"\b(?:build|compile|webpack|vite|cmake|makefile)\b",
-    "git": r"\bgit (?:commit|rebase|merge|push|pull|checkout|stash)",
-    "database": r"\b(?:sql|sqlite|postgres|migration|database)\b",
-    "docker": r"\b(?:docker|container|compose)\b",
-    "typescript": r"\b(?:typescript|tsc|\.tsx?)\b",
-    "python": r"\b(?:python|\.py\b|pip)\b",
-    "performance": r"\b(?:slow|latency|performance|profil(?:e|ing)|benchmark)\b",
-    "network": r"\b(?:http|timeout|dns|connection refused|socket)\b",
+# Topic -> (single words matched as tokens, phrases matched as substrings). Token sets keep this
+# linear in the text: one lowercase + one split, however many topics there are.
+_TOPIC_WORDS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
+    "configuration": (frozenset({"config", "configuration", "settings", "setting", ".toml", ".yaml", ".yml", ".ini", ".env"}), ("env var", "environment variable")),
+    "dependencies": (frozenset({"dependency", "dependencies", "requirements.txt", "package.json", "lockfile", "poetry", "pyproject.toml"}), ("pip install", "npm install", "uv add")),
+    "versions": (frozenset({"version", "upgrade", "downgrade", "upgraded", "downgraded"}), ()),
+    "tests": (frozenset({"pytest", "unittest", "jest", "vitest"}), ("test suite", "failing test")),
+    "build": (frozenset({"build", "compile", "webpack", "vite", "cmake", "makefile"}), ()),
+    "git": (frozenset(), ("git commit", "git rebase", "git merge", "git push", "git pull", "git checkout", "git stash")),
+    "database": (frozenset({"sql", "sqlite", "sqlite3", "postgres", "migration", "database"}), ()),
+    "docker": (frozenset({"docker", "container", "compose", "dockerfile"}), ()),
+    "typescript": (frozenset({"typescript", "tsc", "tsconfig.json"}), (".ts ", ".tsx")),
+    "python": (frozenset({"python", "python3", "pip"}), (".py ", ".py:", ".py\n")),
+    "performance": (frozenset({"slow", "latency", "performance", "profile", "profiling", "benchmark"}), ()),
+    "network": (frozenset({"http", "https", "timeout", "dns", "socket"}), ("connection refused",)),
 }
-_TOPIC_RES = {name: re.compile(rx, re.I) for name, rx in _TOPIC_WORDS.items()}
+_TOKEN = re.compile(r"[a-z0-9_][a-z0-9_.\-]*")
 
 
 def _clip(text: str, limit: int) -> str:
@@ -174,7 +176,16 @@ def _follow_up(exp: Experience) -> str:
 
 
 def topics_of(text: str, signature: str = "") -> tuple[str, ...]:
-    found = [name for name, rx in _TOPIC_RES.items() if rx.search(text)]
+    low = text.lower()
+    tokens = set(_TOKEN.findall(low))
+    for token in list(tokens):
+        if "." in token:
+            parts = token.strip(".").split(".")
+            tokens.update(parts)
+            tokens.add("." + parts[-1])
+    tokens.discard("")
+    found = [name for name, (words, phrases) in _TOPIC_WORDS.items()
+             if not words.isdisjoint(tokens) or any(p in low for p in phrases)]
     if signature:
         kind = signature.split(":", 1)[0].strip()
         if kind and len(kind) < 40:

@@ -16,6 +16,10 @@ from pathlib import Path
 
 import yaml
 
+# libyaml's C emitter/parser when present: card front matter is on every run's hot path.
+_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 from cards.model import SECTION_TITLES, SECTIONS, Card, Source
 from cards.render import render
 
@@ -29,8 +33,11 @@ class CardFileError(Exception):
     """A card file cannot be parsed; it says which file and what to fix."""
 
 
-def write_atomic(path: Path, data: str | bytes) -> None:
-    """Temp file in the same directory, fsync, rename: readers see the old or the new file."""
+def write_atomic(path: Path, data: str | bytes, *, sync_dir: bool = True) -> None:
+    """Temp file in the same directory, fsync, rename: readers see the old or the new file.
+
+    `sync_dir=False` lets a batch writer fsync the directory once at the end (`fsync_dir`).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -46,8 +53,14 @@ def write_atomic(path: Path, data: str | bytes) -> None:
         except OSError:
             pass
         raise
+    if sync_dir:
+        fsync_dir(path.parent)
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make renames in `directory` durable; best effort where the filesystem refuses."""
     try:
-        dfd = os.open(path.parent, os.O_RDONLY)
+        dfd = os.open(directory, os.O_RDONLY)
         try:
             os.fsync(dfd)
         finally:
@@ -93,7 +106,7 @@ def front_matter(card: Card) -> dict:
 
 def render_card(card: Card) -> str:
     """Deterministic Markdown: same card, same bytes."""
-    fm = yaml.safe_dump(front_matter(card), sort_keys=False, allow_unicode=True, width=100)
+    fm = yaml.dump(front_matter(card), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
     return render(
         "card.md.j2",
         card=card,
@@ -114,7 +127,7 @@ def parse_card(text: str, origin: str = "<card>") -> Card:
     if end < 0:
         raise CardFileError(f"{origin}: front matter is not closed with '---'")
     try:
-        meta = yaml.safe_load(text[3:end]) or {}
+        meta = yaml.load(text[3:end], Loader=_Loader) or {}
     except yaml.YAMLError as exc:
         raise CardFileError(f"{origin}: front matter is not valid YAML: {exc}") from exc
     if not isinstance(meta, dict) or not meta.get("id"):
@@ -175,6 +188,10 @@ class CardStore:
         return self._manifest
 
     def save_manifest(self) -> None:
+        """Persist what was written; also the point where a batch's renames are made durable."""
+        if getattr(self, "_dirty_dir", False):
+            fsync_dir(self.cards_dir)
+            self._dirty_dir = False
         write_atomic(self.manifest_path, json.dumps(self.manifest, sort_keys=True, indent=0) + "\n")
 
     def ids(self) -> list[str]:
@@ -220,6 +237,7 @@ class CardStore:
             return WriteOutcome(card.id, "unchanged", path)
         if current is not None and not force and self.is_hand_edited(card.id, current):
             return WriteOutcome(card.id, "hand_edited", path)
-        write_atomic(path, text)
+        write_atomic(path, text, sync_dir=False)
+        self._dirty_dir = True
         self.manifest[card.id] = content_hash(text)
         return WriteOutcome(card.id, "new" if current is None else "updated", path)

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-from cards.collect import CollectResult, collect, iter_candidates
+from cards.collect import CollectResult, collect_file, iter_candidates
 from cards.config import Settings
 from cards.draft import draft_card
-from cards.hosts import default_roots
+from cards.hosts import default_roots, reader_for
 from cards.ledger import Ledger
 from cards.model import Card, Experience, Turn
 from cards.sanitize import sanitize_with_report
@@ -122,23 +122,18 @@ def store_cards(store: CardStore, cards: Iterable[Card], summary: RunSummary) ->
 
 def collect_logs(paths: list[Path], host: str, ledger: Ledger, progress: Progress | None = None) -> CollectResult:
     """Read each candidate log file in turn, so a long run can show progress per file."""
-    files = list(iter_candidates(paths, host))
-    merged = CollectResult()
+    out = CollectResult()
+    files = list(iter_candidates(paths, host, out.skipped))
+    if host != "auto":
+        reader_for(host)
     for i, path in enumerate(files):
-        part = collect([path], host=host, ledger=ledger)
-        merged.files_seen += part.files_seen
-        merged.files_read += part.files_read
-        merged.bytes_read += part.bytes_read
-        merged.skipped.update(part.skipped)
-        merged.plans.update(part.plans)
-        merged.pending.extend(part.pending)
-        for key, turns in part.sessions.items():
-            merged.sessions.setdefault(key, []).extend(turns)
+        out.files_seen += 1
+        collect_file(path, host, ledger, out)
         if progress:
             progress("collect", i + 1, len(files))
-    for turns in merged.sessions.values():
+    for turns in out.sessions.values():
         turns.sort(key=lambda t: (t.seq, t.line))
-    return merged
+    return out
 
 
 def run_pipeline(
