@@ -25,7 +25,7 @@ _SWITCH = re.compile(
     re.I,
 )
 _WRAP_TOOL = re.compile(
-    r"\b(?:\d+ passed(?!.*\bfailed\b)|all tests pass(?:ed)?|tests? passed|OK \(\d+ tests?\)|"
+    r"\b(?:\d+ passed|all tests pass(?:ed)?|tests? passed|OK \(\d+ tests?\)|"
     r"Ran \d+ tests?[\s\S]{0,40}\bOK\b|build succeeded|compiled successfully|"
     r"\[[\w./-]+ [0-9a-f]{7,}\] )",
     re.I,
@@ -35,6 +35,7 @@ _WRAP_SAY = re.compile(
     r"works now|is (?:now )?fixed|fixed it|committed|done[.!]|that'?s done|all set)\b",
     re.I,
 )
+_STILL_FAILING = re.compile(r"\b(?:[1-9]\d* (?:failed|errors?)|FAILED|FAIL:|Traceback)\b")
 _COMMIT = re.compile(r"\bgit commit\b")
 
 
@@ -54,7 +55,8 @@ def is_wrap_up(turn: Turn) -> bool:
     if turn.kind == "tool_call":
         return bool(_COMMIT.search(turn.text))
     if turn.kind == "tool_result":
-        return bool(_WRAP_TOOL.search(turn.text[-2000:]))
+        tail = turn.text[-2000:]
+        return bool(_WRAP_TOOL.search(tail)) and not _STILL_FAILING.search(tail)
     if turn.role == "assistant" and turn.kind == "text":
         return bool(_WRAP_SAY.search(turn.text))
     return False

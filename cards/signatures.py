@@ -9,7 +9,12 @@ _EXC = re.compile(
     r"(?::[ \t]*(.*))?"
 )
 _CODE = re.compile(r"\b(E[A-Z]{3,}|E\d{3,5}|TS\d{4}|[A-Z]{2,5}-?\d{3,5})\b")
-_ERRLINE = re.compile(r"(?im)^.*\b(error|failed|fatal|panic|cannot|not found|no such)\b.*$")
+# "0 failed" / "0 errors" are a passing summary, not an error line.
+_ERRLINE = re.compile(
+    r"(?im)^(?!.*\b0 (?:failed|errors?)\b).*\b(error|failed|fatal|panic|cannot|not found|no such)\b.*$"
+)
+_RUNTIME = re.compile(r"(?m)^(?:fatal error|panic|thread '[^']*' panicked at)[: ]\s*(.+)$")
+_GO_FAIL = re.compile(r"(?m)^--- FAIL: (\S+)")
 
 _MASKS = (
     (re.compile(r"(?:[A-Za-z]:)?(?:[\w.~-]*/)+[\w.-]+"), "<path>"),
@@ -43,10 +48,17 @@ def error_signature(text: str) -> str:
         kind = m.group(1).rsplit(".", 1)[-1]
         message = mask((m.group(2) or "").strip())[:MAX_SIGNATURE]
         return f"{kind}: {message}".rstrip(": ").strip()
-    code = _CODE.search(text)
+    runtime = _RUNTIME.search(text)
+    if runtime:
+        return f"{runtime.group(0).split(':', 1)[0].split(' ', 1)[0]}: {mask(runtime.group(1))[:MAX_SIGNATURE]}"
     line = _ERRLINE.search(text)
+    # An error code counts only on the error line itself (a printed tsconfig's "ES2022" is no error).
+    code = _CODE.search(line.group(0)) if line else None
     if code and line:
         return f"{code.group(1)}: {mask(line.group(0))[:MAX_SIGNATURE]}"
+    go_fail = _GO_FAIL.search(text)
+    if go_fail:
+        return f"FAIL: {go_fail.group(1)}"
     if line:
         return mask(line.group(0))[:MAX_SIGNATURE]
     return ""

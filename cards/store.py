@@ -163,8 +163,9 @@ def parse_card(text: str, origin: str = "<card>") -> Card:
 @dataclass(frozen=True)
 class WriteOutcome:
     card_id: str
-    action: str  # new | updated | unchanged | hand_edited
+    action: str  # new | updated | unchanged | hand_edited | failed
     path: Path
+    error: str = ""
 
 
 class CardStore:
@@ -189,9 +190,6 @@ class CardStore:
 
     def save_manifest(self) -> None:
         """Persist what was written; also the point where a batch's renames are made durable."""
-        if getattr(self, "_dirty_dir", False):
-            fsync_dir(self.cards_dir)
-            self._dirty_dir = False
         write_atomic(self.manifest_path, json.dumps(self.manifest, sort_keys=True, indent=0) + "\n")
 
     def ids(self) -> list[str]:
@@ -226,18 +224,85 @@ class CardStore:
         written = self.manifest.get(card_id)
         return written is not None and written != content_hash(current)
 
-    def write(self, card: Card, *, force: bool = False) -> WriteOutcome:
-        """Write one card unless the bytes are the same or a person edited the file (the hand wins)."""
-        path = self.path_for(card.id)
+    def _decide(self, card: Card, force: bool) -> tuple[str, str]:
+        """(action, text): what writing `card` would do, without touching the disk."""
         text = render_card(card)
         current = self.read_text(card.id)
         if current == text:
-            if self.manifest.get(card.id) != content_hash(text):
-                self.manifest[card.id] = content_hash(text)
-            return WriteOutcome(card.id, "unchanged", path)
+            return "unchanged", text
         if current is not None and not force and self.is_hand_edited(card.id, current):
-            return WriteOutcome(card.id, "hand_edited", path)
-        write_atomic(path, text, sync_dir=False)
-        self._dirty_dir = True
-        self.manifest[card.id] = content_hash(text)
-        return WriteOutcome(card.id, "new" if current is None else "updated", path)
+            return "hand_edited", text
+        return ("new" if current is None else "updated"), text
+
+    def write(self, card: Card, *, force: bool = False) -> WriteOutcome:
+        """Write one card unless the bytes are the same or a person edited the file (the hand wins)."""
+        return self.write_many([card], force=force)[0]
+
+    def write_many(self, cards: list[Card], *, force: bool = False) -> list[WriteOutcome]:
+        """Write a batch with one flush for all of it: temp files, one sync, renames, one dir fsync.
+
+        A crash at any point leaves each card file old or new, never partial (only stray
+        `.c-*.tmp` files, which `clean_temp_files` removes). A card whose write fails (permission,
+        read-only filesystem, quota) comes back as action `failed` with the error; the rest go on.
+        """
+        outcomes: list[WriteOutcome] = []
+        staged: list[tuple[Card, str, str, int]] = []
+        for card in cards:
+            path = self.path_for(card.id)
+            try:
+                action, text = self._decide(card, force)
+            except OSError as exc:
+                outcomes.append(WriteOutcome(card.id, "failed", path, str(exc)))
+                continue
+            if action in ("unchanged", "hand_edited"):
+                if action == "unchanged":
+                    self.manifest[card.id] = content_hash(text)
+                outcomes.append(WriteOutcome(card.id, action, path))
+                continue
+            try:
+                tmp = _write_temp(path, text)
+            except OSError as exc:
+                outcomes.append(WriteOutcome(card.id, "failed", path, str(exc)))
+                continue
+            staged.append((card, text, tmp, len(outcomes)))
+            outcomes.append(WriteOutcome(card.id, action, path))
+        if staged:
+            os.sync()
+            for card, text, tmp, at in staged:
+                try:
+                    os.replace(tmp, self.path_for(card.id))
+                except OSError as exc:
+                    _unlink_quietly(tmp)
+                    outcomes[at] = WriteOutcome(card.id, "failed", outcomes[at].path, str(exc))
+                    continue
+                self.manifest[card.id] = content_hash(text)
+            fsync_dir(self.cards_dir)
+        return outcomes
+
+    def clean_temp_files(self) -> int:
+        """Remove temp files a killed run left behind; they are never read as cards."""
+        removed = 0
+        if self.cards_dir.is_dir():
+            for tmp in self.cards_dir.glob(".c-*.tmp"):
+                _unlink_quietly(tmp)
+                removed += 1
+        return removed
+
+
+def _write_temp(path: Path, text: str) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode("utf-8"))
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    return tmp
+
+
+def _unlink_quietly(path: str | Path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

@@ -89,3 +89,10 @@ def test_task_switch_phrases():
     assert is_task_switch("new task: migrate the DB")
     assert is_task_switch("Unrelated, but why is CI slow?")
     assert not is_task_switch("the next release will need it")
+
+
+def test_a_test_run_with_failures_is_not_a_wrap_up():
+    s = (Script().user("make the suite green please").runs("pytest -q").result("1 failed, 11 passed in 0.4s")
+         .says("One failure left in test_orders; looking at it.")
+         .user("also check the logging config while you are at it").runs("cat logging.ini").says("The logging config sets root to WARNING; lowered it to INFO."))
+    assert len(segment_session(s.turns)) == 1
