@@ -251,13 +251,10 @@ def specifics(text: str) -> list[tuple[str, str]]:
     return list(dict.fromkeys(found))
 
 
-def _supported(kind: str, token: str, support: str, masked_support: Callable[[], str]) -> bool:
+def _supported(kind: str, token: str, support: str) -> bool:
     if kind == "number":
         return re.search(rf"(?<![\d]){re.escape(token)}(?!\d)", support) is not None
-    if token.lower() in support.lower():
-        return True
-    # Rule cards quote error signatures with paths and numbers masked (`<path>`, `<n>`).
-    return kind == "code" and mask(token) in masked_support()
+    return token.lower() in support.lower()
 
 
 def no_unsupported_specifics(card: Card, evidence: EvidenceView) -> GateResult:
@@ -266,20 +263,13 @@ def no_unsupported_specifics(card: Card, evidence: EvidenceView) -> GateResult:
     # The rule-made sections were copied from the turns; the claims are what a model may invent.
     support = "\n".join((evidence.text, card.background, card.goal, card.evidence))
     claims = "\n".join((card.conclusion, card.counterexamples))
-    masked: list[str] = []
-
-    def masked_support() -> str:
-        if not masked:
-            masked.append(mask(support))
-        return masked[0]
-
-    missing = [
-        f"{kind} {token!r}"
-        for kind, token in specifics(claims)
-        if not _supported(kind, token, support, masked_support)
-    ]
-    if missing:
-        return _result(gate, "absent from the evidence: " + ", ".join(missing[:8]))
+    unsupported = [(k, t) for k, t in specifics(claims) if not _supported(k, t, support)]
+    if any(k == "code" for k, _ in unsupported):
+        # Rule cards quote error signatures with paths and numbers masked (`<path>`, `<n>`).
+        masked = mask(support)
+        unsupported = [(k, t) for k, t in unsupported if not (k == "code" and mask(t) in masked)]
+    if unsupported:
+        return _result(gate, "absent from the evidence: " + ", ".join(f"{k} {t!r}" for k, t in unsupported[:8]))
     return _result(gate, "")
 
 
