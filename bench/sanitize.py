@@ -1,0 +1,84 @@
+"""Micro-bench for cards/sanitize.py: MB/s over ~50 MB of turn-sized, session-like text.
+
+Run: .venv/bin/python bench/sanitize.py [megabytes]
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+import sys
+import time
+
+from cards.sanitize import sanitize
+
+PROSE = (
+    "I'll look at the failing test first. The error says the token budget was exceeded when the "
+    "retriever returned more than two cards, so the fix is probably in recall.py where we cap the "
+    "candidates. Let me check the key handling in the config loader and the password prompt too.\n"
+)
+CODE = '''def load(path: str, api_key: str | None = None) -> dict[str, Any]:
+    """Read the settings file; the key comes from the environment."""
+    token = os.environ.get("MEMOIR_TOKEN")
+    with open(path, encoding="utf-8") as fh:
+        data = json.load(fh)
+    for key, value in data.items():
+        if key == "max_tokens":
+            data[key] = int(value)
+    return {"model": data["model"], "token": token, "timeout": 30}
+'''
+TOOL = (
+    "$ git log --oneline -3\n4f1c2a9 Fix retry loop in uploader\n9b0e7d1 Add sha256 check to cache\n"
+    "e8afcc6 CLI skeleton\n$ pytest -q tests/test_recall.py\n....F.\nFAILED tests/test_recall.py::"
+    "test_two_cards - AssertionError: assert 3 == 2\n/home/dev/proj/index/recall.py:88: in recall\n"
+    "  uuid=6f1e2d3c-4b5a-4978-8a6b-5c4d3e2f1a0b version 10.0.0 at 2024-05-01T12:00:00Z\n"
+)
+JSONL = (
+    '{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"toolu_01A",'
+    '"name":"mcp__task-master-ai__next_task","input":{"projectRoot":"/home/dev/proj"}}]},'
+    '"cwd":"/home/dev/proj","gitBranch":"main","sessionId":"6f1e2d3c-4b5a-4978-8a6b-5c4d3e2f1a0b"}\n'
+)
+SECRETS = (
+    "export GITHUB_TOKEN=ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8\n",
+    "curl -H 'Authorization: Bearer abcDEF1234567890ghiJKL' https://api.example.com/v1\n",
+    "DATABASE_URL=postgres://app:Sup3rS3cret@10.1.2.3:5432/app\n",
+    "contact jane.doe@acme-corp.io about @pytest.fixture decorators\n",
+)
+
+
+def _turn(rng: random.Random) -> str:
+    roll = rng.random()
+    if roll < 0.02:
+        return "thinking signature: " + base64.b64encode(rng.randbytes(rng.randint(300, 3000))).decode() + "\n"
+    if roll < 0.03:
+        return "var a=function(b){return b+1};" * rng.randint(150, 400) + "\n"
+    parts = [rng.choice((PROSE, CODE, TOOL, JSONL)) for _ in range(rng.randint(1, 6))]
+    if rng.random() < 0.05:
+        parts.append(rng.choice(SECRETS))
+    return "".join(parts)
+
+
+def _measure(name: str, turns: list[str]) -> None:
+    """Wall and CPU time: CPU time is the fairer number on a shared machine."""
+    size = sum(map(len, turns))
+    w0, c0 = time.perf_counter(), time.process_time()
+    for t in turns:
+        sanitize(t)
+    wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+    print(f"{name:8s} {len(turns):6d} turns {size / 1e6:5.1f} MB  wall {size / 1e6 / wall:4.0f} MB/s  cpu {size / 1e6 / cpu:4.0f} MB/s")
+
+
+def main(megabytes: float = 50.0) -> None:
+    rng = random.Random(7)
+    turns: list[str] = []
+    size = 0
+    while size < megabytes * 1e6:
+        turns.append(_turn(rng))
+        size += len(turns[-1])
+    _measure("mixed", turns)
+    for name, block in (("prose", PROSE), ("code", CODE), ("tool", TOOL), ("jsonl", JSONL)):
+        _measure(name, [block * 4] * int(megabytes * 1e6 / 5 / len(block * 4)))
+
+
+if __name__ == "__main__":
+    main(float(sys.argv[1]) if len(sys.argv) > 1 else 50.0)
