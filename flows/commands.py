@@ -1,3 +1,4 @@
 """Imports each command module so its subcommands register on the `cli` group."""
 
 from flows import cli_cards  # noqa: F401
+from flows import cli_index  # noqa: F401

@@ -1,0 +1,286 @@
+"""Index benchmark: rebuild throughput against bare `model.encode`, size, query latency, recall.
+
+For each size it writes synthetic card files, then prints:
+- embedding throughput of the rebuild pipeline (read, parse, embed, write, verify, swap) next to a
+  bare `model.encode` of the same retrieval texts, and their ratio (goal >= 0.9);
+- rebuild wall time and index size on disk;
+- query latency p50/p99 of KNN + FTS together and of each path (goal: p99 < 20 ms at 100k);
+- recall@10 of the quantized first pass + exact re-scoring against exact search (goal >= 0.99).
+Prints figures; asserts nothing.
+
+    .venv/bin/python bench/index.py --sizes 10000
+    .venv/bin/python bench/index.py                 # 10,000 and 100,000 cards (100k: ~20+ min on 2 cores)
+    .venv/bin/python bench/index.py --sizes 100000 --bare-max 10000   # bare encode on a 10k sample
+    .venv/bin/python bench/index.py --sizes 100000 --random-vectors   # query latency only, in a minute
+
+`--random-vectors` skips the model: rows get random unit vectors, so it measures query latency
+(brute force: independent of what the vectors hold) and a pessimistic recall (random vectors
+quantize worse than sentence embeddings); it prints no throughput figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import numpy as np  # noqa: E402
+
+from cards.model import Card, Source  # noqa: E402
+from cards.store import CardStore  # noqa: E402
+from index.db import SHORTLIST, open_index  # noqa: E402
+from index.embed import Embedder  # noqa: E402
+from index.plan import retrieval_text  # noqa: E402
+from index.rebuild import rebuild_index  # noqa: E402
+
+COMPONENTS = [
+    "sync client", "session factory", "health route", "build config", "cache layer", "job queue",
+    "auth middleware", "upload handler", "scheduler", "metrics exporter", "search indexer", "mail sender",
+    "payment webhook", "feature flag service", "image resizer", "rate limiter", "config loader",
+    "migration runner", "websocket gateway", "pdf renderer", "cron worker", "graphql resolver",
+    "s3 uploader", "kafka consumer", "redis lock", "oauth callback", "csv importer", "test fixture",
+    "docker entrypoint", "ci pipeline", "terraform module", "helm chart", "nginx proxy", "celery beat",
+    "django admin", "react form", "vite build", "jest runner", "cargo workspace", "go module",
+]
+SYMPTOMS = [
+    "hangs when the upstream stalls", "fails with database is locked", "returns 500 after the upgrade",
+    "breaks the production build", "serves stale values after a deploy", "runs jobs twice after a restart",
+    "rejects valid tokens near midnight", "truncates large uploads", "leaks file descriptors",
+    "deadlocks under parallel tests", "times out only in CI", "double-encodes unicode",
+    "loses messages on rebalance", "crashes with out of memory", "ignores the environment override",
+    "panics on an empty list", "reports the wrong timezone", "retries forever on 4xx",
+    "compiles but fails at import", "writes partial files on crash",
+]
+CAUSES = [
+    ("ETIMEDOUT", "the client is created with timeout=None", "set an explicit connect and read timeout"),
+    ("SQLITE_BUSY", "two writers share one SQLite file without WAL", "enable journal_mode=WAL and one writer"),
+    ("TypeError", "a sync handler is awaited by the framework", "make the handler async or wrap it in run_sync"),
+    ("MODULE_NOT_FOUND", "it imports ./env.local which exists only locally", "load env files through the config loader"),
+    ("E0382", "the vector is moved into the loop", "iterate by reference or clone before the loop"),
+    ("ENOENT", "the path is resolved against the process cwd", "resolve paths against __dirname"),
+    ("max_connections", "the pool size exceeds the server limit", "cap pool_size below max_connections"),
+    ("compilerOptions.strict", "strict mode was enabled for all files at once", "enable strict per directory"),
+    ("ExpiredSignatureError", "no leeway is configured for clock drift", "allow 30 seconds of leeway"),
+    ("413", "the proxy body limit is lower than the app limit", "raise client_max_body_size to match"),
+    ("EMFILE", "responses are never closed", "close responses in a finally block or use a context manager"),
+    ("OOMKilled", "the whole file is read into memory", "stream the file in chunks"),
+    ("UnicodeDecodeError", "the file is opened without an encoding", "open files with encoding='utf-8'"),
+    ("RebalanceInProgress", "offsets are committed before processing", "commit offsets after processing"),
+    ("KeyError", "the settings dict is read before defaults merge", "merge defaults at the entrypoint"),
+    ("E0502", "a mutable borrow overlaps an immutable one", "end the immutable borrow before push"),
+    ("TS2345", "the union type is not narrowed", "narrow with a type guard before the call"),
+    ("ECONNRESET", "keep-alive sockets are reused after the server closed them", "lower the pool idle timeout"),
+    ("DeadlockDetected", "rows are locked in different orders", "lock rows in primary key order"),
+    ("ImportError", "a circular import between models and services", "move the shared type to its own module"),
+    ("EACCES", "the container runs as root but the volume is owned by uid 1000", "run with --user 1000"),
+    ("non-fast-forward", "the branch was rebased after pushing", "push with --force-with-lease"),
+    ("flaky", "tests share a global temp directory", "give each test its own tmp_path"),
+    ("SIGKILL", "the worker exceeds the memory limit on large batches", "lower the batch size"),
+    ("429", "retries have no backoff", "retry with exponential backoff and jitter"),
+    ("ValidationError", "optional fields are declared without defaults", "give optional fields default None"),
+    ("ERR_REQUIRE_ESM", "an ESM-only package is required from CommonJS", "use a dynamic import"),
+    ("PermissionError", "the lock file sits in a read-only directory", "put lock files in the state directory"),
+    ("StaleElementReference", "the page re-renders between find and click", "re-query the element before clicking"),
+    ("InvalidCacheKey", "cache keys include the request timestamp", "drop volatile fields from the key"),
+]
+WORDS = ("amber basalt cedar delta ember fjord garnet harbor indigo juniper krypton lagoon meadow nickel "
+         "onyx prairie quartz raven sierra tundra umber violet willow xenon yarrow zephyr").split()
+TOPICS = ("python", "rust", "typescript", "postgres", "docker", "ci", "networking", "auth", "testing", "build")
+
+
+def synthetic_card(i: int, rng: random.Random) -> Card:
+    comp, sym = rng.choice(COMPONENTS), rng.choice(SYMPTOMS)
+    code, cause, fix = rng.choice(CAUSES)
+    name = f"{rng.choice(WORDS)}-{rng.choice(WORDS)}-{i % 997}"
+    return Card(
+        id=f"c-{i:016x}",
+        status=rng.choice(("active",) * 8 + ("candidate", "superseded")),
+        topics=tuple(sorted({rng.choice(TOPICS), rng.choice(TOPICS)})),
+        task_type=rng.choice(("debug", "config", "build", "test")),
+        workspace=f"/work/{name}",
+        created="2024-05-01T10:00:00+00:00", updated="2024-05-02T10:00:00+00:00",
+        sources=(Source(f"sess-{i}", "claude_code", f"/logs/sess-{i}.jsonl", (1, 80), (3, 41)),),
+        error_signature=f"{code}: the {comp} {sym}",
+        goal=f"Find out why the {comp} in {name} {sym}.",
+        background=f"The {comp} of {name} started to misbehave after a change.",
+        evidence=f"$ pytest -x\n{code} raised in {comp}\n" * 8,
+        conclusion=f"The {comp} in {name} {sym} because {cause}; {fix}.",
+        counterexamples=f"Does not apply when the {comp} is not on the {rng.choice(WORDS)} path.",
+    )
+
+
+def synthetic_query(rng: random.Random) -> str:
+    comp, sym = rng.choice(COMPONENTS), rng.choice(SYMPTOMS)
+    code, cause, _ = rng.choice(CAUSES)
+    return rng.choice((
+        f"why does the {comp} {sym}? I see {code}",
+        f"{code} in the {comp}",
+        f"the {comp} {sym}, probably because {cause}",
+        f"how do I fix {code} when {cause}",
+    ))
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
+
+
+class RandomVectors:
+    """Stands in for the model in `--random-vectors` runs: same identity, random unit vectors."""
+
+    def __init__(self, embedder: Embedder):
+        self.model_id, self.dim, self.rng = embedder.model_id, embedder.dim, np.random.default_rng(0)
+
+    def encode(self, texts) -> np.ndarray:
+        x = self.rng.standard_normal((len(texts), self.dim)).astype(np.float32)
+        return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def build_random(n: int, cards: list[Card], root: Path, fake: RandomVectors) -> None:
+    t = time.perf_counter()
+    with open_index(root / "index", fake) as ix:
+        for start in range(0, n, 5000):
+            part = cards[start:start + 5000]
+            ix.write_rows(part, {c.id: "random" for c in part}, fake.encode(part))
+    size = sum(p.stat().st_size for p in (root / "index").iterdir())
+    print(f"random-vector index: {n:,} rows written in {time.perf_counter() - t:.1f} s, "
+          f"{size / 1e6:.1f} MB on disk ({size / n:.0f} B/card); no model, no throughput figures", flush=True)
+
+
+def bench_size(n: int, args, embedder: Embedder) -> None:
+    print(f"\n== {n:,} cards ==", flush=True)
+    root = Path(tempfile.mkdtemp(prefix=f"memoir-bench-{n}-", dir=args.tmp))
+    rng = random.Random(n)
+    cards = [synthetic_card(i, rng) for i in range(n)]
+    if args.random_vectors:
+        fake = RandomVectors(embedder)
+        build_random(n, cards, root, fake)
+        measure_queries(root, args, fake)
+        shutil.rmtree(root, ignore_errors=True)
+        return
+    store = CardStore(root / "cards", root / "state")
+    t = time.perf_counter()
+    for card in cards:
+        store.write(card)
+    print(f"wrote {n:,} card files in {time.perf_counter() - t:.1f} s (setup, not timed below)", flush=True)
+
+    texts = [retrieval_text(c) for c in cards]
+    sample = texts if len(texts) <= args.bare_max else random.Random(1).sample(texts, args.bare_max)
+    model = embedder._load()
+    t = time.perf_counter()
+    model.encode(sample, batch_size=embedder.batch_size, normalize_embeddings=True, convert_to_numpy=True,
+                 show_progress_bar=False)
+    bare_s = time.perf_counter() - t
+    bare_rate = len(sample) / bare_s
+    note = "" if len(sample) == len(texts) else f" (uniform sample of {len(sample):,} of the same texts)"
+    print(f"bare model.encode: {len(sample):,} texts in {bare_s:.1f} s = {bare_rate:.1f} cards/s{note}", flush=True)
+
+    t = time.perf_counter()
+    report = rebuild_index(store, root / "index", embedder, args.concurrency)
+    wall = time.perf_counter() - t
+    rate = n / wall
+    print(f"rebuild (concurrency {args.concurrency}): {wall:.1f} s wall = {rate:.1f} cards/s "
+          f"(embedding {report.encode_seconds:.1f} s, everything else {wall - report.encode_seconds:.1f} s)")
+    print(f"  throughput ratio pipeline/bare = {rate / bare_rate:.3f} (goal >= 0.9); "
+          f"rebuild vs bare encode time of all texts = {wall / (n / bare_rate):.3f}x (goal <= 1.10)")
+    # The same model.encode calls timed inside the rebuild: robust when other work shares the CPUs.
+    print(f"  in-run: model.encode {report.encode_seconds / wall:.1%} of the rebuild wall time, "
+          f"everything else {1 - report.encode_seconds / wall:.1%} (in-run ratio {report.encode_seconds / wall:.3f})")
+    print(f"index size on disk: {report.size_bytes / 1e6:.1f} MB ({report.size_bytes / n:.0f} B/card)", flush=True)
+    measure_queries(root, args, embedder)
+    if args.keep:
+        print(f"kept {root}")
+    else:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def measure_queries(root: Path, args, embedder) -> None:
+    qrng = random.Random(7)
+    queries = [synthetic_query(qrng) for _ in range(args.queries)]
+    qvecs = embedder.encode(queries)
+    with open_index(root / "index", embedder) as ix:
+        all_ids = [r[0] for r in ix.conn.execute("SELECT id FROM cards ORDER BY n")]
+        matrix = np.frombuffer(b"".join(r[0] for r in ix.conn.execute("SELECT embedding FROM cards ORDER BY n")),
+                               dtype=np.float32).reshape(len(all_ids), -1)
+        for q, qt in zip(qvecs[:5], queries[:5]):  # warm the page cache like a live process would be
+            ix.knn(q, 10, shortlist=args.shortlist)
+            ix.fts(qt, 10)
+        both, knn_ms, fts_ms, exact_ms, recall = [], [], [], [], []
+        for q, qt in zip(qvecs, queries):
+            t0 = time.perf_counter()
+            approx = ix.knn(q, 10, shortlist=args.shortlist)
+            t1 = time.perf_counter()
+            ix.fts(qt, 10)
+            t2 = time.perf_counter()
+            knn_ms.append((t1 - t0) * 1e3)
+            fts_ms.append((t2 - t1) * 1e3)
+            both.append((t2 - t0) * 1e3)
+            # Exact reference over every float vector; a tie with the 10th exact score counts as a hit.
+            scores = matrix @ q
+            tenth = np.partition(scores, -10)[-10]
+            recall.append(sum(1 for _, s in approx if s >= tenth - 1e-5) / 10)
+        for q in qvecs[: min(20, len(qvecs))]:
+            t0 = time.perf_counter()
+            ix.knn(q, 10, exact=True)
+            exact_ms.append((time.perf_counter() - t0) * 1e3)
+        sweep = []
+        for shortlist in (160, 256, 512, 1024):  # 160 = 16 shards x k: the smallest shortlist
+            hits, ms = [], []
+            for q in qvecs[:100]:
+                t0 = time.perf_counter()
+                got = ix.knn(q, 10, shortlist=shortlist)
+                ms.append((time.perf_counter() - t0) * 1e3)
+                tenth = np.partition(matrix @ q, -10)[-10]
+                hits.append(sum(1 for _, s in got if s >= tenth - 1e-5) / 10)
+            sweep.append(f"{shortlist}: recall {statistics.mean(hits):.4f}, p50 {pct(ms, .5):.1f} ms")
+    print(f"query latency over {len(queries)} queries (k=10, shortlist {args.shortlist}):")
+    print(f"  KNN+FTS  p50 {pct(both, .5):6.2f} ms   p99 {pct(both, .99):6.2f} ms   (goal p99 < 20 ms at 100k)")
+    print(f"  KNN      p50 {pct(knn_ms, .5):6.2f} ms   p99 {pct(knn_ms, .99):6.2f} ms")
+    print(f"  FTS      p50 {pct(fts_ms, .5):6.2f} ms   p99 {pct(fts_ms, .99):6.2f} ms")
+    print(f"  exact float KNN (vec_distance_cosine scan) p50 {statistics.median(exact_ms):6.2f} ms")
+    print(f"recall@10 of quantized + re-scored KNN vs exact: {statistics.mean(recall):.4f} "
+          f"(min {min(recall):.1f}; goal >= 0.99)", flush=True)
+    print("  shortlist sweep (100 queries): " + " | ".join(sweep), flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--concurrency", type=int, default=2, help="reader threads in the rebuild")
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--shortlist", type=int, default=SHORTLIST)
+    parser.add_argument("--bare-max", type=int, default=20_000,
+                        help="bare encode at most this many texts (a uniform sample above it)")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    parser.add_argument("--tmp", default=None, help="directory for the synthetic homes")
+    parser.add_argument("--keep", action="store_true", help="keep the synthetic card files and index")
+    parser.add_argument("--random-vectors", action="store_true",
+                        help="no model: random unit vectors, query latency and pessimistic recall only")
+    args = parser.parse_args()
+    embedder = Embedder(threads=args.threads)
+    if args.random_vectors:
+        for n in args.sizes:
+            bench_size(n, args, embedder)
+        return
+    t = time.perf_counter()
+    embedder.encode(["warm up"])
+    import torch
+
+    print(f"model {embedder.model_id} loaded in {time.perf_counter() - t:.1f} s; torch threads "
+          f"{torch.get_num_threads()}, cpus {os.cpu_count()}")
+    for n in args.sizes:
+        bench_size(n, args, embedder)
+
+
+if __name__ == "__main__":
+    main()

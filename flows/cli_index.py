@@ -1,0 +1,100 @@
+"""`memoir index rebuild|check`: the derived index's maintenance commands."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from flows.cli import EXIT_BUSY, EXIT_FAILED, cli, emit_json, pass_ctx
+
+# `memoir index check` exit codes: a script can tell "run a rebuild" from "the file is damaged".
+CHECK_EXIT = {"healthy": 0, "stale": 1, "corrupt": 2}
+
+
+def _human_size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+@cli.group("index")
+def index_group() -> None:
+    """The derived vector + full-text index (rebuildable from card files at any time)."""
+
+
+@index_group.command("rebuild")
+@click.option("--concurrency", "-j", type=click.IntRange(1, 64), default=None,
+              help="Threads reading card files ahead of the embedder (default: rebuild_concurrency "
+                   "setting). The rows written are the same for any value.")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+@pass_ctx
+def rebuild_cmd(ctx, concurrency: int | None, as_json: bool) -> None:
+    """Rebuild the index from card files into a new file, then swap it in atomically.
+
+    The old file is kept as index.db.bak until the new one checks out, and put back if it does
+    not. Runbook: runbooks/index-corruption.md
+    """
+    from cards.store import CardStore
+    from index.embed import default_embedder
+    from index.errors import IndexBusy, IndexError_
+    from index.pending import PendingIndex
+    from index.rebuild import rebuild_index
+
+    s = ctx.settings
+    store = CardStore(s.cards_dir, s.state_dir)
+    total = len(store.ids())
+    workers = concurrency or s.rebuild_concurrency
+    try:
+        with click.progressbar(length=total, label=f"Embedding {total} cards", file=sys.stderr,
+                               show_pos=True, show_eta=True) as bar:
+            report = rebuild_index(store, s.index_dir, default_embedder(), workers, progress=bar.update,
+                                   pending=PendingIndex(s.state_dir))
+    except IndexBusy as exc:
+        click.echo(f"memoir: {exc}", err=True)
+        sys.exit(EXIT_BUSY)
+    except IndexError_ as exc:
+        click.echo(f"memoir: index rebuild failed: {exc}\nsee runbooks/index-corruption.md", err=True)
+        sys.exit(EXIT_FAILED)
+    if as_json:
+        emit_json(report.to_dict())
+    else:
+        click.echo(f"rebuilt {report.path}: {report.cards} cards in {report.seconds:.1f} s "
+                   f"({report.cards_per_s:.0f} cards/s, embedding {report.encode_seconds:.1f} s), "
+                   f"{_human_size(report.size_bytes)}")
+    for problem in report.problems:
+        click.echo(f"skipped unreadable card file: {problem}", err=True)
+
+
+@index_group.command("check")
+@click.option("--json", "as_json", is_flag=True, help="Print the full health report as JSON.")
+@pass_ctx
+def check_cmd(ctx, as_json: bool) -> None:
+    """Check the index: SQLite integrity, schema, model, row hashes, rows vs card files.
+
+    Exit code 0 healthy, 1 stale (run `memoir run` or `memoir index rebuild`), 2 corrupt
+    (run `memoir index rebuild`). Runbook: runbooks/index-corruption.md
+    """
+    from cards.store import CardStore
+    from index.check import check_index
+    from index.embed import default_embedder
+    from index.pending import PendingIndex
+
+    s = ctx.settings
+    embedder = default_embedder()  # identity only: the model is not loaded for a check
+    health = check_index(s.index_dir, CardStore(s.cards_dir, s.state_dir), embedder.model_id,
+                         embedder.dim, pending=PendingIndex(s.state_dir))
+    if as_json:
+        emit_json(health.to_dict())
+    else:
+        click.echo(f"index {health.status}: {health.path}")
+        click.echo(f"  rows {health.rows}, card files {health.card_files}, pending {health.pending}, "
+                   f"size {_human_size(health.size_bytes)}, model {health.model or '-'}, "
+                   f"built {health.built_at or '-'}")
+        for problem in health.problems:
+            click.echo(f"  - {problem}")
+        if health.status != "healthy":
+            click.echo("  runbook: runbooks/index-corruption.md")
+    sys.exit(CHECK_EXIT[health.status])

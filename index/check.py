@@ -1,0 +1,128 @@
+"""`memoir index check`: is the index sound, and does it match the card files?
+
+Corrupt (damaged file, missing tables, rows that fail their hashes) needs a rebuild; stale
+(cards changed since, another model) is fixed by the next run or a rebuild; neither patches rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import apsw
+
+from cards.store import CardFileError, CardStore
+from index.db import INDEX_FILE, TABLES, Index, connect, meta_problems, read_meta, tables
+from index.errors import IndexError_
+from index.pending import PendingIndex
+from index.plan import plan_index_changes
+from index.sync import file_hashes, read_card_file
+
+HEALTHY, STALE, CORRUPT = "healthy", "stale", "corrupt"
+
+
+@dataclass(frozen=True)
+class IndexHealth:
+    """The verdict plus the figures behind it; `problems` says what is wrong in words."""
+
+    status: str
+    problems: list[str] = field(default_factory=list)
+    path: str = ""
+    size_bytes: int = 0
+    rows: int = 0
+    card_files: int = 0
+    missing: int = 0  # card files with no row
+    changed: int = 0  # rows built from an older version of their file
+    extra: int = 0  # rows whose file is gone
+    unparseable: list[str] = field(default_factory=list)
+    pending: int = 0
+    model: str = ""
+    model_mismatch: bool = False
+    built_at: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class _Spec:
+    """Just the model's identity: checking never loads the model."""
+
+    def __init__(self, model_id: str, dim: int):
+        self.model_id, self.dim = model_id, dim
+
+    def encode(self, texts):  # pragma: no cover - a check never embeds
+        raise RuntimeError("index check does not embed")
+
+
+def _file_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
+
+
+def check_index(index_dir: Path, store: CardStore, model_id: str, dim: int,
+                *, pending: PendingIndex | None = None, busy_timeout_ms: int = 5000) -> IndexHealth:
+    """Full check: SQLite integrity, schema, model, row hashes, then rows vs card files.
+
+    Args:
+        index_dir: directory holding the index file.
+        store: the card files the index must reflect.
+        model_id, dim: the current embedder's identity (`Embedder.model_id`, `.dim`).
+        pending: the pending-index list; queued ids make the index stale.
+    """
+    path = Path(index_dir) / INDEX_FILE
+    hashes, unreadable = file_hashes(store)
+    n_pending = len(pending) if pending is not None else 0
+    base = dict(path=str(path), card_files=len(hashes), pending=n_pending)
+    if not path.exists():
+        if not hashes:
+            return IndexHealth(HEALTHY, [], **base)
+        return IndexHealth(STALE, [f"no index file at {path}; run `memoir index rebuild`"], **base)
+    base["size_bytes"] = _file_size(path)
+    try:
+        conn = connect(path, busy_timeout_ms=busy_timeout_ms)
+    except IndexError_ as exc:
+        return IndexHealth(CORRUPT, [str(exc)], **base)
+    try:
+        return _check_open(conn, path, store, hashes, unreadable, model_id, dim, base)
+    except apsw.Error as exc:
+        return IndexHealth(CORRUPT, [f"reading {path} failed: {type(exc).__name__}: {exc}"], **base)
+    finally:
+        conn.close()
+
+
+def _check_open(conn, path, store, hashes, unreadable, model_id, dim, base) -> IndexHealth:
+    present = tables(conn)
+    if missing := [t for t in TABLES if t not in present]:
+        return IndexHealth(CORRUPT, [f"tables missing: {', '.join(missing)}"], **base)
+    meta = read_meta(conn)
+    base.update(model=meta.get("model", ""), built_at=meta.get("built_at", ""))
+    index = Index(conn, path, _Spec(model_id, dim))
+    if damage := index.verify():
+        return IndexHealth(CORRUPT, damage, rows=index.count(), **base)
+    problems: list[str] = list(unreadable)
+    mismatch = meta_problems(meta, model_id, dim)
+    problems.extend(f"{p}; run `memoir index rebuild`" for p in mismatch)
+    plan = plan_index_changes(hashes, index.hashes())
+    # A file that does not parse cannot be indexed by any rebuild: name it, do not call it stale.
+    bad: list[str] = []
+    for card_id in plan.changed:
+        try:
+            read_card_file(store, card_id)
+        except (OSError, UnicodeDecodeError, CardFileError) as exc:
+            bad.append(str(exc))
+    n_missing = len(plan.add)
+    n_changed = len(plan.update)
+    stale_files = len(plan.changed) - len(bad)
+    if stale_files:
+        problems.append(f"{stale_files} card files are newer than the index "
+                        f"({n_missing} not indexed, {n_changed} changed); the next `memoir run` "
+                        "indexes them, or run `memoir index rebuild`")
+    if plan.remove:
+        problems.append(f"{len(plan.remove)} index rows have no card file; the next `memoir run` drops them")
+    if base["pending"]:
+        problems.append(f"{base['pending']} card ids wait on the pending-index list; `memoir replay` applies them")
+    problems.extend(f"card file does not parse: {b}" for b in bad)
+    stale = bool(mismatch or stale_files or plan.remove or base["pending"])
+    return IndexHealth(
+        STALE if stale else HEALTHY, problems, rows=index.count(), missing=n_missing,
+        changed=n_changed, extra=len(plan.remove), unparseable=bad, model_mismatch=bool(mismatch), **base,
+    )

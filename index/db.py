@@ -1,0 +1,507 @@
+"""The derived index: one SQLite file (apsw + sqlite-vec) with card rows, vectors and FTS5.
+
+Card files are the source of truth; every row here can be thrown away and rebuilt from them.
+Vector search is two-pass: a Hamming-distance shortlist over binary-quantized vectors in a `vec0`
+table, then exact cosine over the shortlist's float vectors, which is ~20x faster than exact
+float KNN at 100k cards and loses almost nothing in recall (`bench/index.py` prints both).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+from cards.model import Card
+from index.errors import (
+    IndexBusy,
+    IndexCorrupt,
+    IndexUnavailable,
+    IndexWriteFailed,
+    ModelMismatch,
+)
+from index.plan import fts_match_expression, retrieval_text
+
+try:
+    import apsw
+except ImportError:  # pragma: no cover - apsw is a hard dependency; the message says what to do
+    apsw = None
+
+SCHEMA_VERSION = "1"  # bump when tables or retrieval_text change: a mismatch forces a rebuild
+INDEX_FILE = "index.db"
+SHARDS = 16  # vec0 partitions: top-k cost grows with k per scan, so 16 scans of k/16 beat 1 of k
+SHORTLIST = 256  # Hamming candidates re-scored exactly; recall@10 >= 0.99 at 100k (bench/index.py)
+MAX_BIND = 900  # SQLite's 999-variable limit, with room to spare
+DEFAULT_BUSY_MS = 5000  # a nightly write may wait this long for a reader's lock, then queues
+
+META_KEYS = ("schema_version", "model", "dim", "shards", "card_count", "built_at", "updated_at")
+TABLES = ("meta", "cards", "vec_cards", "fts_cards")
+
+# (name, SQL type) of every cards column after the rowid, in order; `embedding` holds float32[dim].
+CARD_COLUMNS = (
+    ("id", "TEXT NOT NULL UNIQUE"),
+    ("status", "TEXT NOT NULL"),
+    ("quality", "TEXT NOT NULL"),
+    ("topics", "TEXT NOT NULL"),  # JSON array
+    ("task_type", "TEXT NOT NULL"),
+    ("workspace", "TEXT NOT NULL"),
+    ("created", "TEXT NOT NULL"),
+    ("updated", "TEXT NOT NULL"),
+    ("error_signature", "TEXT NOT NULL"),
+    ("supersedes", "TEXT NOT NULL"),  # JSON array
+    ("superseded_by", "TEXT NOT NULL"),
+    ("conclusion_len", "INTEGER NOT NULL"),
+    ("retrieval_text", "TEXT NOT NULL"),
+    ("file_hash", "TEXT NOT NULL"),
+    ("embedding", "BLOB NOT NULL"),
+    ("row_hash", "TEXT NOT NULL"),  # sha256 of the row: `check` finds damage inside blobs too
+)
+_COLS = tuple(name for name, _ in CARD_COLUMNS)
+
+
+def schema_sql(dim: int) -> str:
+    cols = ",\n    ".join(f"{name} {kind}" for name, kind in CARD_COLUMNS)
+    return f"""
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS cards (
+    n INTEGER PRIMARY KEY,
+    {cols}
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS vec_cards USING vec0(
+    shard INTEGER PARTITION KEY,
+    embedding_bq bit[{dim}]
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_cards USING fts5(
+    retrieval_text,
+    content='', contentless_delete=1,
+    tokenize="unicode61 remove_diacritics 2 tokenchars '_'"
+);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexRow:
+    """One card as the index holds it (no vector); what recall gates and `check` look at."""
+
+    id: str
+    status: str
+    quality: str
+    topics: tuple[str, ...]
+    task_type: str
+    workspace: str
+    created: str
+    updated: str
+    error_signature: str
+    supersedes: tuple[str, ...]
+    superseded_by: str
+    conclusion_len: int
+    retrieval_text: str
+    file_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyReport:
+    """What one `Index.apply` did: ids embedded anew, re-embedded, and skipped by content hash."""
+
+    added: tuple[str, ...] = ()
+    updated: tuple[str, ...] = ()
+    skipped: tuple[str, ...] = ()
+
+    @property
+    def embedded(self) -> int:
+        return len(self.added) + len(self.updated)
+
+
+def now_utc() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+
+def card_values(card: Card, file_hash: str, vector: np.ndarray) -> tuple:
+    """The cards-table values for one card, in `CARD_COLUMNS` order (row hash last)."""
+    blob = np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+    values = (
+        card.id, card.status, card.quality, json.dumps(list(card.topics)), card.task_type,
+        card.workspace, card.created, card.updated, card.error_signature,
+        json.dumps(list(card.supersedes)), card.superseded_by, len(card.conclusion.strip()),
+        retrieval_text(card), file_hash, blob,
+    )
+    return values + (row_hash(values),)
+
+
+def row_hash(values: Sequence) -> str:
+    """sha256 over every column but the hash itself; the embedding blob enters as bytes."""
+    h = hashlib.sha256()
+    for v in values:
+        h.update(v if isinstance(v, bytes) else str(v).encode("utf-8"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _row(values: Sequence) -> IndexRow:
+    d = dict(zip(_COLS, values))
+    return IndexRow(
+        id=d["id"], status=d["status"], quality=d["quality"], topics=tuple(json.loads(d["topics"])),
+        task_type=d["task_type"], workspace=d["workspace"], created=d["created"],
+        updated=d["updated"], error_signature=d["error_signature"],
+        supersedes=tuple(json.loads(d["supersedes"])), superseded_by=d["superseded_by"],
+        conclusion_len=int(d["conclusion_len"]), retrieval_text=d["retrieval_text"],
+        file_hash=d["file_hash"],
+    )
+
+
+def _chunks(seq: Sequence, size: int = MAX_BIND) -> Iterable[Sequence]:
+    for i in range(0, len(seq), size):
+        yield seq[i:i + size]
+
+
+def translate(exc: BaseException, path: Path) -> Exception:
+    """apsw's exception for a file, as the index's typed failure with a next step."""
+    if apsw is not None and isinstance(exc, (apsw.CorruptError, apsw.NotADBError)):
+        return IndexCorrupt(f"index {path} is damaged ({exc}); run `memoir index rebuild`")
+    if apsw is not None and isinstance(exc, (apsw.BusyError, apsw.LockedError)):
+        return IndexBusy(f"index {path} is locked by another process ({exc}); the card ids were "
+                         "queued, `memoir replay` indexes them once the lock is gone")
+    return IndexWriteFailed(f"index {path} cannot be written ({exc}); check disk space and "
+                            "permissions, then `memoir replay`")
+
+
+def connect(path: Path, *, busy_timeout_ms: int = DEFAULT_BUSY_MS, readonly: bool = False):
+    """An apsw connection with sqlite-vec loaded; errors say which piece is missing."""
+    if apsw is None:
+        raise IndexUnavailable("apsw is not installed; `pip install apsw` (stdlib sqlite3 here "
+                               "cannot load extensions)")
+    try:
+        import sqlite_vec
+    except ImportError as exc:
+        raise IndexUnavailable(f"sqlite-vec is not installed ({exc}); `pip install sqlite-vec`") from exc
+    flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+    try:
+        conn = apsw.Connection(str(path), flags=flags)
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+    except apsw.ExtensionLoadingError as exc:
+        raise IndexUnavailable(f"sqlite-vec could not be loaded: {exc}; reinstall sqlite-vec") from exc
+    except apsw.Error as exc:
+        raise translate(exc, path) from exc
+    conn.set_busy_timeout(busy_timeout_ms)
+    return conn
+
+
+def tables(conn) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table')")}
+
+
+def read_meta(conn) -> dict[str, str]:
+    return {k: v for k, v in conn.execute("SELECT key, value FROM meta")}
+
+
+class Index:
+    """An open index file. Use `open_index`; methods raise the typed errors of `index.errors`."""
+
+    def __init__(self, conn, path: Path, embedder):
+        self.conn = conn
+        self.path = path
+        self.embedder = embedder
+        self.dim = int(embedder.dim)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _write(self, fn):
+        """Run `fn` in one transaction; SQLite failures become typed index errors."""
+        try:
+            with self.conn:
+                return fn()
+        except apsw.Error as exc:
+            raise translate(exc, self.path) from exc
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def meta(self) -> dict[str, str]:
+        return read_meta(self.conn)
+
+    def count(self) -> int:
+        return self.conn.execute("SELECT count(*) FROM cards").fetchall()[0][0]
+
+    def hashes(self) -> dict[str, str]:
+        """Card id -> the file hash its row was built from."""
+        return dict(self.conn.execute("SELECT id, file_hash FROM cards"))
+
+    def rows(self) -> list[IndexRow]:
+        """Every row, sorted by card id, without vectors."""
+        cols = ", ".join(_COLS)
+        return [_row(r) for r in self.conn.execute(f"SELECT {cols} FROM cards ORDER BY id")]
+
+    def get(self, ids: Iterable[str]) -> dict[str, IndexRow]:
+        cols = ", ".join(_COLS)
+        out: dict[str, IndexRow] = {}
+        for part in _chunks(list(ids)):
+            sql = f"SELECT {cols} FROM cards WHERE id IN ({','.join('?' * len(part))})"
+            out.update((r[0], _row(r)) for r in self.conn.execute(sql, tuple(part)))
+        return out
+
+    def vectors(self, ids: Iterable[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for part in _chunks(list(ids)):
+            sql = f"SELECT id, embedding FROM cards WHERE id IN ({','.join('?' * len(part))})"
+            out.update((i, np.frombuffer(b, dtype=np.float32)) for i, b in self.conn.execute(sql, tuple(part)))
+        return out
+
+    def _query_vector(self, vector) -> np.ndarray:
+        q = np.ascontiguousarray(np.asarray(vector, dtype=np.float32).reshape(-1))
+        if q.shape[0] != self.dim:
+            raise ValueError(f"query vector has {q.shape[0]} dimensions, the index {self.dim}")
+        return q
+
+    def knn(self, vector, k: int = 10, *, shortlist: int = SHORTLIST, exact: bool = False) -> list[tuple[str, float]]:
+        """Nearest cards by cosine similarity (higher is closer), best first, ties by id.
+
+        Args:
+            vector: a unit-length query vector from the same embedder.
+            k: how many neighbours.
+            shortlist: Hamming candidates to re-score exactly; more is slower and closer to exact.
+            exact: skip the quantized pass and scan every float vector (reference for recall).
+        """
+        q = self._query_vector(vector)
+        if k <= 0:
+            return []
+        if exact:
+            sql = ("SELECT id, 1.0 - vec_distance_cosine(embedding, ?) AS s FROM cards "
+                   "ORDER BY s DESC, id LIMIT ?")
+            return [(i, float(s)) for i, s in self.conn.execute(sql, (q.tobytes(), k))]
+        per_shard = max(k, math.ceil(max(shortlist, k) / SHARDS))
+        qbits = self.conn.execute("SELECT vec_quantize_binary(?)", (q.tobytes(),)).fetchall()[0][0]
+        rowids: list[int] = []
+        for shard in range(SHARDS):
+            rowids.extend(r for (r,) in self.conn.execute(
+                "SELECT rowid FROM vec_cards WHERE embedding_bq MATCH vec_bit(?) AND k = ? AND shard = ?",
+                (qbits, per_shard, shard)))
+        if not rowids:
+            return []
+        found = self.conn.execute(
+            "SELECT id, embedding FROM cards WHERE n IN (SELECT value FROM json_each(?))",
+            (json.dumps(rowids),)).fetchall()
+        ids = [i for i, _ in found]
+        matrix = np.frombuffer(b"".join(b for _, b in found), dtype=np.float32).reshape(len(found), self.dim)
+        scores = matrix @ q
+        order = sorted(range(len(ids)), key=lambda j: (-scores[j], ids[j]))[:k]
+        return [(ids[j], float(scores[j])) for j in order]
+
+    def fts(self, query: str, k: int = 10) -> list[tuple[str, float]]:
+        """Lexical matches by bm25 (higher is better); any user text is safe to pass."""
+        expr = fts_match_expression(query)
+        if expr is None or k <= 0:
+            return []
+        sql = ("SELECT c.id, -f.rank FROM fts_cards AS f JOIN cards AS c ON c.n = f.rowid "
+               "WHERE fts_cards MATCH ? ORDER BY f.rank, c.id LIMIT ?")
+        try:
+            return [(i, float(s)) for i, s in self.conn.execute(sql, (expr, k))]
+        except apsw.SQLError:
+            # The expression is built from quoted terms only; if FTS5 still rejects it, a lexical
+            # miss is the right answer for a recall path that must never fail on user text.
+            return []
+
+    # -- writes -------------------------------------------------------------------------------
+
+    def apply(self, cards: Sequence[Card], hashes: dict[str, str]) -> ApplyReport:
+        """Upsert cards whose file hash changed; a card whose hash is already indexed is not re-embedded.
+
+        Args:
+            cards: parsed card files.
+            hashes: card id -> `content_hash` of the file the card was parsed from.
+        """
+        indexed = self._indexed_hashes([c.id for c in cards])
+        todo = [c for c in cards if indexed.get(c.id) != hashes[c.id]]
+        skipped = tuple(sorted(c.id for c in cards if indexed.get(c.id) == hashes[c.id]))
+        if not todo:
+            return ApplyReport(skipped=skipped)
+        # Embed before taking the write lock: readers and other writers never wait on the model.
+        vectors = self.embedder.encode([retrieval_text(c) for c in todo])
+        self.write_rows(todo, hashes, vectors)
+        added = tuple(sorted(c.id for c in todo if c.id not in indexed))
+        updated = tuple(sorted(c.id for c in todo if c.id in indexed))
+        return ApplyReport(added, updated, skipped)
+
+    def _indexed_hashes(self, ids: list[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for part in _chunks(ids):
+            sql = f"SELECT id, file_hash FROM cards WHERE id IN ({','.join('?' * len(part))})"
+            out.update(self.conn.execute(sql, tuple(part)))
+        return out
+
+    def write_rows(self, cards: Sequence[Card], hashes: dict[str, str], vectors: np.ndarray) -> None:
+        """Upsert rows whose vectors are already computed, in one transaction (rebuild feeds this)."""
+        if len(cards) != len(vectors):
+            raise ValueError(f"{len(cards)} cards but {len(vectors)} vectors")
+
+        def write() -> None:
+            cur = self.conn.cursor()
+            placeholders = ", ".join("?" * len(_COLS))
+            updates = ", ".join(f"{c} = excluded.{c}" for c in _COLS[1:])
+            for card, vec in zip(cards, vectors):
+                values = card_values(card, hashes[card.id], vec)
+                (n,) = cur.execute(
+                    f"INSERT INTO cards ({', '.join(_COLS)}) VALUES ({placeholders}) "
+                    f"ON CONFLICT(id) DO UPDATE SET {updates} RETURNING n", values).fetchall()[0]
+                # vec0 has no upsert and a partition key cannot change: delete, then insert.
+                cur.execute("DELETE FROM vec_cards WHERE rowid = ?", (n,))
+                cur.execute("INSERT INTO vec_cards (rowid, shard, embedding_bq) "
+                            "VALUES (?, ?, vec_quantize_binary(?))", (n, n % SHARDS, values[-2]))
+                cur.execute("INSERT OR REPLACE INTO fts_cards (rowid, retrieval_text) VALUES (?, ?)",
+                            (n, values[_COLS.index("retrieval_text")]))
+            self._touch(cur)
+
+        self._write(write)
+
+    def remove(self, ids: Iterable[str]) -> int:
+        """Drop the rows of cards whose files are gone; returns how many rows went."""
+        ids = list(ids)
+
+        def delete() -> int:
+            cur = self.conn.cursor()
+            gone = 0
+            for part in _chunks(ids):
+                marks = ",".join("?" * len(part))
+                ns = [n for (n,) in cur.execute(f"SELECT n FROM cards WHERE id IN ({marks})", tuple(part))]
+                for n in ns:
+                    cur.execute("DELETE FROM vec_cards WHERE rowid = ?", (n,))
+                    cur.execute("DELETE FROM fts_cards WHERE rowid = ?", (n,))
+                    cur.execute("DELETE FROM cards WHERE n = ?", (n,))
+                gone += len(ns)
+            self._touch(cur)
+            return gone
+
+        return self._write(delete) if ids else 0
+
+    def _touch(self, cur) -> None:
+        count = cur.execute("SELECT count(*) FROM cards").fetchall()[0][0]
+        cur.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                        [("card_count", str(count)), ("updated_at", now_utc())])
+
+    def set_meta(self, **values: str) -> None:
+        self._write(lambda: self.conn.executemany(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", list(values.items())))
+
+    # -- self-check ---------------------------------------------------------------------------
+
+    def verify(self, *, quick: bool = False) -> list[str]:
+        """Problems that mean the file is damaged (empty list: sound). Never repairs anything.
+
+        Beyond SQLite's own check: the three tables agree row for row, every row still hashes to
+        its stored row hash, and every quantized vector is the quantization of its float vector,
+        because garbage inside a blob passes `integrity_check` unnoticed.
+        """
+        problems: list[str] = []
+        try:
+            pragma = "quick_check" if quick else "integrity_check"
+            result = [r[0] for r in self.conn.execute(f"PRAGMA {pragma}")]
+            if result != ["ok"]:
+                problems.append(f"{pragma}: " + "; ".join(result[:5]))
+                return problems
+            self.conn.execute("INSERT INTO fts_cards (fts_cards, rank) VALUES ('integrity-check', 0)")
+            counts = {t: self.conn.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
+                      for t in ("cards", "vec_cards", "fts_cards")}
+            if len(set(counts.values())) != 1:
+                problems.append("tables disagree on row count: "
+                                + ", ".join(f"{t}={c}" for t, c in counts.items()))
+            if quick:
+                return problems
+            bits = dict(self.conn.execute("SELECT rowid, embedding_bq FROM vec_cards"))
+            cols = ", ".join(_COLS)
+            bad_rows, bad_bits = [], []
+            for n, qb, *values in self.conn.execute(
+                    f"SELECT n, vec_quantize_binary(embedding), {cols} FROM cards"):
+                if row_hash(values[:-1]) != values[-1] or len(values[-2]) != 4 * self.dim:
+                    bad_rows.append(values[0])
+                elif bits.get(n) != qb:
+                    bad_bits.append(values[0])
+            if bad_rows:
+                problems.append(f"{len(bad_rows)} rows do not match their row hash (e.g. {bad_rows[0]})")
+            if bad_bits:
+                problems.append(f"{len(bad_bits)} quantized vectors do not match (e.g. {bad_bits[0]})")
+        except apsw.Error as exc:
+            problems.append(f"reading the index failed: {type(exc).__name__}: {exc}")
+        return problems
+
+
+def _init_schema(conn, embedder) -> None:
+    with conn:
+        conn.execute(schema_sql(int(embedder.dim)))
+        conn.executemany("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", [
+            ("schema_version", SCHEMA_VERSION), ("model", embedder.model_id),
+            ("dim", str(embedder.dim)), ("shards", str(SHARDS)), ("card_count", "0"),
+            ("built_at", now_utc()), ("updated_at", now_utc()),
+        ])
+
+
+def meta_problems(meta: dict[str, str], model_id: str, dim: int) -> list[str]:
+    """Why an index's vectors cannot be mixed with this embedder's (empty: compatible)."""
+    problems = []
+    if meta.get("schema_version") != SCHEMA_VERSION:
+        problems.append(f"schema version {meta.get('schema_version')!r}, this memoir writes {SCHEMA_VERSION!r}")
+    if meta.get("model") != model_id:
+        problems.append(f"built with model {meta.get('model')!r}, the current model is {model_id!r}")
+    if meta.get("dim") != str(dim):
+        problems.append(f"built with {meta.get('dim')}-d vectors, the current model gives {dim}-d")
+    if meta.get("shards") not in (None, str(SHARDS)):
+        problems.append(f"built with {meta.get('shards')} shards, this memoir uses {SHARDS}")
+    return problems
+
+
+def open_index(index_dir: Path, embedder, *, busy_timeout_ms: int = DEFAULT_BUSY_MS,
+               path: Path | None = None) -> Index:
+    """Open (or create) the index and check it was built for this embedder.
+
+    Args:
+        index_dir: the directory holding `index.db`.
+        embedder: anything with `model_id`, `dim` and `encode`; the model is not loaded here.
+        busy_timeout_ms: how long a write waits for another process's lock.
+        path: an explicit file (rebuild writes a new file beside the live one).
+
+    Raises:
+        IndexCorrupt: the file is not a database or tables are missing: rebuild.
+        ModelMismatch: built for another model, dimension or schema: rebuild, never mix vectors.
+    """
+    path = Path(path) if path is not None else Path(index_dir) / INDEX_FILE
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise IndexWriteFailed(f"cannot create {path.parent}: {exc}") from exc
+    conn = connect(path, busy_timeout_ms=busy_timeout_ms)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")  # recall reads while a nightly run writes
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA cache_size = -65536")
+        conn.execute("PRAGMA mmap_size = 268435456")
+        present = tables(conn)
+        if not present:
+            _init_schema(conn, embedder)
+        elif missing := [t for t in TABLES if t not in present]:
+            raise IndexCorrupt(f"index {path} lacks tables {', '.join(missing)}; run `memoir index rebuild`")
+        if problems := meta_problems(read_meta(conn), embedder.model_id, int(embedder.dim)):
+            raise ModelMismatch(f"index {path}: {'; '.join(problems)}; vectors of different models "
+                             "must not be mixed: run `memoir index rebuild`")
+    except apsw.Error as exc:
+        conn.close()
+        raise translate(exc, path) from exc
+    except Exception:
+        conn.close()
+        raise
+    return Index(conn, path, embedder)

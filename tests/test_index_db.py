@@ -1,0 +1,119 @@
+"""The index file with the real model and real sqlite-vec: upserts, hash skips, both query paths."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from cards.store import content_hash, render_card
+from index.db import INDEX_FILE, SHARDS, open_index
+from index.embed import default_embedder
+from index.errors import ModelMismatch
+from tests.index_fixtures import QUERIES, make_card
+
+pytestmark = pytest.mark.slow
+
+
+class CountingEmbedder:
+    """The real embedder, counting the texts it is asked to embed (to pin the hash skip)."""
+
+    def __init__(self):
+        self.inner = default_embedder()
+        self.model_id, self.dim, self.texts = self.inner.model_id, self.inner.dim, 0
+
+    def encode(self, texts):
+        self.texts += len(texts)
+        return self.inner.encode(texts)
+
+
+@pytest.fixture(scope="module")
+def cards():
+    return [make_card(i) for i in range(64)]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, cards):
+    """One embedded index per module; each test gets its own copy of the file."""
+    directory = tmp_path_factory.mktemp("built")
+    with open_index(directory, default_embedder()) as ix:
+        ix.apply(cards, {c.id: content_hash(render_card(c)) for c in cards})
+    return directory / INDEX_FILE
+
+
+@pytest.fixture
+def index(tmp_path, built):
+    (tmp_path / "index").mkdir()
+    shutil.copyfile(built, tmp_path / "index" / INDEX_FILE)
+    ix = open_index(tmp_path / "index", CountingEmbedder())
+    yield ix
+    ix.close()
+
+
+def test_a_card_whose_hash_is_indexed_is_not_embedded_again(index, cards):
+    hashes = {c.id: content_hash(render_card(c)) for c in cards}
+    before = index.embedder.texts
+    report = index.apply(cards, hashes)
+    assert report.embedded == 0 and len(report.skipped) == len(cards)
+    changed = cards[5].with_(conclusion="A new conclusion about E0382 and cloning.")
+    hashes[changed.id] = content_hash(render_card(changed))
+    report = index.apply([changed, *cards[:5]], hashes)
+    assert report.updated == (changed.id,) and index.embedder.texts == before + 1
+    assert index.get([changed.id])[changed.id].retrieval_text.startswith("A new conclusion")
+    assert index.count() == len(cards) and index.verify() == []
+
+
+def test_rows_hold_metadata_and_short_text_never_evidence(index, cards):
+    rows = index.rows()
+    assert [r.id for r in rows] == sorted(c.id for c in cards)
+    row, card = rows[3], cards[3]
+    assert row.topics == card.topics and row.status == card.status and row.workspace == card.workspace
+    assert row.conclusion_len == len(card.conclusion) and row.error_signature == card.error_signature
+    assert all("EVIDENCE-ONLY-TOKEN" not in r.retrieval_text for r in rows)
+    assert index.meta()["card_count"] == str(len(cards)) and index.meta()["shards"] == str(SHARDS)
+
+
+def test_quantized_knn_finds_the_exact_top10(index):
+    vectors = default_embedder().encode(QUERIES)
+    for q in vectors:
+        approx, exact = index.knn(q, 10), index.knn(q, 10, exact=True)
+        assert [i for i, _ in approx] == [i for i, _ in exact]
+        assert np.allclose([s for _, s in approx], [s for _, s in exact], atol=1e-4)
+        assert approx[0][1] >= approx[-1][1]
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("E0382", "E0382"), ("enoent", "ENOENT"), ("max_connections", "max_connections"),
+    ("compilerOptions.strict", "compilerOptions.strict"), ("foo.bar", "foo.bar"),
+])
+def test_fts_matches_error_codes_config_keys_and_module_names(index, query, expected):
+    hits = index.fts(query, 5)
+    assert hits, query
+    rows = index.get([i for i, _ in hits])
+    assert all(expected in rows[i].retrieval_text for i, _ in hits)
+
+
+@pytest.mark.parametrize("query", [
+    '"unbalanced', "(E0382", "foo*", "-x", "a:b", 'NEAR("x" "y")', "E0382 AND", "OR", "*", '"" ()', "col:", "^x",
+    "max_connections) OR (", "\\", "'; DROP TABLE cards; --",
+])
+def test_fts_never_raises_on_special_characters(index, query):
+    assert isinstance(index.fts(query, 5), list)
+    assert index.count() == 64
+
+
+def test_remove_drops_the_row_from_every_table(index, cards):
+    assert index.remove([cards[0].id, "c-not-indexed"]) == 1
+    assert cards[0].id not in index.hashes() and index.count() == len(cards) - 1
+    assert index.verify() == []  # cards, vec0 and fts still agree row for row
+    assert cards[0].id not in [i for i, _ in index.knn(default_embedder().encode_one(cards[0].conclusion), 5)]
+
+
+def test_opening_with_another_model_raises_model_mismatch(index, tmp_path):
+    class OtherModel:
+        model_id, dim = "other/model@1", 384
+
+    index.close()
+    with pytest.raises(ModelMismatch, match="memoir index rebuild"):
+        open_index(tmp_path / "index", OtherModel())
