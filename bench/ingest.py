@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import tempfile
@@ -67,10 +68,13 @@ def write_session(path: Path, rng: random.Random, index: int, loops: int) -> Non
                 err = rng.choice(ERRORS).format(w=w, n=rng.randint(10, 900))
                 add("user", [{"type": "tool_result", "tool_use_id": tid, "content": err, "is_error": True}])
             else:
-                body = "\n".join(_sentence(rng, 14) for _ in range(rng.randint(10, 40)))
+                # Real tool output is mostly file reads and logs: tens to hundreds of lines.
+                body = "\n".join(f"{k:>5}\t{_sentence(rng, 9)}" for k in range(rng.randint(40, 220)))
                 add("user", [{"type": "tool_result", "tool_use_id": tid, "content": body}])
-            out.append(json.dumps({"type": "progress", "data": {"type": "bash_progress", "output": _sentence(rng, 20)},
-                                   "sessionId": sid, "uuid": f"p-{index}-{loop}-{step}", "timestamp": "2026-11-01T08:00:00Z"}) + "\n")
+            for k in range(rng.randint(2, 8)):
+                out.append(json.dumps({"type": "progress", "data": {"type": "bash_progress", "output": _sentence(rng, 20)},
+                                       "parentToolUseID": tid, "sessionId": sid, "uuid": f"p-{index}-{loop}-{step}-{k}",
+                                       "timestamp": "2026-11-01T08:00:00Z"}) + "\n")
         add("assistant", [{"type": "thinking", "thinking": _sentence(rng, 60), "signature": "x" * 300}])
         add("assistant", [{"type": "text", "text": f"The root cause was the {w} {_sentence(rng, 25)} Fixing the {w} config makes the tests pass."}])
         add("user", [{"type": "tool_result", "tool_use_id": f"ok{loop}", "content": f"{rng.randint(5, 90)} passed in 1.2s"}])
@@ -113,6 +117,7 @@ def main() -> None:
     try:
         t = time.perf_counter()
         size = make_corpus(logs, args.mb)
+        os.sync()  # flush the fresh corpus now, or the pipeline's first sync would pay for it
         print(f"corpus        {size / 1e6:8.1f} MB in {len(list(logs.rglob('*.jsonl')))} files (made in {time.perf_counter() - t:.1f} s)")
         bare = bare_parse(logs)
         print(f"bare parse    {size / 1e6 / bare:8.1f} MB/s  ({bare:.1f} s)")
