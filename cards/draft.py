@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 
+from cards.distill.rules import Disproval, Statement, conclusion_statement, find_disproved
 from cards.model import Card, Experience, Source, Turn
 from cards.signatures import error_signature
 
@@ -17,16 +18,6 @@ MAX_CONCLUSION = 1200
 MAX_EVIDENCE_ITEMS = 12
 MAX_ITEM = 240
 
-_CONCLUSION_CUE = re.compile(
-    r"(?i)\b(?:the fix (?:was|is)|root cause|turns out|so the answer is|works now because|"
-    r"the (?:problem|issue|bug) (?:was|is)|the solution (?:was|is)|this (?:fixes|fixed)|"
-    r"fixed (?:by|it by)|the reason (?:was|is)|in short|to summari[sz]e|conclusion)\b"
-)
-_DISPROVAL = re.compile(
-    r"(?i)\b(?:that wasn'?t it|that (?:didn'?t|did not) (?:work|help|fix)|still (?:fail(?:s|ing)?|broken|"
-    r"the same error)|same error|wrong (?:guess|assumption)|my (?:earlier|previous) (?:guess|assumption|"
-    r"claim) was wrong|not the (?:cause|problem|issue)|revert(?:ed|ing)?)\b"
-)
 _FOLLOW_UP = re.compile(
     r"(?im)^.*\b(?:TODO|FIXME|follow[- ]up|next steps?|still need(?:s)? to|not yet|left to do|later we|"
     r"remaining work|open question)\b.*$"
@@ -83,35 +74,25 @@ def _assistant_texts(exp: Experience) -> list[Turn]:
 
 def disproved_turns(exp: Experience) -> set[int]:
     """Seqs of assistant claims that a later turn contradicted ("that wasn't it", same error again, a revert)."""
-    disproved: set[int] = set()
-    claim: Turn | None = None
-    claim_sig = ""
-    for turn in exp.turns:
-        if turn.role == "assistant" and turn.kind == "text" and _CONCLUSION_CUE.search(turn.text):
-            claim, claim_sig = turn, ""
-            continue
-        if claim is None:
-            continue
-        if turn.kind == "error":
-            sig = error_signature(turn.text)
-            if not claim_sig:
-                claim_sig = sig
-            if sig and sig == (exp.error_signature or claim_sig):
-                disproved.add(claim.seq)
-        elif turn.role in ("user", "assistant") and turn.kind == "text" and _DISPROVAL.search(turn.text):
-            disproved.add(claim.seq)
-    return disproved
+    return set(find_disproved(exp.turns))
 
 
 def pick_conclusion(exp: Experience) -> tuple[str, int | None]:
-    """An explicit conclusion statement if the session made one, else the closing assistant turn."""
+    """An explicit conclusion statement if the session made one, else the closing assistant turn.
+
+    Disproved claims are never candidates (see `cards.distill.rules.find_disproved`).
+    """
+    return _pick(exp, conclusion_statement(exp.turns))
+
+
+def _pick(exp: Experience, statement: Statement | None) -> tuple[str, int | None]:
+    if statement is not None:
+        return _clip(statement.text, MAX_CONCLUSION), statement.seq
     dead = disproved_turns(exp)
     texts = [t for t in _assistant_texts(exp) if t.seq not in dead]
-    explicit = [t for t in texts if _CONCLUSION_CUE.search(t.text)]
-    chosen = explicit[-1] if explicit else (texts[-1] if texts else None)
-    if chosen is None:
+    if not texts:
         return "", None
-    return _clip(chosen.text, MAX_CONCLUSION), chosen.seq
+    return _clip(texts[-1].text, MAX_CONCLUSION), texts[-1].seq
 
 
 def conclusion_problem(conclusion: str, min_chars: int) -> str:
@@ -148,13 +129,20 @@ def is_notable_result(text: str) -> bool:
     return bool(re.search(r"(?i)\b(?:passed|failed|ok\b|success|error|warning)", text[-400:]))
 
 
+_DISPROVED_BY = {
+    "contradicted": "contradicted at t{by}",
+    "still_failing": "same failure again at t{by}",
+    "reverted": "reverted at t{by}",
+}
+
+
+def _disproved_line(turn: Turn, d: Disproval) -> str:
+    return f"- [t{turn.seq}] disproved ({_DISPROVED_BY[d.reason].format(by=d.by)}): {_one_line(turn.text)}"
+
+
 def _counterexamples(exp: Experience) -> str:
-    dead = disproved_turns(exp)
-    lines = [
-        f"- [t{t.seq}] disproved: {_one_line(t.text)}"
-        for t in exp.turns
-        if t.seq in dead
-    ]
+    dead = find_disproved(exp.turns)
+    lines = [_disproved_line(t, dead[t.seq]) for t in exp.turns if t.seq in dead]
     seen: set[str] = set()
     for t in exp.turns:
         if t.kind == "error":
@@ -232,7 +220,9 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40) -> Card:
     goal = next((t.text for t in exp.turns if t.role == "user" and t.kind == "text" and t.text.strip()), "")
     if not goal and exp.error_signature:
         goal = f"Get past `{exp.error_signature}` (continued from the previous task)."
-    conclusion, _ = pick_conclusion(exp)
+    statement = conclusion_statement(exp.turns)
+    conclusion, _ = _pick(exp, statement)
+    confirmed = statement.confirmed_by if statement is not None and statement.text and conclusion else None
     problem = conclusion_problem(conclusion, min_conclusion_chars)
     all_text = "\n".join(t.text[:2000] for t in exp.turns if t.kind != "thinking")
     lo, hi = exp.lines
@@ -256,6 +246,7 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40) -> Card:
         ),
         error_signature=exp.error_signature,
         gate=problem,
+        confirmed_by=f"t{confirmed}" if confirmed is not None else "",
         background=_background(exp),
         goal=_clip(goal, MAX_GOAL),
         evidence=_evidence(exp),

@@ -133,13 +133,34 @@ def _title(card) -> str:
 
 @cards_group.command("show")
 @click.argument("card_id")
+@click.option("--chain", is_flag=True, help="Print the card's supersession chain, oldest to newest, instead of the card.")
 @pass_ctx
-def cards_show(ctx, card_id):
+def cards_show(ctx, card_id, chain):
     """Print one card file as it is on disk."""
     store = CardStore(ctx.settings.cards_dir, ctx.settings.state_dir)
     text = store.read_text(card_id)
     if text is None:
         raise click.ClickException(f"no card {card_id} in {ctx.settings.cards_dir}; see `memoir cards list`")
+    if chain:
+        from cards.distill.rules import supersession_chain
+        from cards.store import CardFileError
+
+        class _OnDisk(dict):
+            """Only the linked card files are read."""
+
+            def get(self, cid, default=None):
+                if cid not in self:
+                    try:
+                        self[cid] = store.read(cid)
+                    except (OSError, CardFileError):
+                        return default
+                return self[cid]
+
+        for c in supersession_chain(card_id, _OnDisk()):
+            mark = "→" if c.id == card_id else " "
+            link = f"superseded by {c.superseded_by}" if c.superseded_by else "current"
+            click.echo(f"{mark} {c.id}  {c.status:<10} {c.created[:10]:<10}  {link:<32}  {_title(c)}")
+        return
     click.echo(text, nl=False)
 
 

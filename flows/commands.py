@@ -2,3 +2,4 @@
 
 from flows import cli_cards  # noqa: F401
 from flows import cli_index  # noqa: F401
+from flows import cli_status  # noqa: F401

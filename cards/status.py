@@ -1,0 +1,356 @@
+"""Status accounting: card counts read from the card files, a run history, and the append-only alarm.
+
+The counts are always computed from the files on disk (they are the truth); the state dir keeps
+what only a run can know: how many cards each run added and superseded (`runs.jsonl`) and when
+an alarm was raised or cleared (`alarms.jsonl`). Both logs are append-only.
+
+`StatusReport` is built from sections so later stages (queue depth, model incidents) add theirs
+with `with_sections` instead of editing this module.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+from cards.model import STATUSES, Card
+from cards.store import CardStore
+
+RUNS_FILE = "runs.jsonl"
+ALARMS_FILE = "alarms.jsonl"
+SHOWN_RUNS = 10
+SHOWN_ALARM_HISTORY = 10
+
+APPEND_ONLY = "append_only_never_superseded"
+# name -> runbook page: every alarm this module can raise has one.
+ALARMS = {APPEND_ONLY: "runbooks/append-only-never-superseded.md"}
+
+log = logging.getLogger("memoir.status")
+
+
+class StatusError(Exception):
+    """The state dir cannot be read or written; says which file and what to do."""
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Cards per status. The four that matter for recall come first; `forgotten` are tombstones."""
+
+    active: int = 0
+    superseded: int = 0
+    candidate: int = 0
+    incomplete: int = 0
+    forgotten: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.active + self.superseded + self.candidate + self.incomplete + self.forgotten
+
+    def to_dict(self) -> dict[str, int]:
+        return {s: getattr(self, s) for s in STATUSES} | {"total": self.total}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, int]) -> Counts:
+        return cls(**{s: int(d.get(s, 0)) for s in STATUSES})
+
+    def line(self) -> str:
+        return ", ".join(f"{getattr(self, s)} {s}" for s in STATUSES)
+
+
+def count_cards(cards: Iterable[Card]) -> Counts:
+    """Counts per status; an unknown status (a hand edit) counts as candidate, the cautious reading."""
+    seen = Counter(c.status if c.status in STATUSES else "candidate" for c in cards)
+    return Counts(**{s: seen[s] for s in STATUSES})
+
+
+def counts_by_workspace(cards: Iterable[Card]) -> dict[str, Counts]:
+    groups: dict[str, list[Card]] = {}
+    for card in cards:
+        groups.setdefault(card.workspace or "(none)", []).append(card)
+    return {ws: count_cards(groups[ws]) for ws in sorted(groups)}
+
+
+def candidate_conflicts(cards: Iterable[Card]) -> list[tuple[str, str]]:
+    """Pairs the rule stage could not settle (`conflicts_with` on a card still waiting as candidate)."""
+    pairs = set()
+    for card in cards:
+        if card.status != "candidate":
+            continue
+        for other in card.extra.get("conflicts_with") or ():
+            pairs.add(tuple(sorted((card.id, str(other)))))
+    return sorted(pairs)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One line of `runs.jsonl`: what a run changed and the counts it left behind."""
+
+    finished: str
+    added: int
+    superseded: int
+    merged: int = 0
+    dropped: int = 0
+    conflicts: int = 0
+    counts: Counts = Counts()
+    alarms: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {
+            "finished": self.finished, "added": self.added, "superseded": self.superseded,
+            "merged": self.merged, "dropped": self.dropped, "conflicts": self.conflicts,
+            "counts": self.counts.to_dict(), "alarms": list(self.alarms),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> RunRecord:
+        return cls(
+            finished=str(d.get("finished", "")), added=int(d.get("added", 0)),
+            superseded=int(d.get("superseded", 0)), merged=int(d.get("merged", 0)),
+            dropped=int(d.get("dropped", 0)), conflicts=int(d.get("conflicts", 0)),
+            counts=Counts.from_dict(d.get("counts") or {}), alarms=tuple(d.get("alarms") or ()),
+        )
+
+
+@dataclass(frozen=True)
+class Alarm:
+    """Something a person must look at; `line` is what goes to the log and to `memoir status`."""
+
+    name: str
+    detail: str
+
+    @property
+    def runbook(self) -> str:
+        return ALARMS[self.name]
+
+    @property
+    def line(self) -> str:
+        return f"memoir incident {self.name}: {self.detail}; runbook {self.runbook}"
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "detail": self.detail, "runbook": self.runbook, "line": self.line}
+
+
+def append_only_alarm(runs: Sequence[RunRecord], window: int) -> Alarm | None:
+    """Raised when each of the last `window` runs that added cards superseded none.
+
+    Runs that added nothing say nothing about conflict detection, so they neither count nor
+    clear the alarm. `window` <= 0 turns the alarm off.
+    """
+    if window <= 0:
+        return None
+    busy = [r for r in runs if r.added or r.superseded]
+    last = busy[-window:]
+    if len(last) < window or any(r.superseded for r in last):
+        return None
+    added = sum(r.added for r in last)
+    return Alarm(
+        APPEND_ONLY,
+        f"{added} cards added over the last {window} runs that added cards and none superseded; "
+        "same-topic conflict detection may not be working",
+    )
+
+
+# --- the state dir logs ------------------------------------------------------------------------------
+
+
+def _append_line(path: Path, record: Mapping) -> None:
+    """One JSON line, flushed and fsynced: the logs only ever grow."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a+", encoding="utf-8") as fh:
+            # A crash can leave a torn last line; start on a fresh one so this record stays whole.
+            torn = fh.tell() > 0 and (fh.seek(fh.tell() - 1), fh.read(1))[1] != "\n"
+            fh.write(("\n" if torn else "") + json.dumps(record, sort_keys=True) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        raise StatusError(f"cannot append to {path}: {exc}; check the state dir's permissions and free space") from exc
+
+
+def _read_lines(path: Path) -> list[dict]:
+    """Every well-formed line; a torn last line from a crash is skipped, not fatal."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise StatusError(f"cannot read {path}: {exc}") from exc
+    out = []
+    for line in text.splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict):
+            out.append(item)
+    return out
+
+
+def read_runs(state_dir: Path) -> list[RunRecord]:
+    return [RunRecord.from_dict(d) for d in _read_lines(Path(state_dir) / RUNS_FILE)]
+
+
+def read_alarm_history(state_dir: Path) -> list[dict]:
+    return _read_lines(Path(state_dir) / ALARMS_FILE)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def record_run(
+    state_dir: Path,
+    *,
+    added: int,
+    superseded: int,
+    counts: Counts | Mapping[str, int],
+    merged: int = 0,
+    dropped: int = 0,
+    conflicts: int = 0,
+    append_only_runs: int = 5,
+    finished: str | None = None,
+) -> RunRecord:
+    """Append this run to `runs.jsonl`, then raise or clear alarms (each transition logged once).
+
+    Args:
+        state_dir: settings.state_dir.
+        added: new card files this run wrote.
+        superseded: cards this run marked superseded.
+        counts: card counts after the run (`count_cards` over the library).
+        append_only_runs: settings.append_only_runs, the alarm's window.
+        finished: ISO timestamp; now (UTC) by default.
+
+    Returns:
+        The record written, with the names of the alarms standing after this run.
+    """
+    state_dir = Path(state_dir)
+    counts = counts if isinstance(counts, Counts) else Counts.from_dict(counts)
+    record = RunRecord(finished or _now(), added, superseded, merged, dropped, conflicts, counts)
+    history = read_runs(state_dir) + [record]
+    standing = [a for a in (append_only_alarm(history, append_only_runs),) if a is not None]
+    record = replace(record, alarms=tuple(a.name for a in standing))
+    _append_line(state_dir / RUNS_FILE, record.to_dict())
+    _log_transitions(state_dir, standing, record.finished)
+    return record
+
+
+def _log_transitions(state_dir: Path, standing: list[Alarm], at: str) -> None:
+    last_state = {d.get("name"): d.get("state") for d in read_alarm_history(state_dir)}
+    raised = {a.name: a for a in standing}
+    for name in sorted(ALARMS):
+        if name in raised and last_state.get(name) != "raised":
+            log.warning(raised[name].line)
+            _append_line(state_dir / ALARMS_FILE, {"at": at, "state": "raised", **raised[name].to_dict()})
+        elif name not in raised and last_state.get(name) == "raised":
+            _append_line(state_dir / ALARMS_FILE, {"at": at, "state": "cleared", "name": name, "runbook": ALARMS[name]})
+
+
+# --- the report ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StatusSection:
+    """One block of `memoir status`: `data` goes to --json under `name`, `lines` to the terminal."""
+
+    name: str
+    data: object
+    lines: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    """Everything `memoir status` shows. Core sections are fields; later stages append `sections`."""
+
+    cards_dir: str
+    counts: Counts
+    workspaces: dict[str, Counts]
+    conflicts: list[tuple[str, str]]
+    alarms: list[Alarm]
+    alarm_history: list[dict]
+    runs: list[RunRecord]
+    unreadable: list[str] = field(default_factory=list)
+    sections: tuple[StatusSection, ...] = ()
+
+    def with_sections(self, *more: StatusSection) -> StatusReport:
+        return replace(self, sections=self.sections + tuple(more))
+
+    def to_dict(self) -> dict:
+        data = {
+            "cards_dir": self.cards_dir,
+            "counts": self.counts.to_dict(),
+            "workspaces": {ws: c.to_dict() for ws, c in self.workspaces.items()},
+            "conflicts": [list(p) for p in self.conflicts],
+            "alarms": [a.to_dict() for a in self.alarms],
+            "alarm_history": self.alarm_history,
+            "runs": [r.to_dict() for r in self.runs],
+            "unreadable": self.unreadable,
+        }
+        for section in self.sections:
+            data[section.name] = section.data
+        return data
+
+    def lines(self) -> list[str]:
+        out = [f"cards      {self.counts.line()} ({self.counts.total} files in {self.cards_dir})"]
+        for ws, c in self.workspaces.items():
+            out.append(f"  {ws}: {c.line()}")
+        for a, b in self.conflicts:
+            out.append(f"conflict   {a} ↔ {b} (both candidate; settle by editing one card's status)")
+        for alarm in self.alarms:
+            out.append(f"ALARM      {alarm.line}")
+        if not self.alarms:
+            out.append("alarms     none")
+        for run in self.runs:
+            out.append(
+                f"run        {run.finished}  +{run.added} added, {run.superseded} superseded, "
+                f"{run.merged} merged, {run.conflicts} conflicts"
+            )
+        if not self.runs:
+            out.append("runs       none recorded yet (memoir run records one per run)")
+        for problem in self.unreadable:
+            out.append(f"unreadable {problem}")
+        for section in self.sections:
+            out.extend(section.lines)
+        return out
+
+
+def plan_status(
+    cards: Sequence[Card],
+    runs: Sequence[RunRecord],
+    *,
+    cards_dir: str = "",
+    append_only_runs: int = 5,
+    alarm_history: Sequence[dict] = (),
+    unreadable: Sequence[str] = (),
+) -> StatusReport:
+    """The report from parsed cards and run history; pure."""
+    alarm = append_only_alarm(runs, append_only_runs)
+    return StatusReport(
+        cards_dir=cards_dir,
+        counts=count_cards(cards),
+        workspaces=counts_by_workspace(cards),
+        conflicts=candidate_conflicts(cards),
+        alarms=[alarm] if alarm else [],
+        alarm_history=list(alarm_history)[-SHOWN_ALARM_HISTORY:],
+        runs=list(runs)[-SHOWN_RUNS:],
+        unreadable=list(unreadable),
+    )
+
+
+def build_status(cards_dir: Path, state_dir: Path, append_only_runs: int = 5) -> StatusReport:
+    """Read the card files and the state dir logs, then plan the report."""
+    store = CardStore(cards_dir, state_dir)
+    cards, unreadable = store.load_all()
+    return plan_status(
+        cards,
+        read_runs(state_dir),
+        cards_dir=str(cards_dir),
+        append_only_runs=append_only_runs,
+        alarm_history=read_alarm_history(state_dir),
+        unreadable=unreadable,
+    )
