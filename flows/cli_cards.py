@@ -71,10 +71,12 @@ def print_summary(summary: RunSummary) -> None:
     click.echo(f"took      {d['elapsed_s']:.2f} s")
 
 
-def execute_run(settings: Settings, logs: tuple[str, ...], host: str, as_json: bool) -> RunSummary:
+def execute_run(settings: Settings, logs: tuple[str, ...], host: str, as_json: bool,
+                with_index: bool = True, **options) -> RunSummary:
     bar = _Bar(enabled=not as_json)
     try:
-        return run_pipeline(settings, [Path(p) for p in logs] or None, host=host, progress=bar)
+        return run_pipeline(settings, [Path(p) for p in logs] or None, host=host, progress=bar,
+                            with_index=with_index, **options)
     except (ReaderError, LedgerError) as exc:
         raise click.ClickException(str(exc)) from exc
     finally:
@@ -86,14 +88,16 @@ def execute_run(settings: Settings, logs: tuple[str, ...], host: str, as_json: b
               help="Log file or folder to read (repeatable). Default: the host log folders on this machine.")
 @click.option("--host", type=click.Choice(("auto",) + HOSTS), default="auto", show_default=True,
               help="Log format; auto detects it per file.")
+@click.option("--no-index", is_flag=True,
+              help="Write cards only; leave the derived index for the next run or `memoir index rebuild`.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
 @pass_ctx
-def run_cmd(ctx, logs, host, as_json):
+def run_cmd(ctx, logs, host, no_index, as_json):
     """Read new log lines, cut them into experiences and write experience cards.
 
     Host logs are only ever read. A second run over the same logs writes nothing new.
     """
-    summary = execute_run(ctx.settings, logs, host, as_json)
+    summary = execute_run(ctx.settings, logs, host, as_json, with_index=not no_index)
     emit_json(summary.to_dict()) if as_json else print_summary(summary)
 
 
@@ -134,9 +138,10 @@ def _title(card) -> str:
 @cards_group.command("show")
 @click.argument("card_id")
 @click.option("--chain", is_flag=True, help="Print the card's supersession chain, oldest to newest, instead of the card.")
+@click.option("--raw", is_flag=True, help="Print the card file exactly as it is on disk.")
 @pass_ctx
-def cards_show(ctx, card_id, chain):
-    """Print one card file as it is on disk."""
+def cards_show(ctx, card_id, chain, raw):
+    """Print one card for review: every field, all six sections and its supersession chain."""
     store = CardStore(ctx.settings.cards_dir, ctx.settings.state_dir)
     text = store.read_text(card_id)
     if text is None:
@@ -161,7 +166,17 @@ def cards_show(ctx, card_id, chain):
             link = f"superseded by {c.superseded_by}" if c.superseded_by else "current"
             click.echo(f"{mark} {c.id}  {c.status:<10} {c.created[:10]:<10}  {link:<32}  {_title(c)}")
         return
-    click.echo(text, nl=False)
+    if raw:
+        click.echo(text, nl=False)
+        return
+    from cards.store import CardFileError, parse_card
+    from index.containers import human_review
+
+    try:
+        card = parse_card(text, origin=str(store.path_for(card_id)))
+    except CardFileError as exc:
+        raise click.ClickException(f"{exc}; `memoir cards show --raw {card_id}` prints the file as it is") from exc
+    click.echo(human_review(card, store), nl=False)
 
 
 @cli.command("demo")

@@ -21,7 +21,11 @@ from cards.ledger import Ledger
 from cards.model import Card, Experience, Turn
 from cards.sanitize import sanitize_with_report
 from cards.segment import SegmentRules, segment_session
-from cards.store import CardStore
+from cards.store import CardStore, render_card
+from cards.status import count_cards, record_run
+from flows.lock import run_lock, step_deadline
+from flows.stages import IndexStage, Neighbourhood, distill
+from flows.queue import OverflowQueue, remove_temp_files
 
 Progress = Callable[[str, int, int], None]
 
@@ -40,6 +44,8 @@ class RunSummary:
     skipped: Counter = field(default_factory=Counter)
     redacted: Counter = field(default_factory=Counter)
     rules: Counter = field(default_factory=Counter)
+    distill: Counter = field(default_factory=Counter)
+    alerts: list[str] = field(default_factory=list)
     hand_edited: list[str] = field(default_factory=list)
     queued: Counter = field(default_factory=Counter)
     model: str = "off: rule stage only (no model endpoint configured)"
@@ -59,6 +65,8 @@ class RunSummary:
             "skipped": dict(sorted(self.skipped.items())),
             "redacted": dict(sorted(self.redacted.items())),
             "rules": dict(sorted(self.rules.items())),
+            "distill": dict(sorted(self.distill.items())),
+            "alerts": self.alerts,
             "hand_edited": self.hand_edited,
             "queued": dict(sorted(self.queued.items())),
             "model": self.model,
@@ -106,11 +114,23 @@ def plan_experiences(
     return drafted
 
 
-def store_cards(store: CardStore, cards: Iterable[Card], summary: RunSummary) -> list[Card]:
-    """Write each card (the user's hand wins); returns the cards whose files now changed."""
+def store_cards(store: CardStore, cards: Iterable[Card], summary: RunSummary,
+                queue: OverflowQueue | None = None) -> list[Card]:
+    """Write each card (the user's hand wins); returns the cards whose files now changed.
+
+    With a `queue`, a card whose write the filesystem refuses (permission, read-only, quota,
+    disk full, sandbox) becomes a `card_write` item and the run goes on; `memoir replay` writes it.
+    """
     changed = []
-    for card in cards:
-        outcome = store.write(card)
+    cards = list(cards)
+    for card, outcome in zip(cards, store.write_many(cards)):
+        if outcome.action == "failed":
+            if queue is None:
+                raise OSError(f"cannot write card {card.id}: {outcome.error}")
+            queue.add("card_write", card.id, {"card_id": card.id, "text": render_card(card),
+                                              "error": outcome.error})
+            summary.queued["card_write"] += 1
+            continue
         summary.cards[outcome.action] += 1
         if outcome.action == "hand_edited":
             summary.hand_edited.append(card.id)
@@ -141,26 +161,80 @@ def run_pipeline(
     paths: list[Path] | None = None,
     host: str = "auto",
     progress: Progress | None = None,
+    lock_wait_s: float | None = None,
+    with_index: bool = True,
 ) -> RunSummary:
-    """One idempotent run over `paths` (default: host log folders on this machine)."""
+    """One idempotent run over `paths` (default: host log folders on this machine).
+
+    `with_index=False` skips the derived index (check, duplicate look-ups, sync); card files are
+    the source of truth and `memoir index rebuild` or the next run catches the index up.
+    Holds the home's run lock (waits `lock_wait_s`, default settings.run_lock_timeout_s, then
+    raises `flows.lock.RunBusy`); each step raises `StepTimeout` past settings.step_timeout_s.
+    """
+    wait = settings.run_lock_timeout_s if lock_wait_s is None else lock_wait_s
+    with run_lock(settings.state_dir, wait, what="run"):
+        return _run_locked(settings, paths, host, progress, with_index)
+
+
+def clean_leftovers(settings: Settings, queue: OverflowQueue) -> int:
+    """Delete temp files a killed write left (readers already ignore them); only under the run lock."""
+    return remove_temp_files(settings.cards_dir) + remove_temp_files(settings.state_dir) + queue.clean_temp_files()
+
+
+def _run_locked(settings: Settings, paths: list[Path] | None, host: str, progress: Progress | None,
+                with_index: bool) -> RunSummary:
     started = time.monotonic()
+    step_s = settings.step_timeout_s
     summary = RunSummary()
     paths = list(paths) if paths else default_log_paths()
     if not paths:
         summary.notes.append("no host log folders found; pass --logs PATH")
     store = CardStore(settings.cards_dir, settings.state_dir)
+    queue = OverflowQueue(settings.queue_dir)
+    clean_leftovers(settings, queue)
+    index_stage = IndexStage(settings, store) if with_index else None
+    if index_stage:
+        with step_deadline("index check", step_s):
+            index_stage.ensure()
     with Ledger.in_state_dir(settings.state_dir) as ledger:
         # Collect
-        collected = collect_logs(paths, host, ledger, progress)
+        with step_deadline("collect", step_s):
+            collected = collect_logs(paths, host, ledger, progress)
         summary.files_seen, summary.files_read = collected.files_seen, collected.files_read
         summary.bytes_read = collected.bytes_read
         summary.skipped.update(collected.skipped)
         summary.turns, summary.sessions = collected.turn_count, len(collected.sessions)
         # Transform
-        drafted = plan_experiences(collected.sessions, settings, summary.redacted)
+        with step_deadline("transform", step_s):
+            drafted = plan_experiences(collected.sessions, settings, summary.redacted)
         summary.experiences = len(drafted)
+        with step_deadline("distill", step_s):
+            library, unreadable = store.load_all()
+            summary.notes.extend(f"unreadable card file: {p}" for p in unreadable)
+            index_open = index_stage.open() if index_stage else None
+            neighbourhood = Neighbourhood(library, index_open, index_stage.embedder if index_open else None)
+            plan, distilled = distill(drafted, library, settings, neighbourhood)
+        summary.rules.update({k: v for k, v in plan.counters.items() if v})
+        summary.model = distilled.model
+        summary.distill.update(distilled.counts)
+        summary.alerts.extend(distilled.alerts)
+        for ids in distilled.requeue:
+            queue.add("distill_batch", ids[0], {"card_ids": ids})
+            summary.queued["distill_batch"] += 1
         # Load
-        store_cards(store, [card for _, card in drafted], summary)
+        with step_deadline("store", step_s):
+            changed = store_cards(store, distilled.cards, summary, queue)
+        if index_stage:
+            with step_deadline("index", step_s):
+                index_stage.sync([c.id for c in changed])
+            summary.index = dict(index_stage.figures)
+            summary.notes.extend(index_stage.notes)
+            index_stage.close()
         collected.commit(ledger)
+    cards_now, _ = store.load_all()
+    record_run(settings.state_dir, added=summary.cards.get("new", 0), superseded=plan.counters.get("superseded", 0),
+               merged=plan.counters.get("merged", 0), dropped=len(plan.dropped),
+               conflicts=plan.counters.get("conflicts", 0), counts=count_cards(cards_now),
+               append_only_runs=settings.append_only_runs)
     summary.elapsed_s = time.monotonic() - started
     return summary

@@ -40,7 +40,7 @@ def settings(memoir_home):
 
 
 def test_every_sample_session_yields_cards_with_six_headings(logs, settings):
-    summary = run_pipeline(settings, [logs])
+    summary = run_pipeline(settings, [logs], with_index=False)
     assert summary.files_read == len([p for p in logs.rglob("*") if p.suffix in (".jsonl", ".md") and p.name != "SOURCES.md"])
     store = CardStore(settings.cards_dir, settings.state_dir)
     cards, problems = store.load_all()
@@ -60,16 +60,16 @@ def test_every_sample_session_yields_cards_with_six_headings(logs, settings):
 
 def test_reading_never_changes_a_log_file(logs, settings):
     before = _snapshot(logs)
-    run_pipeline(settings, [logs])
-    run_pipeline(settings, [logs])
+    run_pipeline(settings, [logs], with_index=False)
+    run_pipeline(settings, [logs], with_index=False)
     assert _snapshot(logs) == before
 
 
 def test_second_run_writes_nothing_and_rewrites_nothing(logs, settings):
-    run_pipeline(settings, [logs])
+    run_pipeline(settings, [logs], with_index=False)
     first = {p: p.stat().st_mtime_ns for p in settings.cards_dir.glob("*.md")}
     cards = _card_bytes(settings)
-    summary = run_pipeline(settings, [logs])
+    summary = run_pipeline(settings, [logs], with_index=False)
     assert summary.files_read == 0
     assert summary.cards.get("new", 0) == 0 and summary.cards.get("updated", 0) == 0
     assert _card_bytes(settings) == cards
@@ -77,10 +77,10 @@ def test_second_run_writes_nothing_and_rewrites_nothing(logs, settings):
 
 
 def test_a_rerun_after_a_ledger_reset_is_byte_identical(logs, settings):
-    run_pipeline(settings, [logs])
+    run_pipeline(settings, [logs], with_index=False)
     cards = _card_bytes(settings)
     (settings.state_dir / "ledger.sqlite").unlink()
-    summary = run_pipeline(settings, [logs])
+    summary = run_pipeline(settings, [logs], with_index=False)
     assert summary.cards.get("new", 0) == 0
     assert _card_bytes(settings) == cards
 
@@ -110,7 +110,7 @@ def test_appended_lines_yield_cards_only_for_the_new_part(tmp_path, settings):
         _claude_line(sid, "a2", "u2", "assistant", [{"type": "text", "text": "The root cause was that PyYAML was missing from requirements.txt; adding pyyaml there fixes the ModuleNotFoundError."}], "2026-11-03T10:00:15Z"),
     ]
     log.write_text("".join(_line(o) for o in first))
-    s1 = run_pipeline(settings, [tmp_path / "projects"])
+    s1 = run_pipeline(settings, [tmp_path / "projects"], with_index=False)
     assert s1.cards["new"] == 1
     before = _card_bytes(settings)
     more = [
@@ -120,7 +120,7 @@ def test_appended_lines_yield_cards_only_for_the_new_part(tmp_path, settings):
     ]
     with log.open("a") as fh:
         fh.write("".join(_line(o) for o in more))
-    s2 = run_pipeline(settings, [tmp_path / "projects"])
+    s2 = run_pipeline(settings, [tmp_path / "projects"], with_index=False)
     assert s2.cards["new"] == 1 and s2.cards.get("updated", 0) == 0
     after = _card_bytes(settings)
     assert {k: v for k, v in after.items() if k in before} == before
@@ -138,7 +138,7 @@ def test_bad_input_is_skipped_counted_and_the_run_finishes(tmp_path, settings):
     (root / "empty.jsonl").write_bytes(b"")
     (root / "unknown.jsonl").write_text(_line({"weird": True, "shape": [1, 2]}) * 3)
     (root / "dir.jsonl").mkdir()
-    summary = run_pipeline(settings, [root])
+    summary = run_pipeline(settings, [root], with_index=False)
     assert summary.cards["new"] == 1
     skipped = summary.skipped
     assert skipped["bad_json"] >= 1
@@ -146,3 +146,35 @@ def test_bad_input_is_skipped_counted_and_the_run_finishes(tmp_path, settings):
     assert skipped["binary"] + skipped["unknown_format"] >= 2
     assert skipped["empty"] >= 1
     assert skipped["unreadable"] >= 1
+
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "cards" / "examples"
+
+
+@pytest.mark.slow
+def test_a_full_run_indexes_every_card_and_a_rerun_changes_nothing(settings):
+    from cards.store import CardStore
+    from index.check import check_index
+    from index.embed import default_embedder
+
+    first = run_pipeline(settings, [EXAMPLES])
+    assert first.cards["new"] > 10
+    assert first.model.startswith("off")
+    assert first.index.get("added", 0) == sum(1 for _ in settings.cards_dir.glob("*.md"))
+    store = CardStore(settings.cards_dir, settings.state_dir)
+    emb = default_embedder()
+    assert check_index(settings.index_dir, store, emb.model_id, emb.dim).status == "healthy"
+    before = _card_bytes(settings)
+    second = run_pipeline(settings, [EXAMPLES])
+    assert second.cards.get("new", 0) == 0 and _card_bytes(settings) == before
+    assert second.index.get("added", 0) == 0 and second.index.get("updated", 0) == 0
+
+
+def test_no_secret_from_the_examples_reaches_a_card_file(settings):
+    raw = "".join(p.read_text(errors="replace") for p in EXAMPLES.rglob("*") if p.is_file() and p.name != "README.md")
+    planted = [m for m in ("sk_live_", "AKIA", "10.0.3.17", "whsec_") if m in raw]
+    assert planted, "the examples should carry fake secrets for this test to mean anything"
+    run_pipeline(settings, [EXAMPLES], with_index=False)
+    cards = "".join(p.read_text() for p in settings.cards_dir.glob("*.md"))
+    for marker in planted:
+        assert marker not in cards

@@ -1,0 +1,222 @@
+"""The distill and index stages of a run: rules → model → gates, and keeping the index in step.
+
+Kept apart from `flows/pipeline.py` so each stage reads on its own; both are plain functions
+that the Prefect flows call too.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from cards.config import Settings
+from cards.distill.model import distill_batch, endpoints_from_settings
+from cards.distill.rules import RulesPlan, apply_rules
+from cards.model import Card, Experience, card_id
+from cards.store import CardStore
+import apsw
+
+from index.errors import IndexError_
+
+NEIGHBOURS = 5  # active cards the duplicate gate compares a new card with
+LEXICAL_POOL = 200  # without an index, the most recent active cards of the same workspace
+
+
+@dataclass
+class DistillOutcome:
+    """The cards to write, plus what the model stage counted and asks to requeue."""
+
+    cards: list[Card]
+    counts: Counter = field(default_factory=Counter)
+    alerts: list[str] = field(default_factory=list)
+    requeue: list[list[str]] = field(default_factory=list)
+    model: str = "off: rule stage only (no model endpoint configured)"
+
+
+def fresh_cards(plan: RulesPlan, library: Mapping[str, Card]) -> set[str]:
+    """Ids of written cards whose content came from this run (new, or with new sources)."""
+    fresh = set()
+    for card in plan.write:
+        old = library.get(card.id)
+        if old is None or old.sources != card.sources or old.conclusion != card.conclusion:
+            fresh.add(card.id)
+    return fresh
+
+
+def experience_for(card: Card, by_id: Mapping[str, Experience]) -> Experience | None:
+    """The experience(s) a card came from, joined into one when a merge gave it several."""
+    found = [by_id[k] for k in (card_id(s.host, s.session_id, *s.turns) for s in card.sources) if k in by_id]
+    if not found:
+        return None
+    if len(found) == 1:
+        return found[0]
+    turns = tuple(t for exp in found for t in exp.turns)
+    first = found[0]
+    return Experience(first.host, first.session_id, turns, first.boundary, first.error_signature)
+
+
+def judgeable(card: Card) -> bool:
+    """Rules decided these states already (conflict, supersession, integrity); gates leave them."""
+    return card.status in ("active", "incomplete") and card.gate != "unresolved_conflict" \
+        and card.confirmed_by != "user"
+
+
+class Neighbourhood:
+    """Active cards near a new card, and a cached embedding similarity, for the duplicate gate."""
+
+    def __init__(self, library: Sequence[Card], index=None, embedder=None):
+        self.active = [c for c in library if c.status == "active"]
+        self.by_id = {c.id: c for c in self.active}
+        self.index, self.embedder = index, embedder
+        self.vectors: dict[str, np.ndarray] = {}
+
+    def prepare(self, cards: Sequence[Card]) -> list[Card]:
+        """The active cards near any of `cards`; encodes every text it will compare, in one batch."""
+        if self.index is None or self.embedder is None:
+            spaces = {c.workspace for c in cards}
+            pool = [c for c in self.active if c.workspace in spaces]
+            return sorted(pool, key=lambda c: (c.updated, c.id))[-LEXICAL_POOL:]
+        texts = [c.conclusion.strip() for c in cards if c.conclusion.strip()]
+        self._encode(texts)
+        near: dict[str, Card] = {}
+        for text in texts:
+            for cid, _ in self.index.knn(self.vectors[text], k=NEIGHBOURS):
+                if cid in self.by_id:
+                    near[cid] = self.by_id[cid]
+        self._encode([c.conclusion.strip() for c in near.values() if c.conclusion.strip()])
+        return sorted(near.values(), key=lambda c: c.id)
+
+    def _encode(self, texts: list[str]) -> None:
+        missing = sorted({t for t in texts if t not in self.vectors})
+        if missing:
+            for text, vec in zip(missing, self.embedder.encode(missing)):
+                self.vectors[text] = vec
+
+    @property
+    def similarity(self) -> Callable[[str, str], float] | None:
+        if self.embedder is None:
+            return None
+
+        def similarity(a: str, b: str) -> float:
+            self._encode([a, b])
+            return float(np.dot(self.vectors[a], self.vectors[b]))
+
+        return similarity
+
+
+def distill(
+    drafted: list[tuple[Experience, Card]],
+    library: list[Card],
+    settings: Settings,
+    neighbourhood: Neighbourhood,
+    env: Mapping[str, str] | None = None,
+) -> tuple[RulesPlan, DistillOutcome]:
+    """Rules first (dedup, merge, disprove, supersede), then the model stage and the quality gates."""
+    plan = apply_rules(drafted, library)
+    library_by_id = {c.id: c for c in library}
+    fresh = fresh_cards(plan, library_by_id)
+    by_exp = {exp.id: exp for exp, _ in drafted}
+    endpoints = endpoints_from_settings(settings, os.environ if env is None else env)
+    outcome = DistillOutcome(cards=[])
+    if endpoints:
+        outcome.model = f"on: {settings.model_name or 'model'} at {settings.model_base_url}"
+    judged: dict[str, Card] = {}
+    pairs = []
+    for card in plan.write:
+        exp = experience_for(card, by_exp) if card.id in fresh and judgeable(card) else None
+        if exp is not None:
+            pairs.append((exp, card))
+    for start in range(0, len(pairs), max(1, settings.batch_size)):
+        batch = pairs[start:start + settings.batch_size]
+        active = neighbourhood.prepare([c for _, c in batch])
+        result = distill_batch(
+            batch, endpoints, timeout=settings.model_timeout_s, active_cards=active,
+            similarity=neighbourhood.similarity, min_conclusion_chars=settings.min_conclusion_chars,
+            batch_id=f"run-{batch[0][1].id}",
+        )
+        outcome.counts.update(result.counts)
+        outcome.alerts.extend(result.alerts)
+        if result.requeue and result.pending:
+            outcome.requeue.append(list(result.pending))
+        for card in result.cards:
+            judged[card.id] = card
+            if card.status == "active":
+                neighbourhood.active.append(card)
+                neighbourhood.by_id[card.id] = card
+    outcome.cards = [judged.get(c.id, c) for c in plan.write]
+    return plan, outcome
+
+
+@dataclass
+class IndexStage:
+    """The derived index around a run: check (rebuild on corruption) before, sync after."""
+
+    settings: Settings
+    store: CardStore
+    embedder: object = None
+    notes: list[str] = field(default_factory=list)
+    figures: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        from index.embed import default_embedder
+        from index.pending import PendingIndex
+
+        self.embedder = self.embedder or default_embedder()
+        self.pending = PendingIndex(self.settings.state_dir)
+        self._index = None
+
+    def ensure(self) -> None:
+        """`memoir index check` first; a corrupt index or one built for another model is rebuilt."""
+        from index.rebuild import ensure_index
+
+        try:
+            outcome = ensure_index(self.store, self.settings.index_dir, self.embedder,
+                                   concurrency=self.settings.rebuild_concurrency, pending=self.pending)
+        except (IndexError_, OSError, apsw.Error) as exc:
+            self.notes.append(f"index check failed ({exc}); run `memoir index rebuild`")
+            return
+        if outcome.reason:
+            self.notes.append(outcome.reason)
+            self.figures["rebuilt"] = outcome.rebuilt.cards if outcome.rebuilt else 0
+
+    def open(self):
+        """The open index for neighbour look-ups, or None when it cannot be opened now."""
+        from index.db import open_index
+
+        if self._index is None:
+            try:
+                self._index = open_index(self.settings.index_dir, self.embedder)
+            except (IndexError_, OSError, apsw.Error) as exc:
+                self.notes.append(f"index unavailable for duplicate checks ({exc})")
+                return None
+        return self._index
+
+    def sync(self, changed_ids: Sequence[str]) -> None:
+        """Index what changed on disk (hand edits too) and drain the pending list; queue on failure."""
+        from index.sync import sync_index
+
+        index = self.open()
+        if index is None:
+            self.pending.add(changed_ids)
+            self.figures["queued"] = len(changed_ids)
+            return
+        try:
+            report = sync_index(self.store, index, self.pending)
+        except (IndexError_, OSError, apsw.Error) as exc:
+            self.pending.add(changed_ids)
+            self.figures["queued"] = len(changed_ids)
+            self.notes.append(f"index update failed ({exc}); {len(changed_ids)} cards queued for `memoir replay`")
+            return
+        self.figures.update(added=len(report.added), updated=len(report.updated), removed=len(report.removed))
+        if report.still_pending:
+            self.figures["queued"] = len(report.still_pending)
+        self.notes.extend(report.problems)
+
+    def close(self) -> None:
+        if self._index is not None:
+            self._index.close()
+            self._index = None
