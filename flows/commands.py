@@ -3,3 +3,4 @@
 from flows import cli_cards  # noqa: F401
 from flows import cli_index  # noqa: F401
 from flows import cli_status  # noqa: F401
+from flows import cli_recall  # noqa: F401

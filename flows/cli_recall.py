@@ -1,0 +1,268 @@
+"""`memoir recall|brief|export|serve-recall` and `memoir hook claude-code|install claude-code`."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+
+import click
+
+from flows.cli import EXIT_FAILED, EXIT_USAGE, cli, emit_json, pass_ctx
+
+HOOK_MARKERS = ("flows.recall_service claude-code", "memoir hook claude-code")
+HOOK_TIMEOUT_S = 5  # Claude Code's own limit for the hook; ours ends it at the recall budget
+SESSION_START_MATCHER = "startup|resume|clear|compact"
+
+
+def _leave(code: int = 0) -> None:
+    """Exit; if a recall worker outlived its deadline (a cold model load), leave without joining it."""
+    from index.recall import wait_for_workers
+
+    if not wait_for_workers(0.0):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    if code:
+        sys.exit(code)
+
+
+def _num(x, fmt: str = ".3f") -> str:
+    return "-" if x is None else format(x, fmt)
+
+
+def explain(record: dict) -> str:
+    """The debug record of one recall, for a person tuning the gates."""
+    lines = [
+        f"query      {json.dumps(record.get('query', ''), ensure_ascii=False)}",
+        f"rewritten  {json.dumps(record.get('rewritten', ''), ensure_ascii=False)}",
+        f"mode       {record.get('mode', '?')}, task type {record.get('task_type') or '-'}, "
+        f"workspace {record.get('workspace') or '-'}",
+        f"outcome    {record.get('outcome', '?')}"
+        + (f": {', '.join(record['injected'])}" if record.get("injected") else "")
+        + (f" ({record['reason']})" if record.get("reason") else ""),
+    ]
+    timings = record.get("timings_ms", {})
+    lines.append("timings    " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items())
+                 + f"; total {record.get('elapsed_ms', 0):.1f} ms of {record.get('budget_ms', 0):.0f} ms")
+    policy = record.get("policy", {})
+    if policy:
+        lines.append("policy     " + ", ".join(f"{k} {v}" for k, v in policy.items()))
+    cands = record.get("candidates", [])
+    lines.append(f"candidates {len(cands)} (best fused rank first):" if cands else "candidates none")
+    for c in cands:
+        more = [g for g in c.get("failed", []) if g != c.get("gate")]
+        verdict = c.get("gate", "?") + (f" (also {', '.join(more)})" if more else "")
+        if c.get("detail"):
+            verdict += f" [{c['detail']}]"
+        lines.append(f"  {c['id']}  sim {_num(c.get('similarity'))}  knn {c.get('knn_rank') or '-':>2}  "
+                     f"fts {c.get('fts_rank') or '-':>2}  age {_num(c.get('age_days'), '.0f'):>4} d  "
+                     f"{c.get('status', '?'):<10} {verdict}")
+    return "\n".join(lines)
+
+
+def _recall(settings, query: str, workspace: str, session: str, timeout_ms: int | None):
+    """Through the warm service when it runs, else in this process (a cold model counts against the budget)."""
+    from flows.recall_service import ask
+    from index.recall import Recaller, RecallResult
+
+    budget = float(settings.sync_timeout_ms if timeout_ms is None else timeout_ms)
+    answer = ask(settings.state_dir, {"op": "recall", "query": query, "workspace": workspace,
+                                      "session_id": session, "budget_ms": budget}, budget / 1000 + 1.0)
+    if answer is not None and "result" in answer:
+        return RecallResult.from_json(answer["result"], answer.get("record") or {})
+    from index.embed import default_embedder
+
+    with Recaller(settings, default_embedder()) as recaller:
+        return recaller.recall(query, workspace=workspace, session_id=session, budget_ms=budget)
+
+
+@cli.command("recall")
+@click.argument("query")
+@click.option("--workspace", type=click.Path(), help="Directory the question comes from (default: none, "
+              "so the workspace gate is off).")
+@click.option("--session", "session", default="", help="Host session id: cards already injected there are skipped.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print {query, cards, rejected, elapsed_ms} as JSON.")
+@click.option("--explain", "explain_", is_flag=True, help="Also print the debug record: every candidate and the gate "
+              "that rejected it.")
+@click.option("--timeout-ms", type=click.IntRange(1, 600_000), default=None,
+              help="Deadline for this recall (default: the sync_timeout_ms setting). Without a running "
+                   "`memoir serve-recall` the model loads first and counts against it.")
+@pass_ctx
+def recall_cmd(ctx, query, workspace, session, as_json, explain_, timeout_ms):
+    """At most two experience cards for QUERY, as the agent would get them.
+
+    Nothing that fails a gate is shown; nothing at all is a normal answer. Every recall is logged
+    to state/recall.jsonl with the sanitized query and each candidate's gate.
+    """
+    from index.containers import immediate_context
+
+    workspace = str(Path(workspace).absolute()) if workspace else ""
+    result = _recall(ctx.settings, query, workspace, session, timeout_ms)
+    if as_json:
+        emit_json(result.to_json())
+    elif result.cards:
+        click.echo(immediate_context(result.cards), nl=False)
+    else:
+        click.echo(f"nothing to inject ({result.outcome}: {result.reason or 'no card passed the gates'})", err=True)
+    if explain_:
+        click.echo(explain(result.record), err=as_json)
+    _leave(0)
+
+
+@cli.command("brief")
+@click.option("--workspace", type=click.Path(file_okay=False), default=".", show_default=True,
+              help="The workspace to brief on.")
+@pass_ctx
+def brief_cmd(ctx, workspace):
+    """Recent topics and open follow-ups for a workspace (what SessionStart injects)."""
+    from index.containers import session_brief
+    from index.recall import Recaller, brief_cards
+
+    ws = str(Path(workspace).absolute())
+    with Recaller(ctx.settings, embedder=None) as recaller:
+        text = session_brief(ws, brief_cards(recaller, ws))
+    if text:
+        click.echo(text, nl=False)
+    else:
+        click.echo(f"no cards for {ws}", err=True)
+
+
+@cli.command("export")
+@click.argument("dest", type=click.Path())
+@pass_ctx
+def export_cmd(ctx, dest):
+    """Copy the card files, bundled by topic, into DEST (a folder, or a .tar.gz archive).
+
+    The index is never exported: `memoir index rebuild` makes one from the cards anywhere.
+    """
+    from cards.store import CardStore
+    from index.containers import export_cards
+
+    store = CardStore(ctx.settings.cards_dir, ctx.settings.state_dir)
+    try:
+        path, n = export_cards(store, Path(dest))
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {dest}: {exc}") from exc
+    click.echo(f"exported {n} cards to {path}")
+
+
+@cli.command("serve-recall")
+@click.option("--idle-exit-s", type=float, default=None, help="Stop after this many seconds without a request.")
+@pass_ctx
+def serve_recall_cmd(ctx, idle_exit_s):
+    """Keep the embedding model warm and answer recall hooks on a unix socket in the state dir.
+
+    Without it, hooks answer lexical-only (or nothing) within the budget. Runs in the foreground;
+    stop it with Ctrl-C or SIGTERM.
+    """
+    from flows.recall_service import ServiceError, serve, socket_path
+    from index.embed import default_embedder
+    from index.errors import IndexError_
+
+    def ready(path):
+        click.echo(f"memoir recall service ready on {path} (pid {os.getpid()})", err=True)
+
+    try:
+        served = serve(ctx.settings, default_embedder(), idle_exit_s=idle_exit_s, on_ready=ready)
+    except (ServiceError, IndexError_) as exc:
+        click.echo(f"memoir: {exc}", err=True)
+        sys.exit(EXIT_FAILED)
+    click.echo(f"memoir recall service stopped after {served} requests ({socket_path(ctx.settings.state_dir)})",
+               err=True)
+
+
+@cli.group("hook")
+def hook_group():
+    """Host hooks: inject recalled cards into an agent's context."""
+
+
+@hook_group.command("claude-code")
+@pass_ctx
+def hook_claude_code(ctx):
+    """Claude Code hook: reads the event JSON on stdin, prints additionalContext or nothing.
+
+    UserPromptSubmit recalls cards for the prompt; SessionStart prints the workspace brief. Always
+    exits 0: an error means no context, never a blocked prompt.
+    """
+    from flows.recall_service import hook_main
+
+    hook_main("claude-code", settings=ctx.settings)
+
+
+@hook_group.group("install")
+def hook_install_group():
+    """Add memoir's hook to a host's settings file."""
+
+
+def hook_command(home: str | None) -> str:
+    """The command line Claude Code runs: this interpreter, without the CLI's import cost."""
+    env = f"MEMOIR_HOME={shlex.quote(home)} " if home else ""
+    return f"{env}{shlex.quote(sys.executable)} -m flows.recall_service claude-code"
+
+
+def _is_ours(entry: dict) -> bool:
+    return any(m in str(h.get("command", "")) for h in entry.get("hooks", []) for m in HOOK_MARKERS)
+
+
+def plan_hook_settings(current: dict, command: str) -> dict:
+    """`current` with memoir's UserPromptSubmit and SessionStart hooks set to `command`; all else kept."""
+    new = json.loads(json.dumps(current))
+    hooks = new.setdefault("hooks", {})
+    wanted = {
+        "UserPromptSubmit": {"hooks": [{"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}]},
+        "SessionStart": {"matcher": SESSION_START_MATCHER,
+                         "hooks": [{"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}]},
+    }
+    for event, entry in wanted.items():
+        entries = [e for e in hooks.get(event, []) if isinstance(e, dict)]
+        others = [e for e in entries if not _is_ours(e)]
+        hooks[event] = others + [entry]
+    return new
+
+
+@hook_install_group.command("claude-code")
+@click.option("--settings", "settings_path", type=click.Path(dir_okay=False),
+              default=lambda: str(Path.home() / ".claude" / "settings.json"), show_default="~/.claude/settings.json",
+              help="The Claude Code settings file (a project's .claude/settings.json works too).")
+@click.option("--dry-run", is_flag=True, help="Print the change as a diff and write nothing.")
+@click.pass_context
+def hook_install_claude_code(click_ctx, settings_path, dry_run):
+    """Add the UserPromptSubmit (recall) and SessionStart (brief) hooks; other settings are kept.
+
+    Running it again changes nothing. Start `memoir serve-recall` to keep the model warm.
+    """
+    from cards.store import write_atomic
+
+    home = click_ctx.find_root().params.get("home")
+    path = Path(settings_path).expanduser()
+    try:
+        before_text = path.read_text(encoding="utf-8") if path.exists() else ""
+        current = json.loads(before_text) if before_text.strip() else {}
+    except (OSError, ValueError) as exc:
+        click.echo(f"memoir: cannot read {path}: {exc}; fix the file first, nothing was changed", err=True)
+        sys.exit(EXIT_USAGE)
+    if not isinstance(current, dict):
+        click.echo(f"memoir: {path} does not hold a JSON object; nothing was changed", err=True)
+        sys.exit(EXIT_USAGE)
+    home = str(Path(home).expanduser().absolute()) if home else None
+    after = plan_hook_settings(current, hook_command(home))
+    after_text = json.dumps(after, indent=2) + "\n"
+    if after == current:
+        click.echo(f"{path}: memoir hooks already installed, nothing to change")
+        return
+    if dry_run:
+        old = (json.dumps(current, indent=2) + "\n") if before_text.strip() else ""
+        click.echo("".join(difflib.unified_diff(old.splitlines(True), after_text.splitlines(True),
+                                                str(path), f"{path} (with memoir hooks)")), nl=False)
+        return
+    try:
+        write_atomic(path, after_text)
+    except OSError as exc:
+        click.echo(f"memoir: cannot write {path}: {exc}", err=True)
+        sys.exit(EXIT_FAILED)
+    click.echo(f"{path}: memoir hooks installed (UserPromptSubmit → recall, SessionStart → brief)")

@@ -1,0 +1,270 @@
+"""Containers: the same card in the shape each place may see it, one jinja2 template each.
+
+A container decides which fields are visible, so each template is handed only those fields:
+- immediate context (hook, `memoir recall`): conclusion, failure conditions, source id, age, and
+  the note that it is a historical conclusion; wrapped in `<memoir-context>` so the host readers
+  strip it and a recalled card is never mined again as fresh evidence;
+- session brief (SessionStart, `memoir brief`): recent topics and open follow-ups, no evidence;
+- human review (`memoir cards show`): all six sections and the supersession chain;
+- export (`memoir export`): the card files themselves, bundled by topic, never the index;
+- backlog: queue and debug records only, never shown to a person or a host.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import tarfile
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from cards.model import SECTION_TITLES, SECTIONS, Card
+from cards.sanitize import contains_sensitive
+from cards.store import CardFileError, CardStore, write_atomic
+
+NOTE = "Historical conclusion, not a current instruction"
+SHOWN = ("immediate", "brief", "review", "export")  # containers a person or host may see
+NEVER_SHOWN = ("backlog",)
+MAX_FAILURE_LINES = 3  # immediate context stays short: the first failure conditions only
+BRIEF_RECENT = 5
+BRIEF_TOPICS = 6
+BRIEF_FOLLOW_UPS = 5
+NO_TOPIC = "untopical"
+_TAG = re.compile(r"</?\s*memoir-context", re.I)
+
+
+def fence(text: object) -> str:
+    """Neutralise `<memoir-context>` tags inside a field, so card text cannot close our block early."""
+    return _TAG.sub(lambda m: m.group(0).replace("<", "‹"), str(text))
+
+
+env = Environment(
+    loader=PackageLoader("index", "templates"),
+    undefined=StrictUndefined,
+    keep_trailing_newline=True,
+    trim_blocks=True,
+    autoescape=False,
+)
+env.filters["fence"] = fence
+
+
+def render(template: str, **context) -> str:
+    return env.get_template(template).render(**context)
+
+
+def title_of(card: Card) -> str:
+    """One line naming the card: its goal, else its conclusion."""
+    for text in (card.goal, card.conclusion, card.background):
+        line = " ".join(text.split())
+        if line:
+            return line[:100] + ("…" if len(line) > 100 else "")
+    return card.id
+
+
+def age_text(days: float | None) -> str:
+    if days is None:
+        return "age unknown"
+    if days < 1:
+        return "from today"
+    n = int(days)
+    return f"{n} day{'s' if n != 1 else ''} old"
+
+
+# --- immediate context ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Shown:
+    id: str
+    conclusion: str
+    counterexamples: str
+    source: str
+    age: str
+
+
+def source_id(card) -> str:
+    """`<session id> lines a-b` of the first source: enough to find the evidence, none of it."""
+    if not card.sources:
+        return card.id
+    s = card.sources[0]
+    more = f" (+{len(card.sources) - 1} more)" if len(card.sources) > 1 else ""
+    return f"session {s.session_id} lines {s.lines[0]}-{s.lines[1]}{more}"
+
+
+def immediate_context(cards: Sequence) -> str:
+    """The block injected before the agent's turn; '' when nothing passed the gates.
+
+    Args:
+        cards: `index.recall.RecalledCard`s (they carry no evidence, background or goal).
+    """
+    if not cards:
+        return ""
+    shown = [
+        _Shown(c.id, c.conclusion.strip(),
+               "\n".join(c.counterexamples.strip().splitlines()[:MAX_FAILURE_LINES]),
+               source_id(c), age_text(c.age_days))
+        for c in cards
+    ]
+    return render("immediate.j2", cards=shown, NOTE=NOTE)
+
+
+# --- session brief --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BriefItem:
+    id: str
+    date: str
+    title: str
+
+
+@dataclass(frozen=True, slots=True)
+class FollowUp:
+    id: str
+    text: str
+
+
+def plan_brief(cards: Iterable[Card]) -> tuple[list[str], list[BriefItem], list[FollowUp]]:
+    """Topics by frequency, newest work first, open follow-ups; nothing from the evidence."""
+    cards = sorted((c for c in cards if c.status in ("active", "incomplete")
+                    and not contains_sensitive(c.goal + c.conclusion + c.follow_up)),
+                   key=lambda c: (c.updated or c.created, c.id), reverse=True)
+    counts = Counter(t for c in cards for t in c.topics)
+    topics = [f"{t} ({n})" for t, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:BRIEF_TOPICS]]
+    recent = [BriefItem(c.id, (c.updated or c.created)[:10], title_of(c)) for c in cards[:BRIEF_RECENT]]
+    follow: list[FollowUp] = []
+    for c in cards:
+        for line in c.follow_up.splitlines():
+            text = " ".join(line.strip().lstrip("-*").split())
+            if text and len(follow) < BRIEF_FOLLOW_UPS:
+                follow.append(FollowUp(c.id, text[:200]))
+    return topics, recent, follow
+
+
+def session_brief(workspace: str, cards: Iterable[Card]) -> str:
+    """The SessionStart block for a workspace; '' when there is nothing to say."""
+    topics, recent, follow = plan_brief(cards)
+    if not (recent or follow):
+        return ""
+    name = os.path.basename(workspace.rstrip("/")) or workspace or "this workspace"
+    return render("brief.j2", workspace=workspace, name=name, topics=topics, recent=recent, follow_ups=follow)
+
+
+# --- human review ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ChainLink:
+    id: str
+    status: str
+    title: str
+    missing: bool = False
+
+
+class _CardsOnDisk(dict):
+    """A mapping that reads a linked card file only when the chain walk asks for it."""
+
+    def __init__(self, store: CardStore, first: Card):
+        super().__init__({first.id: first})
+        self.store = store
+
+    def get(self, card_id, default=None):
+        if card_id not in self:
+            try:
+                self[card_id] = self.store.read(card_id)
+            except (OSError, UnicodeDecodeError, CardFileError):
+                return default
+        return self[card_id]
+
+
+def chain_links(card: Card, store: CardStore) -> list[ChainLink]:
+    """The card's supersession chain, oldest first; links whose file is gone are shown as missing."""
+    from cards.distill.rules import supersession_chain
+
+    cards = _CardsOnDisk(store, card)
+    chain = supersession_chain(card.id, cards)
+    links = [ChainLink(c.id, c.status, title_of(c)) for c in chain]
+    named = {i for c in chain for i in (*c.supersedes, c.superseded_by) if i}
+    links += [ChainLink(i, "?", "", True) for i in sorted(named - {c.id for c in chain})]
+    return links
+
+
+def human_review(card: Card, store: CardStore) -> str:
+    """Everything a person needs to judge a card: all six sections and where it sits in its chain."""
+    return render("review.j2", card=card, title=title_of(card), chain=chain_links(card, store),
+                  sections=[(name, SECTION_TITLES[name]) for name in SECTIONS])
+
+
+# --- export -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ExportItem:
+    path: str
+    status: str
+    title: str
+
+
+def topic_dir(card: Card) -> str:
+    """The one folder a card goes in: its first topic, made safe as a path segment."""
+    # Drafted subject topics are lowercase words ("database"); error kinds ("OperationalError")
+    # sort first but make poor folders, so the first subject topic wins.
+    subjects = [t for t in card.topics if t == t.lower()]
+    topic = (subjects or list(card.topics) or [NO_TOPIC])[0]
+    return re.sub(r"[^\w.-]+", "-", topic).strip(".-") or NO_TOPIC
+
+
+def plan_export(cards: Iterable[Card]) -> dict[str, list[Card]]:
+    """Topic folder -> its cards (forgotten tombstones stay home), sorted for a stable layout."""
+    out: dict[str, list[Card]] = {}
+    for c in sorted(cards, key=lambda c: c.id):
+        if c.status != "forgotten":
+            out.setdefault(topic_dir(c), []).append(c)
+    return dict(sorted(out.items()))
+
+
+def export_cards(store: CardStore, dest: Path) -> tuple[Path, int]:
+    """Copy card files byte for byte into `dest/<topic>/`, or into a .tar.gz when `dest` names one.
+
+    Returns the path written and the number of cards. The index is never part of an export.
+    """
+    cards, _problems = store.load_all()
+    plan = plan_export(cards)
+    files: list[tuple[str, bytes]] = []
+    listing: list[tuple[str, list[ExportItem]]] = []
+    for topic, items in plan.items():
+        shown = []
+        for c in items:
+            rel = f"{topic}/{c.id}.md"
+            files.append((rel, store.path_for(c.id).read_bytes()))
+            shown.append(ExportItem(rel, c.status, title_of(c)))
+        listing.append((topic, shown))
+    readme = render("export.j2", total=len(files), source=str(store.cards_dir), topics=listing)
+    files.append(("README.md", readme.encode("utf-8")))
+    dest = Path(dest)
+    if dest.name.endswith((".tar.gz", ".tgz")):
+        buf = io.BytesIO()
+        root = dest.name.removesuffix(".tar.gz").removesuffix(".tgz")
+        with tarfile.open(fileobj=buf, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
+            for rel, data in sorted(files):
+                info = tarfile.TarInfo(f"{root}/{rel}")
+                info.size, info.mode, info.mtime = len(data), 0o644, 0  # reproducible archive
+                tar.addfile(info, io.BytesIO(data))
+        write_atomic(dest, buf.getvalue())
+    else:
+        for rel, data in files:
+            write_atomic(dest / rel, data, sync_dir=False)
+    return dest, len(files) - 1
+
+
+# --- backlog (never shown) ------------------------------------------------------------------------------------
+
+
+def backlog_record(card: Card, reason: str = "") -> str:
+    """One line for queue and debug records about a card waiting on work; never shown to anyone."""
+    return render("backlog.j2", card=card, reason=reason)

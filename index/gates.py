@@ -1,0 +1,373 @@
+"""Recall gates: eleven independent reasons to keep a card out of an agent's context.
+
+Recall prefers injecting nothing over injecting something wrong, stale or contradictory, so every
+candidate meets every gate and each gate can reject it on its own. Gates are small pure functions
+over plain dataclasses; each has one name, used unchanged in the debug log, the CLI and the docs.
+Ten gates judge one candidate at a time; `ContradictsCandidate` judges the survivors as a set.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from cards.sanitize import contains_sensitive
+
+ACTIVE = "active"
+QUALITIES = ("rule", "model")
+INJECTED = "injected"  # what the debug log says instead of a gate name for a card that went in
+OVER_LIMIT = "MaxInjectedReached"  # passed every gate, but `max_injected` better cards went first
+
+# Topics whose facts go stale fast: pins, flags and config keys change with every release, so an
+# old card about them is more likely wrong than helpful. Days; topics not listed never expire.
+MAX_AGE_DAYS: dict[str, int] = {
+    "configuration": 90,
+    "config": 90,
+    "versions": 90,
+    "version": 90,
+    "dependencies": 90,
+    "dependency": 90,
+}
+
+# Card task types a query of each task type may receive. A question can use anything; a debugging
+# session can use fixes and setup notes but not refactoring advice; unknown types always pass.
+COMPATIBLE_TASK_TYPES: dict[str, frozenset[str]] = {
+    "debug": frozenset({"debug", "config", "feature", "question"}),
+    "config": frozenset({"config", "debug", "feature", "question"}),
+    "feature": frozenset({"feature", "config", "refactor", "question"}),
+    "refactor": frozenset({"refactor", "feature", "question"}),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One card found by either search path, with what the gates need to judge it."""
+
+    id: str
+    status: str
+    quality: str
+    gate: str  # the quality gate that held the card back, from its front matter ('' if none)
+    task_type: str
+    workspace: str
+    topics: tuple[str, ...]
+    error_signature: str
+    superseded_by: str
+    conclusion: str
+    counterexamples: str
+    body: str  # every section, for the sensitive-content check
+    age_days: float | None
+    similarity: float  # cosine similarity to the query, or lexical coverage when no model is warm
+    rrf: float = 0.0  # reciprocal-rank fusion of both paths: the order survivors are injected in
+    knn_rank: int | None = None
+    fts_rank: int | None = None
+    bm25: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecallQuery:
+    """What the gates know about the asking side: never the raw prompt."""
+
+    text: str  # sanitized and rewritten
+    task_type: str = ""
+    workspace: str = ""
+    injected: frozenset[str] = frozenset()  # already injected into this session
+    lexical: bool = False  # True when similarity is lexical coverage (no warm model)
+    best_similarity: float = 0.0  # best similarity among otherwise-eligible candidates (set by `judge`)
+
+
+@dataclass(frozen=True, slots=True)
+class GatePolicy:
+    """Thresholds the gates compare against; built from `Settings` at the entrypoint."""
+
+    min_similarity: float = 0.45
+    min_lexical: float = 0.6
+    min_conclusion_chars: int = 40
+    max_age_days: Mapping[str, int] = field(default_factory=lambda: dict(MAX_AGE_DAYS))
+    max_injected: int = 2
+    # A card this far below the best match is about a neighbouring problem: with MiniLM, the right
+    # card and a same-stack-but-different-bug card often both clear 0.45, ~0.1-0.3 apart.
+    relative_margin: float = 0.10
+    # A card only the vector path found (no shared error code, key or name) must be this much
+    # closer: on the retrieval set every right card was found by both paths, and the wrong cards
+    # that cleared the plain minimum were vector-only neighbours from the same stack.
+    vector_only_margin: float = 0.25  # so 0.70 with the default min_score: a near-paraphrase
+
+
+class RecallGate(Protocol):
+    """A named reason to reject one candidate."""
+
+    name: str
+
+    def __call__(self, c: Candidate, q: RecallQuery, p: GatePolicy) -> bool:
+        """True when the gate rejects `c`."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Gate:
+    name: str
+    rejects: Callable[[Candidate, RecallQuery, GatePolicy], bool]
+    why: str
+
+    def __call__(self, c: Candidate, q: RecallQuery, p: GatePolicy) -> bool:
+        return self.rejects(c, q, p)
+
+
+def _gate(why: str) -> Callable[[Callable[[Candidate, RecallQuery, GatePolicy], bool]], _Gate]:
+    def wrap(fn: Callable[[Candidate, RecallQuery, GatePolicy], bool]) -> _Gate:
+        return _Gate(fn.__name__, fn, why)
+
+    return wrap
+
+
+# --- the ten per-candidate gates, in the order the debug log lists them -------------------------
+
+
+@_gate("too far from the query in meaning, or far below the best match (lexical-only: too few query terms)")
+def SimilarityBelowMinimum(c: Candidate, q: RecallQuery, p: GatePolicy) -> bool:
+    if q.lexical:
+        return c.similarity < p.min_lexical
+    floor = p.min_similarity + (p.vector_only_margin if c.fts_rank is None else 0.0)
+    return c.similarity < max(floor, q.best_similarity - p.relative_margin)
+
+
+@_gate("status is not active (candidate, incomplete, superseded, forgotten)")
+def StatusNotActive(c: Candidate, q: RecallQuery, p: GatePolicy) -> bool:
+    return c.status != ACTIVE
+
+
+@_gate("conclusion empty or shorter than min_conclusion_chars")
+def ConclusionTooShort(c: Candidate, q: RecallQuery, p: GatePolicy) -> bool:
+    return len(c.conclusion.strip()) < p.min_conclusion_chars
+
+
+@_gate("the card's task type does not serve the query's task type")
+def TaskTypeMismatch(c: Candidate, q: RecallQuery, p: GatePolicy) -> bool:
+    allowed = COMPATIBLE_TASK_TYPES.get(q.task_type)
+    return bool(allowed and c.task_type and c.task_type not in allowed)
+
+
+@_gate("a newer card supersedes this one (also when only `superseded_by` was set)")
+def Superseded(c: Candidate, q: RecallQuery, p: GatePolicy) -> bool:
+    return bool(c.superseded_by.strip()) or c.status == "superseded"
+
+
+@_gate("a secret, private address or e-mail is still in the card")
+def UnsanitizedContent(c: Candidate, q: RecallQuery, p: GatePolicy) -> bool:
+    return contains_sensitive(c.body)
+
+
+@_gate("older than the age limit of one of its fast-changing topics")
+def TooOldForFastChangingTopic(c: Candidate, q: RecallQuery, p: GatePolicy) -> bool:
+    limits = [p.max_age_days[t.lower()] for t in c.topics if t.lower() in p.max_age_days]
+    if not limits:
+        return False
+    # An undated card on a fast-changing topic cannot be shown to be fresh.
+    return c.age_days is None or c.age_days > min(limits)
+
+
+@_gate("already injected earlier in this session")
+def AlreadyInjected(c: Candidate, q: RecallQuery, p: GatePolicy) -> bool:
+    return c.id in q.injected
+
+
+@_gate("its quality verdict still says candidate (a quality gate held it back)")
+def QualityCandidate(c: Candidate, q: RecallQuery, p: GatePolicy) -> bool:
+    # Status and quality verdict are written separately; a half-applied update (status flipped
+    # to active by hand, `gate` still set) must not slip through on the status alone.
+    return bool(c.gate.strip()) or c.quality not in QUALITIES
+
+
+@_gate("names files of another workspace than the one the query comes from")
+def TooFarFromWorkspace(c: Candidate, q: RecallQuery, p: GatePolicy) -> bool:
+    if not q.workspace or not c.workspace or workspaces_near(q.workspace, c.workspace):
+        return False
+    # General lessons travel between projects; advice about another project's files does not.
+    return project_bound(c.conclusion + "\n" + c.counterexamples, c.workspace)
+
+
+CANDIDATE_GATES: tuple[_Gate, ...] = (
+    SimilarityBelowMinimum,
+    StatusNotActive,
+    ConclusionTooShort,
+    TaskTypeMismatch,
+    Superseded,
+    UnsanitizedContent,
+    TooOldForFastChangingTopic,
+    AlreadyInjected,
+    QualityCandidate,
+    TooFarFromWorkspace,
+)
+
+
+# --- workspace distance -------------------------------------------------------------------------
+
+_REL_PATH = re.compile(r"(?<![\w/~.:@-])(?:[\w.-]+/)+[\w-]+\.[A-Za-z][A-Za-z0-9]{0,4}\b")
+
+
+def _norm(path: str) -> str:
+    return posixpath.normpath(path.replace("\\", "/")).rstrip("/") or "/"
+
+
+def workspaces_near(a: str, b: str) -> bool:
+    """Same directory, or one inside the other (a monorepo package and its root)."""
+    a, b = _norm(a), _norm(b)
+    return a == b or a.startswith(b + "/") or b.startswith(a + "/")
+
+
+def project_bound(text: str, workspace: str) -> bool:
+    """True when the text names a file of a particular project (relative path or under `workspace`)."""
+    ws = _norm(workspace) + "/" if workspace else ""
+    if ws and ws != "//" and ws in text:
+        return True
+    return any(not m.group(0).startswith(("http", "www.")) for m in _REL_PATH.finditer(text))
+
+
+# --- contradiction --------------------------------------------------------------------------------
+
+_ASSIGN = re.compile(
+    r"(?i)\bset(?:ting)?\s+`?([A-Za-z_][\w.\-]{2,})`?\s+to\s+[`'\"]?([\w.\-]+)[`'\"]?"
+    r"|`?([A-Za-z_][\w.\-]{2,})`?\s*=\s*[`'\"]?([\w.\-]+)[`'\"]?"
+)
+_NEG = r"(?:don'?t|do\s+not|never|should\s+not|shouldn'?t|must\s+not|no\s+need\s+to)"
+_POS_VERB = r"(?:use|enable|add|keep|call|install|prefer|pass)"
+_NEG_ONLY = r"(?:avoid|disable|remove|drop|stop\s+using)"
+_OBJ = r"(?:the\s+|a\s+|an\s+)?(`[^`\n]{1,60}`|[A-Za-z_][\w.\-]*)"
+_NEGATED = re.compile(rf"(?i)\b{_NEG}\s+{_POS_VERB}\s+{_OBJ}|\b{_NEG_ONLY}\s+{_OBJ}")
+_AFFIRMED = re.compile(rf"(?i)(?<!\bt )(?<!not )(?<!never )\b{_POS_VERB}\s+{_OBJ}")
+_UP = frozenset("raise raising increase increasing bump higher longer larger bigger more grow extend".split())
+_DOWN = frozenset("lower lowering decrease decreasing reduce reducing shorter short smaller less shrink".split())
+_WORD = re.compile(r"[a-z_][a-z0-9_]*")
+_DIRECTION_WINDOW = 5  # tokens between a direction word and the thing it moves
+_SKIP_OBJECTS = frozenset("it this that them a an the to of in on for and or".split())
+
+
+def _clean(obj: str) -> str:
+    return obj.strip("`'\".,;:()").lower()
+
+
+def assignments(text: str) -> dict[str, str]:
+    """`KEY=VALUE` / `set KEY to VALUE` pairs stated in a conclusion, lowercased."""
+    out: dict[str, str] = {}
+    for m in _ASSIGN.finditer(text):
+        key, value = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+        if _clean(value):
+            out.setdefault(key.lower(), _clean(value))
+    return out
+
+
+def polarities(text: str) -> dict[str, bool]:
+    """Objects a conclusion says to use (True) or not to use (False)."""
+    out: dict[str, bool] = {}
+    negated_spans = []
+    for m in _NEGATED.finditer(text):
+        obj = _clean(m.group(1) or m.group(2) or "")
+        if obj and obj not in _SKIP_OBJECTS:
+            out[obj] = False
+        negated_spans.append(m.span())
+    for m in _AFFIRMED.finditer(text):
+        if any(s <= m.start() < e for s, e in negated_spans):
+            continue
+        obj = _clean(m.group(1))
+        if obj and obj not in _SKIP_OBJECTS:
+            out.setdefault(obj, True)
+    return out
+
+
+def directions(text: str) -> dict[str, int]:
+    """Words a conclusion says to move up (+1) or down (-1): "raise the timeout" -> {"timeout": 1}."""
+    out: dict[str, int] = {}
+    for sentence in re.split(r"(?<=[.;!?])\s+|\n", text.lower()):
+        words = _WORD.findall(sentence)
+        for i, w in enumerate(words):
+            sign = 1 if w in _UP else -1 if w in _DOWN else 0
+            if not sign:
+                continue
+            lo, hi = max(0, i - _DIRECTION_WINDOW), i + _DIRECTION_WINDOW + 1
+            for near in words[lo:hi]:
+                if len(near) >= 4 and near not in _UP and near not in _DOWN:
+                    out.setdefault(near, sign)
+    return out
+
+
+def contradiction(a: Candidate, b: Candidate) -> str:
+    """Why two conclusions disagree ('' if they do not): opposite values, polarity or direction."""
+    va, vb = assignments(a.conclusion), assignments(b.conclusion)
+    for key in sorted(va.keys() & vb.keys()):
+        if va[key] != vb[key]:
+            return f"{key}={va[key]} vs {key}={vb[key]}"
+    pa, pb = polarities(a.conclusion), polarities(b.conclusion)
+    for obj in sorted(pa.keys() & pb.keys()):
+        if pa[obj] != pb[obj]:
+            return f"use {obj} vs do not use {obj}"
+    # Direction words are vague on their own; only trust them about the same failure.
+    if a.error_signature and a.error_signature == b.error_signature:
+        da, db = directions(a.conclusion), directions(b.conclusion)
+        for word in sorted(da.keys() & db.keys()):
+            if da[word] != db[word]:
+                return f"{'raise' if da[word] > 0 else 'lower'} {word} vs " \
+                       f"{'raise' if db[word] > 0 else 'lower'} {word}"
+    return ""
+
+
+def ContradictsCandidate(survivors: Sequence[Candidate]) -> dict[str, str]:
+    """The set gate: card id -> what it contradicts, for every survivor of a disagreeing pair.
+
+    Both cards of a pair go: recall cannot tell which one is right, and one wrong card in the
+    context costs more than a missing one.
+    """
+    out: dict[str, str] = {}
+    for i, a in enumerate(survivors):
+        for b in survivors[i + 1:]:
+            why = contradiction(a, b)
+            if why:
+                out.setdefault(a.id, f"{b.id}: {why}")
+                out.setdefault(b.id, f"{a.id}: {why}")
+    return out
+
+
+# --- applying the gates ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """What the gates decided for one candidate: `gate` is the first that rejected it, or "injected"."""
+
+    candidate: Candidate
+    gate: str
+    failed: tuple[str, ...] = ()  # every gate that rejected it, in order (tuning wants them all)
+    detail: str = ""
+
+
+def judge(candidates: Sequence[Candidate], query: RecallQuery, policy: GatePolicy) -> list[Judgement]:
+    """Run every gate over every candidate; at most `policy.max_injected` come out "injected".
+
+    Candidates are expected best first (by fused rank); the order is kept in the result. The
+    relative similarity floor is measured from the best candidate that no other gate rejects, so
+    a superseded or inactive near-duplicate cannot push the card that replaced it out.
+    """
+    others = CANDIDATE_GATES[1:]
+    eligible = [c.similarity for c in candidates if not any(g(c, query, policy) for g in others)]
+    query = replace(query, best_similarity=max(eligible, default=0.0))
+    failed = {c.id: tuple(g.name for g in CANDIDATE_GATES if g(c, query, policy)) for c in candidates}
+    survivors = [c for c in candidates if not failed[c.id]]
+    clash = ContradictsCandidate(survivors)
+    out: list[Judgement] = []
+    taken = 0
+    for c in candidates:
+        names = failed[c.id] + ((CONTRADICTS,) if c.id in clash else ())
+        if names:
+            out.append(Judgement(c, names[0], names, clash.get(c.id, "")))
+        elif taken < policy.max_injected:
+            taken += 1
+            out.append(Judgement(c, INJECTED))
+        else:
+            out.append(Judgement(c, OVER_LIMIT, (OVER_LIMIT,)))
+    return out
+
+
+CONTRADICTS = ContradictsCandidate.__name__
+GATE_NAMES: tuple[str, ...] = tuple(g.name for g in CANDIDATE_GATES) + (CONTRADICTS,)

@@ -1,0 +1,164 @@
+"""Each of the eleven recall gates rejects, on its own, a candidate that passes every other gate.
+
+Real model, real sqlite-vec, real card files: the variant card is written by `CardStore`,
+indexed by `sync_index`, found by `Recaller`, and the debug record in state/recall.jsonl must
+name exactly that gate.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from index.embed import default_embedder
+from index.gates import GATE_NAMES, INJECTED
+from index.recall import Recaller, log_path
+from tests.recall_cards import (
+    BASE, NOW, QUERY, WORKSPACE, entry, fake_aws_key, index_cards, iso, settings_for, variant,
+)
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    e = default_embedder()
+    e.encode_one("warm up")  # the model loads once per test session, outside any budget
+    return e
+
+
+@pytest.fixture
+def settings(memoir_home):
+    return settings_for(memoir_home)
+
+
+def recall_one(settings, embedder, card, query=QUERY, workspace=WORKSPACE, session_id=""):
+    index_cards(settings, embedder, [card])
+    with Recaller(settings, embedder) as r:
+        return r.recall(query, workspace=workspace, session_id=session_id, now=NOW, budget_ms=10_000)
+
+
+def assert_only(result, card_id: str, gate: str, settings) -> None:
+    line = entry(result, card_id)
+    assert line["failed"] == [gate], line
+    assert line["gate"] == gate
+    assert card_id not in [c.id for c in result.cards]
+    logged = json.loads(log_path(settings.state_dir).read_text().splitlines()[-1])
+    assert [c["gate"] for c in logged["candidates"] if c["id"] == card_id] == [gate]
+
+
+def test_the_base_card_passes_every_gate(settings, embedder):
+    result = recall_one(settings, embedder, BASE)
+    assert [c.id for c in result.cards] == [BASE.id]
+    assert entry(result, BASE.id)["failed"] == []
+    assert entry(result, BASE.id)["gate"] == INJECTED
+    assert result.record["outcome"] == "injected"
+
+
+def test_gate_names_are_eleven_and_distinct():
+    assert len(GATE_NAMES) == 11 == len(set(GATE_NAMES))
+
+
+def test_similarity_below_minimum(settings, embedder):
+    card = variant(1, conclusion="Go maps are not safe for concurrent writes; guard the hit counter with a "
+                                 "sync.Mutex and verify with go test -race.",
+                   counterexamples="A sync.Map Load plus Store is not an atomic increment either.",
+                   goal="fatal error: concurrent map writes in the Go hit counter")
+    assert_only(recall_one(settings, embedder, card), card.id, "SimilarityBelowMinimum", settings)
+
+
+def test_status_not_active(settings, embedder):
+    card = variant(2, status="candidate")
+    assert_only(recall_one(settings, embedder, card), card.id, "StatusNotActive", settings)
+
+
+def test_conclusion_too_short(settings, embedder):
+    card = variant(3, conclusion="Use polling in the container.",
+                   counterexamples="uvicorn --reload misses file changes in a Docker Desktop bind mount "
+                                   "because watchfiles relies on inotify; native Linux hosts are fine.")
+    assert_only(recall_one(settings, embedder, card), card.id, "ConclusionTooShort", settings)
+
+
+def test_task_type_mismatch(settings, embedder):
+    card = variant(4, task_type="refactor")
+    result = recall_one(settings, embedder, card, query="fix this: " + QUERY)
+    assert result.record["task_type"] == "debug"
+    assert_only(result, card.id, "TaskTypeMismatch", settings)
+
+
+def test_superseded_even_when_status_was_left_active(settings, embedder):
+    # A half-applied supersession: the successor is named, the status was never changed.
+    card = variant(5, superseded_by="c-00000000000newer")
+    assert_only(recall_one(settings, embedder, card), card.id, "Superseded", settings)
+
+
+def test_unsanitized_content(settings, embedder):
+    card = variant(6, evidence=BASE.evidence + f"\n- [t5] result: AWS_ACCESS_KEY_ID {fake_aws_key()}")
+    assert_only(recall_one(settings, embedder, card), card.id, "UnsanitizedContent", settings)
+
+
+def test_too_old_for_fast_changing_topic(settings, embedder):
+    card = variant(7, topics=("docker", "configuration"), created=iso(200), updated=iso(190))
+    assert_only(recall_one(settings, embedder, card), card.id, "TooOldForFastChangingTopic", settings)
+
+
+def test_old_card_on_a_stable_topic_is_not_too_old(settings, embedder):
+    card = variant(8, created=iso(400), updated=iso(400))
+    result = recall_one(settings, embedder, card)
+    assert entry(result, card.id)["gate"] == INJECTED
+
+
+def test_already_injected_in_this_session(settings, embedder):
+    first = recall_one(settings, embedder, BASE, session_id="sess-42")
+    assert [c.id for c in first.cards] == [BASE.id]
+    with Recaller(settings, embedder) as r:
+        again = r.recall(QUERY, workspace=WORKSPACE, session_id="sess-42", now=NOW, budget_ms=10_000)
+        assert_only(again, BASE.id, "AlreadyInjected", settings)
+        other = r.recall(QUERY, workspace=WORKSPACE, session_id="sess-43", now=NOW, budget_ms=10_000)
+    assert [c.id for c in other.cards] == [BASE.id]
+
+
+def test_quality_candidate_even_when_status_says_active(settings, embedder):
+    # The quality gate held the card back (`gate` set) but a hand edit flipped the status.
+    card = variant(9, gate="failure_conditions_stated")
+    assert_only(recall_one(settings, embedder, card), card.id, "QualityCandidate", settings)
+
+
+def test_too_far_from_workspace(settings, embedder):
+    card = variant(10, conclusion=BASE.conclusion.replace("the compose service environment",
+                                                          "docker/compose.dev.yaml"))
+    result = recall_one(settings, embedder, card, workspace="/work/another-project")
+    assert_only(result, card.id, "TooFarFromWorkspace", settings)
+    with Recaller(settings, embedder) as r:
+        near = r.recall(QUERY, workspace=WORKSPACE + "/app", now=NOW, budget_ms=10_000)
+    assert [c.id for c in near.cards] == [card.id]
+
+
+def test_contradicting_candidates_are_never_injected_together(settings, embedder):
+    other = variant(11, conclusion=BASE.conclusion.replace("WATCHFILES_FORCE_POLLING=true",
+                                                           "WATCHFILES_FORCE_POLLING=false"))
+    index_cards(settings, embedder, [BASE, other])
+    with Recaller(settings, embedder) as r:
+        result = r.recall(QUERY, workspace=WORKSPACE, now=NOW, budget_ms=10_000)
+    assert result.cards == ()
+    for card_id in (BASE.id, other.id):
+        assert entry(result, card_id)["failed"] == ["ContradictsCandidate"]
+        assert "watchfiles_force_polling" in entry(result, card_id)["detail"]
+
+
+@pytest.mark.parametrize("query, a, b", [
+    ("sync.Map for the hit counter in the redirect handler",
+     "Use `sync.Map` for the hit counter in the redirect handler so concurrent writes are safe.",
+     "Don't use `sync.Map` for the hit counter in the redirect handler: its Load+Store is not atomic."),
+    ("WAL mode for the sqlite database",
+     "Enable WAL mode for the sqlite database so readers do not queue behind the writer.",
+     "Disable WAL mode for the sqlite database: it does not work on the NFS share."),
+])
+def test_contradiction_heuristics_cover_polarity(settings, embedder, query, a, b):
+    one = variant(12, conclusion=a, counterexamples="", goal=a)
+    two = variant(13, conclusion=b, counterexamples="", goal=b)
+    index_cards(settings, embedder, [one, two])
+    with Recaller(settings, embedder) as r:
+        result = r.recall(query, workspace=WORKSPACE, now=NOW, budget_ms=10_000)
+    assert result.cards == ()
+    assert entry(result, one.id)["gate"] == "ContradictsCandidate"
+    assert entry(result, two.id)["gate"] == "ContradictsCandidate"

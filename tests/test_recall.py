@@ -1,0 +1,188 @@
+"""Recall end to end: the budget, failures, the debug log, the card limit, the CLI, lexical-only."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from flows import commands  # noqa: F401  (registers the subcommands)
+from flows.cli import cli
+from index.embed import default_embedder
+from index.gates import OVER_LIMIT
+from index.recall import (
+    SESSION_TTL_S, Recaller, injected_in_session, log_path, read_records, remember_injected, prune_sessions,
+    wait_for_workers,
+)
+from tests.recall_cards import BASE, NOW, QUERY, WORKSPACE, entry, fake_aws_key, index_cards, settings_for, variant
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    e = default_embedder()
+    e.encode_one("warm up")
+    return e
+
+
+@pytest.fixture
+def settings(memoir_home):
+    return settings_for(memoir_home)
+
+
+def test_a_secret_in_the_query_never_reaches_the_debug_log(settings, embedder):
+    index_cards(settings, embedder, [BASE])
+    key = fake_aws_key(seed=99)
+    with Recaller(settings, embedder) as r:
+        result = r.recall(f"{QUERY}; deploy uses AWS_ACCESS_KEY_ID={key}", now=NOW, budget_ms=10_000)
+    logged = log_path(settings.state_dir).read_text(encoding="utf-8")
+    assert key not in logged and key[4:] not in logged
+    assert key not in json.dumps(result.to_json()) and key not in json.dumps(result.record)
+    assert "[REDACTED:" in result.query and "[REDACTED:" in json.loads(logged.splitlines()[-1])["query"]
+
+
+def test_timeout_gives_an_empty_answer_and_a_logged_reason(settings, embedder):
+    index_cards(settings, embedder, [BASE])
+    with Recaller(settings, embedder) as r:
+        started = time.perf_counter()
+        result = r.recall(QUERY, now=NOW, budget_ms=0.01)
+        waited = time.perf_counter() - started
+    assert wait_for_workers(10)
+    assert result.cards == () and result.outcome == "timeout"
+    assert waited < 0.2
+    record = read_records(settings.state_dir)[-1]
+    assert record["outcome"] == "timeout" and "deadline" in record["reason"]
+
+
+@pytest.mark.slow
+def test_a_cold_model_counts_against_the_budget_and_the_process_still_exits_cleanly(settings, embedder,
+                                                                                    memoir_home):
+    # A fresh process: importing torch and loading the model takes seconds, the budget is 300 ms.
+    index_cards(settings, embedder, [BASE])
+    started = time.perf_counter()
+    out = subprocess.run([str(Path(sys.executable).parent / "memoir"), "recall", QUERY, "--json", "--timeout-ms", "300"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120,
+                         env={**os.environ, "MEMOIR_HOME": str(memoir_home)})
+    assert out.returncode == 0, out.stderr  # no C++ abort from the abandoned model load
+    assert json.loads(out.stdout)["cards"] == []
+    record = read_records(settings.state_dir)[-1]
+    assert record["outcome"] == "timeout" and "cold start" in record["reason"]
+    assert record["elapsed_ms"] < 1000
+    assert time.perf_counter() - started < 60
+
+
+def test_a_damaged_index_gives_an_empty_answer_not_an_exception(settings, embedder):
+    index_cards(settings, embedder, [BASE])
+    with Recaller(settings, embedder) as r:
+        path = r.index_path
+    for side in (Path(f"{path}-wal"), Path(f"{path}-shm")):
+        side.unlink(missing_ok=True)
+    path.write_bytes(b"this is not a database" * 100)
+    with Recaller(settings, embedder) as r:
+        result = r.recall(QUERY, now=NOW, budget_ms=10_000)
+    assert result.cards == () and result.outcome == "error"
+    assert "rebuild" in result.reason
+    assert read_records(settings.state_dir)[-1]["outcome"] == "error"
+
+
+def test_no_index_yet_is_an_empty_answer(settings, embedder):
+    with Recaller(settings, embedder) as r:
+        result = r.recall(QUERY, now=NOW, budget_ms=10_000)
+    assert result.cards == () and "memoir run" in result.reason
+
+
+def test_at_most_max_injected_cards(settings, embedder, memoir_home):
+    cards = [BASE, variant(21), variant(22)]
+    index_cards(settings, embedder, cards)
+    with Recaller(settings, embedder) as r:
+        result = r.recall(QUERY, workspace=WORKSPACE, now=NOW, budget_ms=10_000)
+    assert len(result.cards) == 2
+    assert sorted(c["gate"] for c in result.record["candidates"]) == [OVER_LIMIT, "injected", "injected"]
+    with Recaller(settings_for(memoir_home, max_injected=1), embedder) as r:
+        one = r.recall(QUERY, workspace=WORKSPACE, now=NOW, budget_ms=10_000)
+    assert len(one.cards) == 1
+
+
+def test_greetings_alone_search_nothing(settings, embedder):
+    index_cards(settings, embedder, [BASE])
+    with Recaller(settings, embedder) as r:
+        result = r.recall("Thanks a lot!", now=NOW, budget_ms=10_000)
+    assert result.cards == () and result.record["candidates"] == []
+    assert "nothing to search" in result.reason
+
+
+def test_lexical_only_recall_finds_the_card_without_a_model(settings, embedder):
+    index_cards(settings, embedder, [BASE, variant(31, conclusion="Go maps are not safe for concurrent writes; "
+                                                              "guard the counter with a sync.Mutex.")])
+    with Recaller(settings, embedder=None) as r:
+        result = r.recall("uvicorn reload bind mount Docker Desktop", now=NOW, budget_ms=10_000)
+    assert [c.id for c in result.cards] == [BASE.id]
+    assert result.record["mode"] == "lexical"
+    assert entry(result, BASE.id)["similarity"] >= 0.6
+
+
+def test_the_lexical_path_imports_neither_numpy_nor_torch(settings, embedder, memoir_home):
+    index_cards(settings, embedder, [BASE])
+    code = (
+        "import sys, json\n"
+        "from cards.config import load_settings\n"
+        "from index.recall import Recaller\n"
+        "from index.containers import immediate_context\n"
+        "with Recaller(load_settings(), None) as r:\n"
+        "    res = r.recall('uvicorn reload bind mount Docker Desktop', budget_ms=5000)\n"
+        "print(json.dumps([len(res.cards), [m for m in ('numpy', 'torch', 'sqlite_vec') if m in sys.modules]]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                         env={**os.environ, "MEMOIR_HOME": str(memoir_home)}, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [1, []]
+
+
+def test_session_memory_is_per_session_and_pruned(tmp_path):
+    remember_injected(tmp_path, "s-1", ["c-1", "c-2"], now=1000.0)
+    remember_injected(tmp_path, "s-1", ["c-3"], now=1001.0)
+    assert injected_in_session(tmp_path, "s-1") == {"c-1", "c-2", "c-3"}
+    assert injected_in_session(tmp_path, "s-2") == frozenset()
+    assert injected_in_session(tmp_path, "") == frozenset()
+    files = list((tmp_path / "recall-sessions").glob("*.json"))
+    assert len(files) == 1 and "s-1" not in files[0].name
+    os.utime(files[0], (1.0, 1.0))
+    assert prune_sessions(tmp_path, now=1.0 + SESSION_TTL_S + 1) == 1
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def test_cli_json_prints_exactly_the_documented_fields(settings, embedder):
+    index_cards(settings, embedder, [BASE, variant(41, status="incomplete")])
+    res = invoke("recall", QUERY, "--json", "--workspace", WORKSPACE, "--timeout-ms", "20000")
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert set(data) == {"query", "cards", "rejected", "elapsed_ms"}
+    assert [c["id"] for c in data["cards"]] == [BASE.id]
+    card = data["cards"][0]
+    assert set(card) == {"id", "conclusion", "counterexamples", "sources", "score", "age_days"}
+    assert card["sources"] == [{"session_id": "sess-base", "file": "/logs/sess-base.jsonl", "lines": [10, 42]}]
+    assert data["rejected"] == [{"id": "c-0000000000000029", "gate": "StatusNotActive"}]
+
+
+def test_cli_explain_names_each_gate(settings, embedder):
+    index_cards(settings, embedder, [BASE, variant(42, superseded_by="c-x")])
+    res = invoke("recall", QUERY, "--explain", "--timeout-ms", "20000")
+    assert res.exit_code == 0
+    assert "<memoir-context" in res.output and "Historical conclusion, not a current instruction" in res.output
+    assert "Superseded" in res.output and "injected" in res.output and "timings" in res.output
+
+
+def test_cli_recall_says_why_nothing_came_back(settings, embedder):
+    res = CliRunner().invoke(cli, ["recall", "how do I center a div", "--timeout-ms", "20000"])
+    assert res.exit_code == 0 and res.stdout == ""
+    assert "nothing to inject" in res.stderr
