@@ -251,22 +251,36 @@ def specifics(text: str) -> list[tuple[str, str]]:
     return list(dict.fromkeys(found))
 
 
-def _supported(kind: str, token: str, support: str) -> bool:
-    if kind == "number":
-        return re.search(rf"(?<![\d]){re.escape(token)}(?!\d)", support) is not None
-    return token.lower() in support.lower()
+class _Support:
+    """The evidence text prepared once per card: merged cards carry hundreds of turns."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.lower = text.lower()
+        self.numbers = set()
+        for m in _NUMBER.finditer(text):
+            number = m.group(0)
+            self.numbers.add(number.rstrip(".,:"))
+            self.numbers.update(re.split(r"[.,:]", number))
+
+    def has(self, kind: str, token: str) -> bool:
+        if kind == "number":
+            # The set answers almost every case; the regex settles the rest exactly.
+            return token in self.numbers or re.search(rf"(?<![\d]){re.escape(token)}(?!\d)", self.text) is not None
+        return token.lower() in self.lower
 
 
 def no_unsupported_specifics(card: Card, evidence: EvidenceView) -> GateResult:
     """No number, identifier, API, flag or file name in the claims that the evidence never shows."""
     gate = "no_unsupported_specifics"
     # The rule-made sections were copied from the turns; the claims are what a model may invent.
-    support = "\n".join((evidence.text, card.background, card.goal, card.evidence))
+    support_text = "\n".join((evidence.text, card.background, card.goal, card.evidence))
+    support = _Support(support_text)
     claims = "\n".join((card.conclusion, card.counterexamples))
-    unsupported = [(k, t) for k, t in specifics(claims) if not _supported(k, t, support)]
+    unsupported = [(k, t) for k, t in specifics(claims) if not support.has(k, t)]
     if any(k == "code" for k, _ in unsupported):
         # Rule cards quote error signatures with paths and numbers masked (`<path>`, `<n>`).
-        masked = mask(support)
+        masked = mask(support_text)
         unsupported = [(k, t) for k, t in unsupported if not (k == "code" and mask(t) in masked)]
     if unsupported:
         return _result(gate, "absent from the evidence: " + ", ".join(f"{k} {t!r}" for k, t in unsupported[:8]))

@@ -11,6 +11,7 @@ dedup key, (workspace, signature) or (workspace, identifier), never through all 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections import Counter
@@ -91,15 +92,19 @@ def is_change(turn: Turn) -> bool:
     return turn.tool_name.lower() in _CHANGE_TOOLS or bool(_CHANGE_CMD.search(turn.text))
 
 
+# Each tool output is asked about several times per card (claims, disproval, conclusions).
+@functools.lru_cache(maxsize=8192)
 def is_passing(text: str) -> bool:
     tail = text[-2000:]
     return bool(_PASSING.search(tail)) and not _FAILING.search(tail)
 
 
+@functools.lru_cache(maxsize=8192)
 def is_failing(text: str) -> bool:
     return bool(_FAILING.search(text[-4000:]))
 
 
+@functools.lru_cache(maxsize=8192)
 def failed_tests(text: str) -> frozenset[str]:
     return frozenset(m.group(1) for m in _FAILED_TEST.finditer(text))
 
@@ -109,6 +114,11 @@ def find_disproved(turns: Sequence[Turn]) -> dict[int, Disproval]:
 
     Only the latest open claim can be disproved by a turn; a passing test run closes it (confirmed).
     """
+    return dict(_find_disproved(tuple(turns)))
+
+
+@functools.lru_cache(maxsize=64)  # drafting one card asks this of the same turns three times
+def _find_disproved(turns: tuple[Turn, ...]) -> dict[int, Disproval]:
     out: dict[int, Disproval] = {}
     claim: Turn | None = None
     target_sig, target_tests = "", frozenset()
