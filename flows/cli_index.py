@@ -75,17 +75,22 @@ def check_cmd(ctx, as_json: bool) -> None:
     """Check the index: SQLite integrity, schema, model, row hashes, rows vs card files.
 
     Exit code 0 healthy, 1 stale (run `memoir run` or `memoir index rebuild`), 2 corrupt
-    (run `memoir index rebuild`). Runbook: runbooks/index-corruption.md
+    (run `memoir index rebuild`), 3 busy (another process is writing it). Runbook: runbooks/index-corruption.md
     """
     from cards.store import CardStore
     from index.check import check_index
     from index.embed import default_embedder
+    from index.errors import IndexBusy
     from index.pending import PendingIndex
 
     s = ctx.settings
     embedder = default_embedder()  # identity only: the model is not loaded for a check
-    health = check_index(s.index_dir, CardStore(s.cards_dir, s.state_dir), embedder.model_id,
-                         embedder.dim, pending=PendingIndex(s.state_dir))
+    try:
+        health = check_index(s.index_dir, CardStore(s.cards_dir, s.state_dir), embedder.model_id,
+                             embedder.dim, pending=PendingIndex(s.state_dir))
+    except IndexBusy as exc:
+        click.echo(f"memoir: {exc}", err=True)
+        sys.exit(EXIT_BUSY)
     if as_json:
         emit_json(health.to_dict())
     else:

@@ -13,7 +13,7 @@ import apsw
 
 from cards.store import CardFileError, CardStore
 from index.db import INDEX_FILE, TABLES, Index, connect, meta_problems, read_meta, tables
-from index.errors import IndexError_
+from index.errors import IndexBusy, IndexError_
 from index.pending import PendingIndex
 from index.plan import plan_index_changes
 from index.sync import file_hashes, read_card_file
@@ -67,6 +67,9 @@ def check_index(index_dir: Path, store: CardStore, model_id: str, dim: int,
         store: the card files the index must reflect.
         model_id, dim: the current embedder's identity (`Embedder.model_id`, `.dim`).
         pending: the pending-index list; queued ids make the index stale.
+
+    Raises:
+        IndexBusy: another process holds the write lock past the busy timeout.
     """
     path = Path(index_dir) / INDEX_FILE
     hashes, unreadable = file_hashes(store)
@@ -83,6 +86,10 @@ def check_index(index_dir: Path, store: CardStore, model_id: str, dim: int,
         return IndexHealth(CORRUPT, [str(exc)], **base)
     try:
         return _check_open(conn, path, store, hashes, unreadable, model_id, dim, base)
+    except (apsw.BusyError, apsw.LockedError) as exc:
+        # A writer holding the lock says nothing about damage: never let it read as corrupt.
+        raise IndexBusy(f"index {path} is locked by another process ({exc}); check again when "
+                        "the running `memoir run` or rebuild has finished") from exc
     except apsw.Error as exc:
         return IndexHealth(CORRUPT, [f"reading {path} failed: {type(exc).__name__}: {exc}"], **base)
     finally:

@@ -26,7 +26,7 @@ from index.errors import (
     IndexWriteFailed,
     ModelMismatch,
 )
-from index.plan import fts_match_expression, retrieval_text
+from index.plan import choose_fts_terms, fts_terms, quote_terms, retrieval_text, term_tokens
 
 try:
     import apsw
@@ -41,7 +41,7 @@ MAX_BIND = 900  # SQLite's 999-variable limit, with room to spare
 DEFAULT_BUSY_MS = 5000  # a nightly write may wait this long for a reader's lock, then queues
 
 META_KEYS = ("schema_version", "model", "dim", "shards", "card_count", "built_at", "updated_at")
-TABLES = ("meta", "cards", "vec_cards", "fts_cards")
+TABLES = ("meta", "cards", "vec_cards", "fts_cards", "fts_vocab")
 
 # (name, SQL type) of every cards column after the rowid, in order; `embedding` holds float32[dim].
 CARD_COLUMNS = (
@@ -82,6 +82,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts_cards USING fts5(
     content='', contentless_delete=1,
     tokenize="unicode61 remove_diacritics 2 tokenchars '_'"
 );
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_vocab USING fts5vocab(fts_cards, 'row');
 """
 
 
@@ -305,18 +306,34 @@ class Index:
         return [(ids[j], float(scores[j])) for j in order]
 
     def fts(self, query: str, k: int = 10) -> list[tuple[str, float]]:
-        """Lexical matches by bm25 (higher is better); any user text is safe to pass."""
-        expr = fts_match_expression(query)
-        if expr is None or k <= 0:
+        """Lexical matches by bm25 (higher is better); any user text is safe to pass.
+
+        Only the query's rarer terms are searched (`choose_fts_terms`), so a question full of
+        common words costs what its error code costs.
+        """
+        terms = fts_terms(query)
+        if not terms or k <= 0:
             return []
-        sql = ("SELECT c.id, -f.rank FROM fts_cards AS f JOIN cards AS c ON c.n = f.rowid "
-               "WHERE fts_cards MATCH ? ORDER BY f.rank, c.id LIMIT ?")
+        expr = quote_terms(choose_fts_terms([(t, self._doc_count(t)) for t in terms]))
+        if expr is None:
+            return []  # no term occurs in any card
+        # FTS5 picks the top k by rank itself only when the query is just `ORDER BY rank LIMIT`.
+        sql = ("SELECT c.id, -f.rank FROM (SELECT rowid, rank FROM fts_cards WHERE fts_cards MATCH ? "
+               "ORDER BY rank LIMIT ?) AS f JOIN cards AS c ON c.n = f.rowid ORDER BY f.rank, c.id")
         try:
             return [(i, float(s)) for i, s in self.conn.execute(sql, (expr, k))]
         except apsw.SQLError:
             # The expression is built from quoted terms only; if FTS5 still rejects it, a lexical
             # miss is the right answer for a recall path that must never fail on user text.
             return []
+
+    def _doc_count(self, term: str) -> int:
+        """Cards holding a term (for a phrase: its rarest token, an upper bound)."""
+        counts = []
+        for token in term_tokens(term):
+            row = self.conn.execute("SELECT doc FROM fts_vocab WHERE term = ?", (token,)).fetchall()
+            counts.append(row[0][0] if row else 0)
+        return min(counts, default=0)
 
     # -- writes -------------------------------------------------------------------------------
 
@@ -404,6 +421,8 @@ class Index:
     def verify(self, *, quick: bool = False) -> list[str]:
         """Problems that mean the file is damaged (empty list: sound). Never repairs anything.
 
+        Raises IndexBusy when another process holds the write lock past the busy timeout.
+
         Beyond SQLite's own check: the three tables agree row for row, every row still hashes to
         its stored row hash, and every quantized vector is the quantization of its float vector,
         because garbage inside a blob passes `integrity_check` unnoticed.
@@ -436,6 +455,10 @@ class Index:
                 problems.append(f"{len(bad_rows)} rows do not match their row hash (e.g. {bad_rows[0]})")
             if bad_bits:
                 problems.append(f"{len(bad_bits)} quantized vectors do not match (e.g. {bad_bits[0]})")
+        except (apsw.BusyError, apsw.LockedError) as exc:
+            # A writer holding the lock (the FTS5 check is a write statement) is no sign of damage.
+            raise IndexBusy(f"index {self.path} is locked by another process ({exc}); check again "
+                            "when the running `memoir run` or rebuild has finished") from exc
         except apsw.Error as exc:
             problems.append(f"reading the index failed: {type(exc).__name__}: {exc}")
         return problems

@@ -12,6 +12,8 @@ from cards.model import Card
 
 RETRIEVAL_MAX_CHARS = 1500  # MiniLM reads 256 word pieces; more text is stored but never embedded
 FTS_MAX_TERMS = 24  # a pasted paragraph must not turn into a 200-way OR scan
+FTS_POSTINGS_BUDGET = 5000  # postings one lexical query may rank: bounds its latency at 100k cards
+FTS_MAX_TERMS_USED = 8
 # Words that match nearly every card: they slow the lexical path and add nothing to bm25.
 STOPWORDS = frozenset(
     "a an and are as at be but by can do does for from how i if in is it its me my no not of on "
@@ -69,13 +71,8 @@ def retrieval_text(card: Card) -> str:
 _TERM = re.compile(r"[^\s\"'()*:^+{}\[\],;!?<>|=`~]+")
 
 
-def fts_match_expression(query: str) -> str | None:
-    """Turn free text into a safe FTS5 MATCH expression: each term quoted, joined by OR.
-
-    Quoting hands every term to the table's tokenizer as a phrase, so `compilerOptions.strict`
-    and `foo.bar` match as adjacent tokens, `max_connections` as one token, and nothing the user
-    types (quotes, parentheses, `*`, `-`, `:`) is parsed as FTS syntax. None when no term is left.
-    """
+def fts_terms(query: str) -> list[str]:
+    """The words of free text worth a lexical lookup: no FTS syntax, no stopwords, no repeats."""
     terms: list[str] = []
     seen: set[str] = set()
     for raw in _TERM.findall(query):
@@ -84,7 +81,46 @@ def fts_match_expression(query: str) -> str | None:
         if not re.search(r"\w", term) or key in STOPWORDS or key in seen:
             continue
         seen.add(key)
-        terms.append('"' + term.replace('"', '""') + '"')
+        terms.append(term)
         if len(terms) >= FTS_MAX_TERMS:
             break
-    return " OR ".join(terms) if terms else None
+    return terms
+
+
+def term_tokens(term: str) -> tuple[str, ...]:
+    """The tokens the FTS table's tokenizer (unicode61, `_` kept inside words) makes of a term."""
+    return tuple(re.findall(r"\w+", term.lower()))
+
+
+def quote_terms(terms: list[str]) -> str | None:
+    """Each term as a quoted FTS5 string, joined by OR; None when there is none."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms) or None
+
+
+def choose_fts_terms(doc_counts: list[tuple[str, int]], budget: int = FTS_POSTINGS_BUDGET,
+                     max_terms: int = FTS_MAX_TERMS_USED) -> list[str]:
+    """Rarest terms first, while their postings fit the budget; terms that match nothing go.
+
+    bm25 cost grows with every posting an OR query touches, and a word found in half the cards
+    adds almost nothing to the ranking; error codes and config keys are rare, so they stay.
+    The rarest term is always kept.
+    """
+    ranked = sorted((n, i, t) for i, (t, n) in enumerate(doc_counts) if n > 0)
+    keep: list[str] = []
+    total = 0
+    for n, _, term in ranked:
+        if keep and (total + n > budget or len(keep) >= max_terms):
+            break
+        keep.append(term)
+        total += n
+    return keep
+
+
+def fts_match_expression(query: str) -> str | None:
+    """Turn free text into a safe FTS5 MATCH expression: each term quoted, joined by OR.
+
+    Quoting hands every term to the table's tokenizer as a phrase, so `compilerOptions.strict`
+    and `foo.bar` match as adjacent tokens, `max_connections` as one token, and nothing the user
+    types (quotes, parentheses, `*`, `-`, `:`) is parsed as FTS syntax. None when no term is left.
+    """
+    return quote_terms(fts_terms(query))

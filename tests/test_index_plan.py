@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from cards.model import Card
-from index.plan import RETRIEVAL_MAX_CHARS, IndexPlan, fts_match_expression, plan_index_changes, retrieval_text
+from index.plan import (
+    RETRIEVAL_MAX_CHARS,
+    IndexPlan,
+    choose_fts_terms,
+    fts_match_expression,
+    plan_index_changes,
+    retrieval_text,
+    term_tokens,
+)
 
 
 def test_plan_adds_updates_removes_and_skips_same_hash():
@@ -43,3 +51,16 @@ def test_fts_expression_is_none_without_a_word(query):
 def test_fts_expression_keeps_config_keys_and_escapes_nothing_dangerous():
     expr = fts_match_expression('set max_connections; "compilerOptions.strict" (NEAR) col:val -x*')
     assert expr == '"set" OR "max_connections" OR "compilerOptions.strict" OR "NEAR" OR "col" OR "val" OR "x"'
+
+
+def test_rarest_terms_are_kept_within_the_postings_budget():
+    counts = [("the", 900), ("E0382", 3), ("client", 400), ("nowhere", 0), ("timeout", 120)]
+    assert choose_fts_terms(counts, budget=600) == ["E0382", "timeout", "client"]
+    assert choose_fts_terms(counts, budget=100) == ["E0382"]
+    assert choose_fts_terms([("common", 5000)], budget=10) == ["common"]  # the rarest always stays
+    assert choose_fts_terms([("nowhere", 0)]) == []
+
+
+def test_term_tokens_follow_the_tokenizer():
+    assert term_tokens("compilerOptions.strict") == ("compileroptions", "strict")
+    assert term_tokens("max_connections") == ("max_connections",)

@@ -18,6 +18,7 @@ from flows.cli import cli
 from index.check import CORRUPT, HEALTHY, STALE, check_index
 from index.db import INDEX_FILE, open_index
 from index.embed import default_embedder
+from index.errors import IndexBusy
 from index.pending import PendingIndex
 from index.rebuild import ensure_index, rebuild_index
 from index.sync import index_or_queue, sync_index
@@ -209,3 +210,15 @@ def test_a_new_index_fills_from_the_card_files_on_sync(home):
     with open_index(home / "index", default_embedder()) as ix:
         report = sync_index(few, ix)
         assert report.added == tuple(sorted(make_card(i).id for i in range(3))) and ix.count() == 3
+
+
+def test_a_writer_holding_the_lock_makes_check_busy_not_corrupt(indexed):
+    blocker = apsw.Connection(str(indexed / "index" / INDEX_FILE))
+    blocker.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(IndexBusy):
+            check_index(indexed / "index", store_at(indexed), default_embedder().model_id, 384,
+                        busy_timeout_ms=50)
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
