@@ -3,4 +3,5 @@
 from flows import cli_cards  # noqa: F401
 from flows import cli_index  # noqa: F401
 from flows import cli_status  # noqa: F401
+from flows import cli_flows  # noqa: F401
 from flows import cli_recall  # noqa: F401

@@ -1,0 +1,114 @@
+"""One run at a time per memoir home, and a deadline for every step of a run.
+
+The lock is `fcntl.flock` on `state/run.lock`, memoir's own file (never a host log). The kernel
+drops a flock when its holder dies, even by SIGKILL, so a killed run never leaves a stale lock.
+The lock is re-entrant inside one process (the CLI, `run_pipeline` and the Prefect flows may each
+take it), because two flocks on separate descriptors of one file would block each other.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+LOCK_FILE = "run.lock"
+POLL_S = 0.1  # how often a waiting run retries the lock
+
+
+class RunBusy(Exception):
+    """Another memoir run holds this home's lock; the message says who and what to do."""
+
+
+class StepTimeout(Exception):
+    """A step of a run went past its deadline (settings.step_timeout_s)."""
+
+
+_held: dict[str, list] = {}  # lock path -> [fd, depth], this process's open locks
+_held_guard = threading.Lock()
+
+
+def _holder(path: Path) -> str:
+    try:
+        info = json.loads(path.read_text(encoding="utf-8") or "{}")
+    except (OSError, ValueError):
+        return "another memoir process"
+    return f"pid {info.get('pid', '?')} (started {info.get('started', '?')}, {info.get('what', 'run')})"
+
+
+@contextmanager
+def run_lock(state_dir: Path, wait_s: float = 0.0, what: str = "run") -> Iterator[None]:
+    """Hold the home's run lock for the block; wait up to `wait_s` seconds, then raise `RunBusy`."""
+    path = Path(state_dir) / LOCK_FILE
+    key = str(path.absolute())
+    with _held_guard:
+        if key in _held:
+            _held[key][1] += 1
+            reentered = True
+        else:
+            reentered = False
+    if reentered:
+        try:
+            yield
+        finally:
+            with _held_guard:
+                _held[key][1] -= 1
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = time.monotonic() + max(wait_s, 0.0)
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise RunBusy(
+                        f"another memoir {_holder(path)} is working on this home ({path}); "
+                        f"waited {wait_s:g} s. Let it finish, or pass --wait SECONDS to queue behind it"
+                    ) from None
+                time.sleep(POLL_S)
+        info = {"pid": os.getpid(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "what": what}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(info).encode(), 0)
+        with _held_guard:
+            _held[key] = [fd, 1]
+        try:
+            yield
+        finally:
+            with _held_guard:
+                del _held[key]
+            os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)  # closing the descriptor releases the flock
+
+
+@contextmanager
+def step_deadline(step: str, seconds: float | None) -> Iterator[None]:
+    """Raise `StepTimeout` in the main thread when the block runs past `seconds`.
+
+    Uses SIGALRM, which interrupts blocking reads and sleeps too; off the main thread (where
+    Prefect's own `timeout_seconds` applies) or with no limit it does nothing.
+    """
+    if not seconds or seconds <= 0 or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expired(signum, frame):
+        raise StepTimeout(f"step {step!r} ran past its {seconds:g} s deadline (step_timeout_s); "
+                          "the run stopped before committing, so rerunning it is safe")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

@@ -1,0 +1,245 @@
+"""Stage functions the Prefect flows call one task each: the same work `run_pipeline` does, in steps.
+
+Nothing here knows about Prefect. `nightly_direct` runs the nightly steps in order without it, so
+the bench and the tests compare the flow with exactly the same calls made directly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from cards.collect import CollectResult
+from cards.config import Settings
+from cards.ledger import Ledger
+from cards.model import Card
+from cards.store import CardStore
+from flows.pipeline import (
+    RunSummary,
+    clean_leftovers,
+    collect_logs,
+    default_log_paths,
+    plan_experiences,
+    store_cards,
+)
+from flows.queue import OverflowQueue
+
+_embedder = None  # one model per process: loading it costs seconds
+
+
+def embedder():
+    """The process's embedder (loaded lazily on first encode)."""
+    global _embedder
+    if _embedder is None:
+        from index.embed import Embedder
+
+        _embedder = Embedder()
+    return _embedder
+
+
+# --- nightly ------------------------------------------------------------------------------------
+# The same sequence as `flows.pipeline._run_locked`, one function per flow task. Keep them in step:
+# tests/test_flows.py checks that the flow writes the cards `memoir run` writes.
+
+
+@dataclass
+class Run:
+    """What the steps of one nightly run share: the store, the queue, the index stage, the summary."""
+
+    settings: Settings
+    summary: RunSummary
+    store: CardStore
+    queue: OverflowQueue
+    index: object = None  # flows.stages.IndexStage, or None with --no-index
+    plan: object = None  # the rules plan, for the run record
+
+
+def start_run(settings: Settings, with_index: bool = True) -> Run:
+    """Open the run's store and queue; remove leftovers of a killed run."""
+    store = CardStore(settings.cards_dir, settings.state_dir)
+    queue = OverflowQueue(settings.queue_dir)
+    clean_leftovers(settings, queue)
+    index = None
+    if with_index:
+        from flows.stages import IndexStage
+
+        index = IndexStage(settings, store)
+    return Run(settings, RunSummary(), store, queue, index)
+
+
+def log_paths(run: Run, logs: list[str]) -> list[Path]:
+    """The logs to read (default: this machine's host log folders)."""
+    paths = [Path(p) for p in logs] or default_log_paths()
+    if not paths:
+        run.summary.notes.append("no host log folders found; pass --logs PATH")
+    return paths
+
+
+def check_index(run: Run) -> None:
+    """Check the index first; a corrupt one is rebuilt from the card files."""
+    if run.index is not None:
+        run.index.ensure()
+
+
+def collect_step(run: Run, paths: list[Path], host: str) -> CollectResult:
+    """Read what was appended to each log since the ledger's last commit."""
+    summary = run.summary
+    with Ledger.in_state_dir(run.settings.state_dir) as ledger:
+        collected = collect_logs(paths, host, ledger)
+    summary.files_seen, summary.files_read = collected.files_seen, collected.files_read
+    summary.bytes_read = collected.bytes_read
+    summary.skipped.update(collected.skipped)
+    summary.turns, summary.sessions = collected.turn_count, len(collected.sessions)
+    return collected
+
+
+def transform_step(run: Run, collected: CollectResult) -> list:
+    """Sanitize, segment and draft: one (experience, card) per problem loop."""
+    drafted = plan_experiences(collected.sessions, run.settings, run.summary.redacted)
+    run.summary.experiences = len(drafted)
+    return drafted
+
+
+def distill_step(run: Run, drafted: list) -> list[Card]:
+    """Rules, model stage and gates; batches the model could not take go to the queue."""
+    from flows.stages import Neighbourhood, distill
+
+    summary = run.summary
+    library, unreadable = run.store.load_all()
+    summary.notes.extend(f"unreadable card file: {p}" for p in unreadable)
+    index_open = run.index.open() if run.index else None
+    neighbourhood = Neighbourhood(library, index_open, run.index.embedder if index_open else None)
+    plan, distilled = distill(drafted, library, run.settings, neighbourhood)
+    run.plan = plan
+    summary.rules.update({k: v for k, v in plan.counters.items() if v})
+    summary.model = distilled.model
+    summary.distill.update(distilled.counts)
+    summary.alerts.extend(distilled.alerts)
+    for ids in distilled.requeue:
+        run.queue.add("distill_batch", ids[0], {"card_ids": ids})
+        summary.queued["distill_batch"] += 1
+    return distilled.cards
+
+
+def store_step(run: Run, cards: list[Card]) -> list[str]:
+    """Write the card files; a refused write goes to the overflow queue. Returns changed ids."""
+    return [c.id for c in store_cards(run.store, cards, run.summary, run.queue)]
+
+
+def index_step(run: Run, changed: list[str]) -> None:
+    """Index what changed, or queue the ids when the index cannot take them."""
+    if run.index is None:
+        return
+    run.index.sync(changed)
+    run.summary.index = dict(run.index.figures)
+    run.summary.notes.extend(run.index.notes)
+    run.index.close()
+
+
+def commit_step(run: Run, collected: CollectResult) -> int:
+    """Advance the ledger, only after the cards are stored (or queued)."""
+    with Ledger.in_state_dir(run.settings.state_dir) as ledger:
+        return collected.commit(ledger)
+
+
+def record_step(run: Run) -> RunSummary:
+    """Append the run to the run history (for `memoir status` and the append-only alarm)."""
+    from cards.status import count_cards, record_run
+
+    plan, summary = run.plan, run.summary
+    cards_now, _ = run.store.load_all()
+    record_run(run.settings.state_dir, added=summary.cards.get("new", 0),
+               superseded=plan.counters.get("superseded", 0), merged=plan.counters.get("merged", 0),
+               dropped=len(plan.dropped), conflicts=plan.counters.get("conflicts", 0),
+               counts=count_cards(cards_now), append_only_runs=run.settings.append_only_runs)
+    return summary
+
+
+def nightly_direct(settings: Settings, logs: list[str], host: str = "auto", with_index: bool = True) -> RunSummary:
+    """The nightly steps called in order without Prefect (what `bench/flows.py` compares against)."""
+    run = start_run(settings, with_index)
+    paths = log_paths(run, logs)
+    check_index(run)
+    collected = collect_step(run, paths, host)
+    drafted = transform_step(run, collected)
+    cards = distill_step(run, drafted)
+    changed = store_step(run, cards)
+    index_step(run, changed)
+    commit_step(run, collected)
+    return record_step(run)
+
+
+# --- rebuild ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EmbeddedChunk:
+    """Cards read from their files, with the file hashes and one vector each."""
+
+    cards: list[Card]
+    hashes: dict[str, str]
+    vectors: np.ndarray
+    problems: list[str] = field(default_factory=list)
+
+
+def plan_rebuild(settings: Settings) -> list[list[str]]:
+    """Card ids in chunks: at least one per concurrent worker, never more than REBUILD_CHUNK each."""
+    from index.rebuild import REBUILD_CHUNK
+
+    ids = CardStore(settings.cards_dir, settings.state_dir).ids()
+    if not ids:
+        return []
+    n = max(settings.rebuild_concurrency, math.ceil(len(ids) / REBUILD_CHUNK))
+    size = math.ceil(len(ids) / n)
+    return [ids[i:i + size] for i in range(0, len(ids), size)]
+
+
+def embed_chunk(settings: Settings, ids: list[str]) -> EmbeddedChunk:
+    """Read and embed one chunk of card files (runs on any worker that sees the card directory)."""
+    from index.plan import retrieval_text
+    from index.sync import read_card_file
+
+    store = CardStore(settings.cards_dir, settings.state_dir)
+    files, problems = [], []
+    for card_id in ids:
+        try:
+            files.append(read_card_file(store, card_id))
+        except Exception as exc:  # noqa: BLE001 - an unreadable file is reported, never indexed
+            problems.append(f"{card_id}: {exc}")
+    vectors = embedder().encode([retrieval_text(f.card) for f in files])
+    return EmbeddedChunk([f.card for f in files], {f.card.id: f.hash for f in files}, vectors, problems)
+
+
+def write_rebuilt_index(settings: Settings, chunks: list[EmbeddedChunk]) -> dict:
+    """Write every chunk into a new index file, verify it, swap it in atomically."""
+    from index.db import INDEX_FILE, now_utc, open_index
+    from index.errors import RebuildFailed
+    from index.pending import PendingIndex
+    from index.rebuild import _remove_db, swap_in
+
+    final = settings.index_dir / INDEX_FILE
+    new, bak = final.with_name(f"{INDEX_FILE}.new"), final.with_name(f"{INDEX_FILE}.bak")
+    covered = PendingIndex(settings.state_dir).ids()
+    _remove_db(new)
+    written = sum(len(c.cards) for c in chunks)
+    index = open_index(settings.index_dir, embedder(), path=new)
+    try:
+        for chunk in chunks:
+            index.write_rows(chunk.cards, chunk.hashes, chunk.vectors)
+        index.set_meta(built_at=now_utc())
+        index.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        damage, count = index.verify(), index.count()
+    finally:
+        index.close()
+    if damage or count != written:
+        _remove_db(new)
+        raise RebuildFailed(f"the new index did not check out ({'; '.join(damage) or f'{count} rows'}); "
+                            "the previous index is untouched")
+    replaced = swap_in(new, final, bak)
+    _remove_db(bak)
+    PendingIndex(settings.state_dir).discard(covered)
+    return {"cards": written, "replaced": replaced, "path": str(final),
+            "problems": [p for c in chunks for p in c.problems]}
