@@ -13,13 +13,10 @@ Run the hook fast, without the CLI's imports: `python -m flows.recall_service cl
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import signal
 import socket
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -44,6 +41,9 @@ def socket_path(state_dir: Path) -> Path:
     path = Path(state_dir) / SOCKET_NAME
     if len(os.fsencode(str(path))) <= MAX_SOCKET_PATH:
         return path
+    import hashlib  # only on this rare path: the hook's imports are its start-up time
+    import tempfile
+
     digest = hashlib.sha256(os.fsencode(str(Path(state_dir).absolute()))).hexdigest()[:16]
     return Path(tempfile.gettempdir()) / f"memoir-{os.getuid()}-{digest}.sock"
 
@@ -127,9 +127,30 @@ def run_hook(stdin_text: str, settings: Settings, started: float | None = None) 
     return hook_output(event, lexical_context(settings, event, payload, left))
 
 
-def hook_main(host: str = "claude-code", stdin=None, stdout=None, settings: Settings | None = None) -> int:
-    """Entry point of the hook process: always exits 0, prints an answer or nothing at all."""
-    started = time.perf_counter()
+def process_age_s() -> float:
+    """Seconds since this process started (interpreter start-up and imports included); 0 if unknown.
+
+    The host waits from the moment it starts the hook, so the budget is counted from there too.
+    """
+    try:
+        with open("/proc/self/stat", "rb") as fh:
+            start_ticks = int(fh.read().rsplit(b")", 1)[1].split()[19])
+        with open("/proc/uptime", "rb") as fh:
+            uptime = float(fh.read().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0.0
+
+
+def hook_main(host: str = "claude-code", stdin=None, stdout=None, settings: Settings | None = None,
+              count_startup: bool = True) -> int:
+    """Entry point of the hook process: always exits 0, prints an answer or nothing at all.
+
+    Args:
+        count_startup: charge the process's start-up (interpreter, imports) to the budget; off
+            when the hook runs inside a longer-lived process (tests).
+    """
+    started = time.perf_counter() - (process_age_s() if count_startup else 0.0)
     stdin = sys.stdin if stdin is None else stdin
     stdout = sys.stdout if stdout is None else stdout
     try:
@@ -141,7 +162,8 @@ def hook_main(host: str = "claude-code", stdin=None, stdout=None, settings: Sett
     except Exception:  # noqa: BLE001 - a broken config must not block the user's prompt
         return 0
     # The last line of defence against a hang (a lock, a stuck disk): leave silently at the budget.
-    watchdog = threading.Timer(max(0.05, budget_s + 0.05), lambda: os._exit(0))
+    left_s = budget_s - (time.perf_counter() - started)
+    watchdog = threading.Timer(max(0.01, left_s), lambda: os._exit(0))
     watchdog.daemon = True
     watchdog.start()
     try:
@@ -241,6 +263,8 @@ def serve(settings: Settings, embedder, *, idle_exit_s: float | None = None, on_
 
     The socket appears only once the model is warm, so "the socket answers" means "warm".
     """
+    import signal
+
     service = RecallService(settings, embedder)
     service.warm()
     sock, path = bind_socket(settings.state_dir)

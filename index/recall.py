@@ -30,7 +30,7 @@ from cards.model import SECTIONS, Card, Source
 from cards.sanitize import sanitize
 from cards.store import CardFileError, CardStore
 from index.gates import INJECTED, Candidate, GatePolicy, Judgement, RecallQuery, judge, workspaces_near
-from index.plan import fts_match_expression, retrieval_text
+from index.plan import choose_fts_terms, fts_match_expression, fts_terms, quote_terms, retrieval_text, term_tokens
 from index.rewrite import query_task_type, rewrite_query
 
 INDEX_FILE = "index.db"  # index.db's INDEX_FILE; repeated so the lexical path need not import numpy
@@ -210,17 +210,28 @@ class LexicalIndex:
         self.conn.set_busy_timeout(READ_BUSY_MS)
 
     def fts(self, text: str, k: int = FTS_K) -> list[tuple[str, float]]:
+        """`Index.fts` without sqlite-vec: the same rarer-terms selection, the same bm25 ranking."""
         import apsw
 
-        expr = fts_match_expression(text)
-        if expr is None:
+        terms = fts_terms(text)
+        if not terms or k <= 0:
             return []
-        sql = ("SELECT c.id, -f.rank FROM fts_cards AS f JOIN cards AS c ON c.n = f.rowid "
-               "WHERE fts_cards MATCH ? ORDER BY f.rank, c.id LIMIT ?")
         try:
+            expr = quote_terms(choose_fts_terms([(t, self._doc_count(t)) for t in terms]))
+            if expr is None:
+                return []
+            sql = ("SELECT c.id, -f.rank FROM (SELECT rowid, rank FROM fts_cards WHERE fts_cards MATCH ? "
+                   "ORDER BY rank LIMIT ?) AS f JOIN cards AS c ON c.n = f.rowid ORDER BY f.rank, c.id")
             return [(i, float(s)) for i, s in self.conn.execute(sql, (expr, k))]
         except apsw.SQLError:
-            return []
+            return []  # user text FTS5 still rejects: a lexical miss, never a failed recall
+
+    def _doc_count(self, term: str) -> int:
+        counts = []
+        for token in term_tokens(term):
+            row = self.conn.execute("SELECT doc FROM fts_vocab WHERE term = ?", (token,)).fetchall()
+            counts.append(row[0][0] if row else 0)
+        return min(counts, default=0)
 
     def close(self) -> None:
         self.conn.close()

@@ -101,3 +101,15 @@ def test_similarity_floor_is_relative_to_the_best_eligible_card_and_stricter_for
     out = {j.candidate.id: j.gate for j in judge(cs, RecallQuery("q"), GatePolicy(max_injected=5))}
     assert out == {"best": "injected", "near": "injected", "far": "SimilarityBelowMinimum",
                    "vec": "SimilarityBelowMinimum", "stale": "StatusNotActive"}
+
+
+def test_recall_commands_have_help_text():
+    from click.testing import CliRunner
+
+    from flows import commands  # noqa: F401
+    from flows.cli import cli
+
+    for args in (["recall"], ["brief"], ["export"], ["serve-recall"], ["hook", "claude-code"],
+                 ["hook", "install", "claude-code"]):
+        out = CliRunner().invoke(cli, [*args, "--help"])
+        assert out.exit_code == 0 and len(out.output.split("Options:")[0].split()) > 8, args
