@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from cards.distill.model import CHARS_PER_TOKEN, Endpoint, distill_batch  # noqa: E402
 from cards.draft import draft_card  # noqa: E402
 from cards.gates import GATE_NAMES, EvidenceView, Verdict, decide_status, judge_card  # noqa: E402
-from cards.model import Card, Experience, Turn  # noqa: E402
+from cards.model import Experience, Turn  # noqa: E402
 
 # Components, symptoms and causes combine into many distinct problem loops (12 x 8 x 8).
 COMPONENTS = [

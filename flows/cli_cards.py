@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
 import tempfile
 from importlib.resources import files
@@ -15,7 +14,7 @@ from cards.hosts import HOSTS, ReaderError
 from cards.ledger import LedgerError
 from cards.model import STATUSES
 from cards.store import CardStore
-from flows.cli import EXIT_FAILED, cli, emit_json, pass_ctx
+from flows.cli import cli, emit_json, pass_ctx
 from flows.pipeline import RunSummary, run_pipeline
 
 
@@ -112,8 +111,13 @@ def cards_group():
 @pass_ctx
 def cards_list(ctx, status, as_json):
     """One line per card: id, status, quality, last update, title."""
+    from cards.forget import load_tombstones
+
     store = CardStore(ctx.settings.cards_dir, ctx.settings.state_dir)
     cards, problems = store.load_all()
+    if status in (None, "forgotten"):  # tombstones live in cards/forgotten/, outside the index's glob
+        tombstones, bad = load_tombstones(store)
+        cards, problems = cards + tombstones, problems + bad
     rows = [c for c in cards if status is None or c.status == status]
     rows.sort(key=lambda c: (c.updated, c.id), reverse=True)
     if as_json:
@@ -144,6 +148,11 @@ def cards_show(ctx, card_id, chain, raw):
     """Print one card for review: every field, all six sections and its supersession chain."""
     store = CardStore(ctx.settings.cards_dir, ctx.settings.state_dir)
     text = store.read_text(card_id)
+    if text is None:
+        from cards.forget import tombstone_path
+
+        tomb = tombstone_path(store, card_id)
+        text = tomb.read_text(encoding="utf-8") if tomb.exists() else None
     if text is None:
         raise click.ClickException(f"no card {card_id} in {ctx.settings.cards_dir}; see `memoir cards list`")
     if chain:

@@ -6,7 +6,6 @@ Each stage is a pure function over dataclasses except the edges (collect, store,
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -22,9 +21,7 @@ from cards.model import Card, Experience, Turn
 from cards.sanitize import sanitize_with_report
 from cards.segment import SegmentRules, segment_session
 from cards.store import CardStore, render_card
-from cards.status import count_cards, record_run
-from flows.lock import run_lock, step_deadline
-from flows.stages import IndexStage, Neighbourhood, distill
+from flows.lock import run_lock
 from flows.queue import OverflowQueue, remove_temp_files
 
 Progress = Callable[[str, int, int], None]
@@ -132,11 +129,12 @@ def store_cards(store: CardStore, cards: Iterable[Card], summary: RunSummary,
             summary.queued["card_write"] += 1
             continue
         summary.cards[outcome.action] += 1
-        if outcome.action == "hand_edited":
-            summary.hand_edited.append(card.id)
-        elif outcome.action in ("new", "updated"):
+        if outcome.action in ("new", "updated"):
             changed.append(card)
     store.save_manifest()
+    # Every card a person edited, not only those this run tried to write: the summary says which
+    # files memoir is leaving alone.
+    summary.hand_edited = sorted(set(summary.hand_edited) | set(store.hand_edited_ids()))
     return changed
 
 
@@ -173,68 +171,11 @@ def run_pipeline(
     """
     wait = settings.run_lock_timeout_s if lock_wait_s is None else lock_wait_s
     with run_lock(settings.state_dir, wait, what="run"):
-        return _run_locked(settings, paths, host, progress, with_index)
+        from flows.steps import nightly_direct  # the one sequence of steps; the Prefect flow calls it too
+
+        return nightly_direct(settings, [str(p) for p in paths or []], host, with_index, progress)
 
 
 def clean_leftovers(settings: Settings, queue: OverflowQueue) -> int:
     """Delete temp files a killed write left (readers already ignore them); only under the run lock."""
     return remove_temp_files(settings.cards_dir) + remove_temp_files(settings.state_dir) + queue.clean_temp_files()
-
-
-def _run_locked(settings: Settings, paths: list[Path] | None, host: str, progress: Progress | None,
-                with_index: bool) -> RunSummary:
-    started = time.monotonic()
-    step_s = settings.step_timeout_s
-    summary = RunSummary()
-    paths = list(paths) if paths else default_log_paths()
-    if not paths:
-        summary.notes.append("no host log folders found; pass --logs PATH")
-    store = CardStore(settings.cards_dir, settings.state_dir)
-    queue = OverflowQueue(settings.queue_dir)
-    clean_leftovers(settings, queue)
-    index_stage = IndexStage(settings, store) if with_index else None
-    if index_stage:
-        with step_deadline("index check", step_s):
-            index_stage.ensure()
-    with Ledger.in_state_dir(settings.state_dir) as ledger:
-        # Collect
-        with step_deadline("collect", step_s):
-            collected = collect_logs(paths, host, ledger, progress)
-        summary.files_seen, summary.files_read = collected.files_seen, collected.files_read
-        summary.bytes_read = collected.bytes_read
-        summary.skipped.update(collected.skipped)
-        summary.turns, summary.sessions = collected.turn_count, len(collected.sessions)
-        # Transform
-        with step_deadline("transform", step_s):
-            drafted = plan_experiences(collected.sessions, settings, summary.redacted)
-        summary.experiences = len(drafted)
-        with step_deadline("distill", step_s):
-            library, unreadable = store.load_all()
-            summary.notes.extend(f"unreadable card file: {p}" for p in unreadable)
-            index_open = index_stage.open() if index_stage else None
-            neighbourhood = Neighbourhood(library, index_open, index_stage.embedder if index_open else None)
-            plan, distilled = distill(drafted, library, settings, neighbourhood)
-        summary.rules.update({k: v for k, v in plan.counters.items() if v})
-        summary.model = distilled.model
-        summary.distill.update(distilled.counts)
-        summary.alerts.extend(distilled.alerts)
-        for ids in distilled.requeue:
-            queue.add("distill_batch", ids[0], {"card_ids": ids})
-            summary.queued["distill_batch"] += 1
-        # Load
-        with step_deadline("store", step_s):
-            changed = store_cards(store, distilled.cards, summary, queue)
-        if index_stage:
-            with step_deadline("index", step_s):
-                index_stage.sync([c.id for c in changed])
-            summary.index = dict(index_stage.figures)
-            summary.notes.extend(index_stage.notes)
-            index_stage.close()
-        collected.commit(ledger)
-    cards_now, _ = store.load_all()
-    record_run(settings.state_dir, added=summary.cards.get("new", 0), superseded=plan.counters.get("superseded", 0),
-               merged=plan.counters.get("merged", 0), dropped=len(plan.dropped),
-               conflicts=plan.counters.get("conflicts", 0), counts=count_cards(cards_now),
-               append_only_runs=settings.append_only_runs)
-    summary.elapsed_s = time.monotonic() - started
-    return summary

@@ -16,7 +16,9 @@ import numpy as np
 from cards.config import Settings
 from cards.distill.model import distill_batch, endpoints_from_settings
 from cards.distill.rules import RulesPlan, apply_rules
+from cards.forget import guard_library
 from cards.model import Card, Experience, card_id
+from cards.review import user_owned
 from cards.store import CardStore
 import apsw
 
@@ -33,7 +35,8 @@ class DistillOutcome:
     cards: list[Card]
     counts: Counter = field(default_factory=Counter)
     alerts: list[str] = field(default_factory=list)
-    requeue: list[list[str]] = field(default_factory=list)
+    requeue: list[list[tuple[Experience, Card]]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     model: str = "off: rule stage only (no model endpoint configured)"
 
 
@@ -114,14 +117,30 @@ def distill(
     settings: Settings,
     neighbourhood: Neighbourhood,
     env: Mapping[str, str] | None = None,
+    store: CardStore | None = None,
 ) -> tuple[RulesPlan, DistillOutcome]:
-    """Rules first (dedup, merge, disprove, supersede), then the model stage and the quality gates."""
-    plan = apply_rules(drafted, library)
+    """The user's hand first (tombstones, hand edits), then rules (dedup, merge, disprove,
+    supersede), then the model stage and the quality gates.
+
+    `store` defaults to the settings' card store; card files deleted by hand become tombstones here.
+    """
+    store = store or CardStore(settings.cards_dir, settings.state_dir)
+    guard = guard_library(store)
+    drafted, covered = guard.tombstones.split(drafted)
+    # A person's card (hand-edited, confirmed or rejected in review) is never rewritten by a rule.
+    frozen = set(store.hand_edited_ids()) | {c.id for c in library if user_owned(c)}
+    plan = apply_rules(drafted, library, frozen=frozen)
+    if guard.deleted_by_hand:
+        plan.counters["deleted_by_hand"] += len(guard.deleted_by_hand)  # each one is now a tombstone
+    if covered:
+        plan.counters["forgotten"] += len(covered)
+        plan.dropped.extend((cid, f"forgotten {tid}") for cid, tid in covered)
     library_by_id = {c.id: c for c in library}
     fresh = fresh_cards(plan, library_by_id)
     by_exp = {exp.id: exp for exp, _ in drafted}
     endpoints = endpoints_from_settings(settings, os.environ if env is None else env)
-    outcome = DistillOutcome(cards=[])
+    outcome = DistillOutcome(cards=[], notes=[f"forgotten: {cid} (card file deleted by hand)" for cid in guard.deleted_by_hand]
+                             + [f"unreadable tombstone: {p}" for p in guard.problems])
     if endpoints:
         outcome.model = f"on: {settings.model_name or 'model'} at {settings.model_base_url}"
     judged: dict[str, Card] = {}
@@ -141,7 +160,8 @@ def distill(
         outcome.counts.update(result.counts)
         outcome.alerts.extend(result.alerts)
         if result.requeue and result.pending:
-            outcome.requeue.append(list(result.pending))
+            waiting = set(result.pending)
+            outcome.requeue.append([(exp, card) for exp, card in batch if card.id in waiting])
         for card in result.cards:
             judged[card.id] = card
             if card.status == "active":

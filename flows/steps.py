@@ -7,6 +7,7 @@ the bench and the tests compare the flow with exactly the same calls made direct
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from cards.ledger import Ledger
 from cards.model import Card
 from cards.store import CardStore
 from flows.pipeline import (
+    Progress,
     RunSummary,
     clean_leftovers,
     collect_logs,
@@ -25,7 +27,9 @@ from flows.pipeline import (
     plan_experiences,
     store_cards,
 )
+from flows.lock import step_deadline
 from flows.queue import OverflowQueue
+from flows.replay import queue_distill_batch
 
 _embedder = None  # one model per process: loading it costs seconds
 
@@ -84,11 +88,11 @@ def check_index(run: Run) -> None:
         run.index.ensure()
 
 
-def collect_step(run: Run, paths: list[Path], host: str) -> CollectResult:
+def collect_step(run: Run, paths: list[Path], host: str, progress: Progress | None = None) -> CollectResult:
     """Read what was appended to each log since the ledger's last commit."""
     summary = run.summary
     with Ledger.in_state_dir(run.settings.state_dir) as ledger:
-        collected = collect_logs(paths, host, ledger)
+        collected = collect_logs(paths, host, ledger, progress)
     summary.files_seen, summary.files_read = collected.files_seen, collected.files_read
     summary.bytes_read = collected.bytes_read
     summary.skipped.update(collected.skipped)
@@ -118,8 +122,8 @@ def distill_step(run: Run, drafted: list) -> list[Card]:
     summary.model = distilled.model
     summary.distill.update(distilled.counts)
     summary.alerts.extend(distilled.alerts)
-    for ids in distilled.requeue:
-        run.queue.add("distill_batch", ids[0], {"card_ids": ids})
+    for pairs in distilled.requeue:
+        queue_distill_batch(run.queue, f"run-{pairs[0][1].id}", pairs, reason="model stage timed out or was down")
         summary.queued["distill_batch"] += 1
     return distilled.cards
 
@@ -158,18 +162,32 @@ def record_step(run: Run) -> RunSummary:
     return summary
 
 
-def nightly_direct(settings: Settings, logs: list[str], host: str = "auto", with_index: bool = True) -> RunSummary:
-    """The nightly steps called in order without Prefect (what `bench/flows.py` compares against)."""
+def nightly_direct(settings: Settings, logs: list[str], host: str = "auto", with_index: bool = True,
+                   progress: Progress | None = None) -> RunSummary:
+    """The nightly steps in order without Prefect: what `memoir run` does, and what the flow calls."""
+    started = time.monotonic()
+    step_s = settings.step_timeout_s
     run = start_run(settings, with_index)
     paths = log_paths(run, logs)
-    check_index(run)
-    collected = collect_step(run, paths, host)
-    drafted = transform_step(run, collected)
-    cards = distill_step(run, drafted)
-    changed = store_step(run, cards)
-    index_step(run, changed)
+    # Extract
+    with step_deadline("index check", step_s):
+        check_index(run)
+    with step_deadline("collect", step_s):
+        collected = collect_step(run, paths, host, progress)
+    # Transform
+    with step_deadline("transform", step_s):
+        drafted = transform_step(run, collected)
+    with step_deadline("distill", step_s):
+        cards = distill_step(run, drafted)
+    # Load
+    with step_deadline("store", step_s):
+        changed = store_step(run, cards)
+    with step_deadline("index", step_s):
+        index_step(run, changed)
     commit_step(run, collected)
-    return record_step(run)
+    summary = record_step(run)
+    summary.elapsed_s = time.monotonic() - started
+    return summary
 
 
 # --- rebuild ------------------------------------------------------------------------------------
