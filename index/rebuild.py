@@ -16,7 +16,7 @@ from pathlib import Path
 
 import apsw
 
-from cards.store import CardFileError, CardStore
+from cards.store import CardFileError, CardStore, fsync_dir
 from index.check import CORRUPT, IndexHealth, check_index
 from index.db import INDEX_FILE, now_utc, connect, open_index
 from index.errors import IndexError_, RebuildFailed
@@ -81,17 +81,6 @@ def _checkpoint(path: Path) -> None:
         pass  # a corrupt file cannot checkpoint; its sidecars are moved aside below
 
 
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except OSError:
-        pass
-
-
 def swap_in(new: Path, final: Path, bak: Path) -> bool:
     """Move `new` over `final` atomically; the old file stays reachable as `bak`. True if one existed."""
     existed = final.exists()
@@ -106,7 +95,7 @@ def swap_in(new: Path, final: Path, bak: Path) -> bool:
             if side.exists():
                 os.replace(side, bak_side)
     os.replace(new, final)
-    _fsync_dir(final.parent)
+    fsync_dir(final.parent)
     return existed
 
 
