@@ -222,7 +222,7 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40) -> Card:
         goal = f"Get past `{exp.error_signature}` (continued from the previous task)."
     statement = conclusion_statement(exp.turns)
     conclusion, _ = _pick(exp, statement)
-    confirmed = statement.confirmed_by if statement is not None and statement.text and conclusion else None
+    verified = statement.verified_by if statement is not None and statement.text and conclusion else None
     problem = conclusion_problem(conclusion, min_conclusion_chars)
     all_text = "\n".join(t.text[:2000] for t in exp.turns if t.kind != "thinking")
     lo, hi = exp.lines
@@ -246,7 +246,7 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40) -> Card:
         ),
         error_signature=exp.error_signature,
         gate=problem,
-        confirmed_by=f"t{confirmed}" if confirmed is not None else "",
+        verified_by=f"t{verified}" if verified is not None else "",
         background=_background(exp),
         goal=_clip(goal, MAX_GOAL),
         evidence=_evidence(exp),

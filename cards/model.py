@@ -133,7 +133,8 @@ class Card:
     superseded_by: str = ""
     error_signature: str = ""
     gate: str = ""
-    confirmed_by: str = ""
+    verified_by: str = ""  # "tN": a passing test run at turn N backed the conclusion (rule stage)
+    confirmed_by: str = ""  # "user": a person confirmed the card in `memoir review`
     background: str = ""
     goal: str = ""
     evidence: str = ""

@@ -25,7 +25,7 @@ from cards.render import render
 
 FRONT_MATTER_ORDER = (
     "id", "status", "quality", "topics", "task_type", "workspace", "created", "updated",
-    "error_signature", "gate", "confirmed_by", "supersedes", "superseded_by", "sources",
+    "error_signature", "gate", "verified_by", "confirmed_by", "supersedes", "superseded_by", "sources",
 )
 
 
@@ -94,6 +94,7 @@ def front_matter(card: Card) -> dict:
         "updated": card.updated,
         "error_signature": card.error_signature,
         "gate": card.gate,
+        "verified_by": card.verified_by,
         "confirmed_by": card.confirmed_by,
         "supersedes": list(card.supersedes),
         "superseded_by": card.superseded_by,
@@ -116,6 +117,7 @@ def render_card(card: Card) -> str:
     )
 
 
+_TURN_REF = re.compile(r"t\d+")
 _HEADING = re.compile(r"^## (" + "|".join(re.escape(t) for t in SECTION_TITLES.values()) + r")[ \t]*$", re.M)
 
 
@@ -140,6 +142,11 @@ def parse_card(text: str, origin: str = "<card>") -> Card:
         stop = matches[i + 1].start() if i + 1 < len(matches) else len(body)
         sections[by_title[m.group(1)]] = body[m.end():stop].strip("\n").rstrip()
     known = set(FRONT_MATTER_ORDER)
+    confirmed = str(meta.get("confirmed_by") or "")
+    # Files written before the rename said `confirmed_by: tN` for a passing test run; that is
+    # `verified_by` now, and `confirmed_by` means a person (`user`) alone.
+    legacy = bool(_TURN_REF.fullmatch(confirmed))
+    verified = str(meta.get("verified_by") or (confirmed if legacy else ""))
     return Card(
         id=str(meta["id"]),
         status=str(meta.get("status") or "active"),
@@ -151,7 +158,8 @@ def parse_card(text: str, origin: str = "<card>") -> Card:
         updated=str(meta.get("updated") or ""),
         error_signature=str(meta.get("error_signature") or ""),
         gate=str(meta.get("gate") or ""),
-        confirmed_by=str(meta.get("confirmed_by") or ""),
+        verified_by=verified,
+        confirmed_by="" if legacy else confirmed,
         supersedes=tuple(str(s) for s in meta.get("supersedes") or ()),
         superseded_by=str(meta.get("superseded_by") or ""),
         sources=tuple(Source.from_dict(s) for s in meta.get("sources") or () if isinstance(s, dict)),
@@ -223,6 +231,18 @@ class CardStore:
             return False
         written = self.manifest.get(card_id)
         return written is not None and written != content_hash(current)
+
+    def hand_edited_ids(self) -> list[str]:
+        """Every card whose file differs from what memoir last wrote: the run leaves these alone."""
+        out = []
+        for card_id, written in sorted(self.manifest.items()):
+            try:
+                data = self.path_for(card_id).read_bytes()
+            except OSError:
+                continue  # gone: a hand delete, which `cards.forget` turns into a tombstone
+            if content_hash(data) != written:
+                out.append(card_id)
+        return out
 
     def _decide(self, card: Card, force: bool) -> tuple[str, str]:
         """(action, text): what writing `card` would do, without touching the disk."""

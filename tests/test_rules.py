@@ -196,15 +196,15 @@ def test_a_statement_starts_at_its_cue_sentence_so_a_disproval_preamble_is_left_
     assert st.text == "The root cause is the shared tmp dir; each test now gets its own."
 
 
-def test_a_change_confirmed_by_a_passing_test_run_is_a_conclusion_without_a_cue():
+def test_a_change_verified_by_a_passing_test_run_is_a_conclusion_without_a_cue():
     s = (Script().user("the slug test fails on unicode titles")
          .runs("pytest tests/test_slug.py").error("AssertionError: 'caf' != 'cafe'")
          .says("Normalising titles with unicodedata NFKD before stripping accents in slugify().")
          .runs("sed -i 's/ascii/NFKD/' shop/slug.py")
          .runs("pytest tests/test_slug.py").result("5 passed in 0.2s"))
     (st,) = extract_conclusions(s.turns)
-    assert (st.seq, st.cue, st.confirmed_by) == (3, CONFIRMED_CUE, 6)
-    assert draft_card(_one(s)[0]).confirmed_by == "t6"
+    assert (st.seq, st.cue, st.verified_by) == (3, CONFIRMED_CUE, 6)
+    assert draft_card(_one(s)[0]).verified_by == "t6"
 
 
 def test_a_passing_run_without_a_change_confirms_nothing():

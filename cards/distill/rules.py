@@ -15,7 +15,7 @@ import functools
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -65,7 +65,7 @@ class Statement:
     seq: int
     text: str
     cue: str
-    confirmed_by: int | None = None  # seq of a passing test run after a change, if one followed
+    verified_by: int | None = None  # seq of a passing test run after a change, if one followed
 
 
 @dataclass(frozen=True, slots=True)
@@ -434,7 +434,7 @@ def merge_cards(base: Card, other: Card) -> Card:
         conclusion=winner.conclusion if is_resolution(winner) else base.conclusion,
         counterexamples="\n".join(dict.fromkeys(lines)),
         follow_up=newest.follow_up,
-        confirmed_by=winner.confirmed_by if is_resolution(winner) else base.confirmed_by,
+        verified_by=winner.verified_by if is_resolution(winner) else base.verified_by,
         extra={**base.extra, "conclusion_from": _conclusion_label(winner)},
     )
     return _with_keys(merged, dedup_keys(other))
@@ -565,12 +565,16 @@ class _Library:
         return sorted(out, key=lambda c: c.id)
 
 
-def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Card]) -> RulesPlan:
+def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Card],
+                frozen: Collection[str] = ()) -> RulesPlan:
     """Dedup, merge by error signature, then supersede or flag conflicts; pure and idempotent.
 
     Args:
         drafted: this run's rule-drafted cards, each with the experience it came from.
         library: every card already on disk.
+        frozen: ids of cards a person owns (edited by hand, confirmed or rejected in review):
+            they still own their sources, but no rule merges into, refreshes, supersedes or
+            conflicts them; a new card on their topic stands beside them instead.
 
     Returns:
         A `RulesPlan`. Applying it and calling again with the same `drafted` yields no writes:
@@ -585,11 +589,14 @@ def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Ca
     by_key: dict[str, str] = {}
     by_signature: dict[tuple[str, str], str] = {}
     by_ident: dict[tuple[str, str], list[str]] = {}
+    frozen = frozenset(frozen)
     for card in lib.original.values():
         for s in card.sources:
             owner.setdefault(_source_key(s), card.id)
         for key in dedup_keys(card):
             by_key.setdefault(key, card.id)
+        if card.id in frozen:
+            continue  # the user's hand wins: only the lookups above (already read, duplicate) see it
         if card.status in LIVE or card.status == "incomplete":
             sig = merge_signature(card)
             if sig:
@@ -601,7 +608,7 @@ def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Ca
     fresh: list[Card] = []
     for exp, card in sorted(drafted, key=lambda ec: _order(ec[1])):
         # Rule 1 — re-read: every source of this card already belongs to a card on disk.
-        if card.id in lib.original and can_refresh(lib.get(card.id), card):
+        if card.id in lib.original and card.id not in frozen and can_refresh(lib.get(card.id), card):
             # The same turns drafted again now pass the integrity check (say after a renderer or
             # blob-cap fix): the complete draft replaces the incomplete placeholder.
             lib.put(_with_keys(card, dedup_keys(lib.get(card.id)) + dedup_keys(card, exp)))
@@ -618,7 +625,7 @@ def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Ca
         keys = dedup_keys(card, exp)
         twin = next((by_key[k] for k in keys if k in by_key), None)
         if twin is not None:
-            if lib.get(twin).status != "forgotten":  # a tombstone is never rewritten
+            if lib.get(twin).status != "forgotten" and twin not in frozen:  # tombstones, a person's cards: never rewritten
                 lib.put(absorb_duplicate(lib.get(twin), card, keys))
             for s in card.sources:
                 owner.setdefault(_source_key(s), twin)

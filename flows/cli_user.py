@@ -1,0 +1,259 @@
+"""`memoir forget|unforget|review|search|mcp`: the user stays in control (DESIGN.md stage 8).
+
+Card files change first, the index follows at once (or the id is queued for `memoir replay`).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from cards.store import CardFileError, CardStore
+from flows.cli import EXIT_FAILED, cli, emit_json, pass_ctx
+
+
+def _store(settings) -> CardStore:
+    return CardStore(settings.cards_dir, settings.state_dir)
+
+
+def _index_exists(settings) -> bool:
+    from index.recall import INDEX_FILE
+
+    return (Path(settings.index_dir) / INDEX_FILE).exists()
+
+
+def drop_from_index(settings, ids: list[str]) -> str:
+    """Remove the rows now; when the index cannot be written, queue the ids (the next sync drops them)."""
+    import apsw
+
+    from index.db import open_index
+    from index.embed import default_embedder
+    from index.errors import IndexError_
+    from index.pending import PendingIndex
+
+    if not _index_exists(settings):
+        return "no index yet"
+    try:
+        # The embedder only names the model here; nothing is embedded, so it never loads.
+        with open_index(settings.index_dir, default_embedder()) as index:
+            index.remove(ids)
+    except (IndexError_, OSError, apsw.Error) as exc:
+        PendingIndex(settings.state_dir).add(ids)
+        return f"index not updated ({exc}); queued for `memoir replay`"
+    return "dropped from the index"
+
+
+def reindex(settings, store: CardStore, ids: list[str]) -> str:
+    """Index these card files now (loads the model), or queue them; without an index the next run does it."""
+    from index.embed import default_embedder
+    from index.pending import PendingIndex
+    from index.sync import index_or_queue
+
+    if not _index_exists(settings):
+        return "no index yet; `memoir run` builds it"
+    outcome = index_or_queue(store, settings.index_dir, default_embedder(), ids, PendingIndex(settings.state_dir))
+    if outcome.queued:
+        return f"index not updated ({outcome.error}); queued for `memoir replay`"
+    return "index updated"
+
+
+# --- forget / unforget ------------------------------------------------------------------------------
+
+
+@cli.command("forget")
+@click.argument("card_id")
+@click.option("--why", default="", help="Why it goes (kept in the tombstone).")
+@click.option("--purge", is_flag=True,
+              help="Also delete the locally kept text, so `memoir unforget` cannot restore it. On a card "
+                   "already forgotten, delete just that text.")
+@pass_ctx
+def forget_cmd(ctx, card_id, why, purge):
+    """Forget a card: it becomes a tombstone and its source turns are never mined again.
+
+    The tombstone (cards/forgotten/ID.md) keeps the sources and the why, nothing the card said;
+    the index drops the card at once. The card's text is kept in state/forgotten/ until
+    `--purge`, so `memoir unforget ID` can put it back exactly. Deleting a card file by hand
+    forgets it too (at the next run).
+    """
+    from cards.forget import ForgetError, forget
+
+    store = _store(ctx.settings)
+    try:
+        outcome = forget(store, card_id, why=why, purge=purge)
+    except ForgetError as exc:
+        raise click.ClickException(str(exc)) from exc
+    except CardFileError as exc:
+        raise click.ClickException(f"{exc}; fix the file, or delete it (a deleted card is forgotten at the "
+                                   "next run)") from exc
+    except OSError as exc:
+        raise click.ClickException(f"cannot forget {card_id}: {exc}") from exc
+    click.echo(f"forgot {card_id}: tombstone {outcome.tombstone}; {drop_from_index(ctx.settings, [card_id])}")
+    if outcome.kept:
+        click.echo(f"its text is kept in {outcome.kept} until `memoir forget --purge {card_id}`")
+    elif outcome.purged:
+        click.echo("its text was purged: `memoir unforget` can no longer restore it")
+
+
+@cli.command("unforget")
+@click.argument("card_id")
+@pass_ctx
+def unforget_cmd(ctx, card_id):
+    """Undo `memoir forget ID`: the card file comes back exactly as it was and is indexed again."""
+    from cards.forget import ForgetError, unforget
+
+    store = _store(ctx.settings)
+    try:
+        outcome = unforget(store, card_id)
+    except ForgetError as exc:
+        raise click.ClickException(str(exc)) from exc
+    except OSError as exc:
+        raise click.ClickException(f"cannot unforget {card_id}: {exc}") from exc
+    if not outcome.restored:
+        click.echo(f"removed the tombstone of {card_id}; no text was kept (purged, or the file was deleted by "
+                   "hand), so there is no card to restore: its turns may be mined again after a ledger reset")
+        return
+    click.echo(f"restored {outcome.path}; {reindex(ctx.settings, store, [card_id])}")
+
+
+# --- review ------------------------------------------------------------------------------------------
+
+_ACTIONS = {"c": "confirm", "r": "reject", "e": "edit", "s": "skip", "q": "quit"}
+
+
+@cli.command("review")
+@click.option("--json", "as_json", is_flag=True, help="List what awaits review as JSON and exit (for scripts).")
+@pass_ctx
+def review_cmd(ctx, as_json):
+    """Walk the cards the gates held back, one at a time: confirm, reject, edit in $EDITOR, skip or quit.
+
+    Confirm makes a card active with `confirmed_by: user`; reject keeps it as a candidate with
+    `gate: rejected_by_user`, out of recall and out of review; edit writes your text as a hand
+    edit that no later run overwrites. The file changes first, then the index.
+    """
+    from cards.review import Pending, awaiting_review
+
+    store = _store(ctx.settings)
+    cards, problems = store.load_all()
+    queue = awaiting_review(cards)
+    for problem in problems:
+        click.echo(f"unreadable card file: {problem}", err=True)
+    if as_json:
+        emit_json([Pending.of(c).to_json() for c in queue])
+        return
+    if not queue:
+        click.echo("nothing awaits review")
+        return
+    done = {"confirm": 0, "reject": 0, "edit": 0, "skip": 0}
+    for i, first in enumerate(queue, 1):
+        action = _review_one(ctx.settings, store, first.id, i, len(queue), done)
+        if action == "quit":
+            break
+    click.echo(f"{done['confirm']} confirmed, {done['reject']} rejected, {done['edit']} edited, {done['skip']} skipped")
+
+
+def _review_one(settings, store: CardStore, card_id: str, i: int, n: int, done: dict) -> str:
+    """Show one card until the person decides; returns the action that ended it."""
+    from cards.review import ReviewError, apply_decision, confirm, reject, save_edit
+    from index.containers import human_review
+
+    while True:
+        try:
+            card = store.read(card_id)  # again each time: the file may have changed meanwhile
+        except (OSError, CardFileError) as exc:
+            click.echo(f"cannot read {card_id}: {exc}; skipped", err=True)
+            return "skip"
+        click.echo(human_review(card, store))
+        key = click.prompt(f"[{i}/{n}] (c)onfirm (r)eject (e)dit (s)kip (q)uit",
+                           type=click.Choice(list(_ACTIONS)), show_choices=False)
+        action = _ACTIONS[key]
+        if action in ("skip", "quit"):
+            done["skip"] += action == "skip"
+            return action
+        try:
+            if action == "confirm":
+                apply_decision(store, confirm(card, min_conclusion_chars=settings.min_conclusion_chars))
+            elif action == "reject":
+                why = click.prompt("why (optional)", default="", show_default=False)
+                apply_decision(store, reject(card, why=why))
+            else:
+                text = click.edit(store.read_text(card_id) or "", extension=".md", require_save=True)
+                if text is None:
+                    click.echo("no change")
+                    continue
+                save_edit(store, card_id, text)
+        except (ReviewError, CardFileError) as exc:
+            click.echo(f"not applied: {exc}", err=True)
+            continue
+        except OSError as exc:
+            raise click.ClickException(f"cannot write {card_id}: {exc}") from exc
+        done[action] += 1
+        click.echo(f"{action}: {card_id}; {reindex(settings, store, [card_id])}")
+        if action != "edit":
+            return action
+        # After an edit the card is shown again, so it can be confirmed as it now reads.
+
+
+# --- search ----------------------------------------------------------------------------------------------
+
+
+@cli.command("search")
+@click.argument("query")
+@click.option("--k", "k", type=click.IntRange(1, 200), default=10, show_default=True, help="Hits at most.")
+@click.option("--workspace", type=click.Path(), help="Only cards of this directory (or one inside it, or around it).")
+@click.option("--include-superseded", is_flag=True, help="Also list cards a newer one replaced (always labelled).")
+@click.option("--turns", is_flag=True, help="Search the raw session turns (sanitized) instead of the cards.")
+@click.option("--json", "as_json", is_flag=True, help="Print {query, note, cards, turns, hidden_superseded} as JSON.")
+@pass_ctx
+def search_cmd(ctx, query, k, workspace, include_superseded, turns, as_json):
+    """Deep search: every card that matches QUERY, with its state and sources; no gate but status.
+
+    Forgotten cards never appear; superseded ones only with --include-superseded, labelled with
+    the card that replaced them. `--turns` reads the ledgered session logs again (read-only)
+    when no card covers the question.
+    """
+    from index.errors import IndexError_
+    from index.search import (
+        SearchUnavailable,
+        render_result,
+        search_cards,
+        search_turns,
+    )
+
+    ws = str(Path(workspace).absolute()) if workspace else ""
+    try:
+        if turns:
+            result = search_turns(ctx.settings, query, k=k, workspace=ws)
+        else:
+            from index.embed import default_embedder
+
+            result = search_cards(ctx.settings, query, embedder=default_embedder(), k=k, workspace=ws,
+                                  include_superseded=include_superseded)
+    except (SearchUnavailable, IndexError_) as exc:
+        raise click.ClickException(str(exc)) from exc
+    if as_json:
+        emit_json(result.to_json())
+    else:
+        click.echo(render_result(result), nl=False)
+    for problem in result.problems:
+        click.echo(f"note: {problem}", err=True)
+
+
+# --- mcp ------------------------------------------------------------------------------------------------
+
+
+@cli.command("mcp")
+@pass_ctx
+def mcp_cmd(ctx):
+    """Serve memoir_recall, memoir_search and memoir_brief over MCP (stdio); read-only.
+
+    For Claude Code: `claude mcp add memoir -- memoir mcp`. For Codex: `[mcp_servers.memoir]`
+    with `command = "memoir"` and `args = ["mcp"]` in ~/.codex/config.toml.
+    """
+    try:
+        from flows.mcp_server import serve
+    except ImportError as exc:
+        click.echo(f"memoir: the MCP SDK is missing ({exc}); `pip install mcp`", err=True)
+        sys.exit(EXIT_FAILED)
+    serve(ctx.settings)
