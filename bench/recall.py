@@ -111,7 +111,9 @@ def build(n: int, cache: Path, pool: np.ndarray, embedder) -> Path:
 
 
 def prompt(q: str, i: int) -> str:
-    return json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": q, "session_id": f"bench-{i}",
+    # A fresh session per call and per run: `AlreadyInjected` must not empty the answers of a rerun.
+    return json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": q,
+                       "session_id": f"bench-{os.getpid()}-{time.monotonic_ns()}-{i}",
                        "cwd": "/work/bench", "transcript_path": "/tmp/t.jsonl"})
 
 

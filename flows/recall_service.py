@@ -28,6 +28,7 @@ PID_NAME = "recall.pid"
 MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
 MAX_MESSAGE = 2_000_000  # one prompt with a pasted log, at most
 OUTPUT_MARGIN_MS = 30  # what the hook keeps back for building and printing its answer
+EXIT_MARGIN_S = 0.02  # the watchdog fires this early: process exit and pipe close take a few ms too
 IO_TIMEOUT_S = 2.0  # a service connection that sends nothing for this long is dropped
 EVENTS = ("UserPromptSubmit", "SessionStart")
 
@@ -162,7 +163,7 @@ def hook_main(host: str = "claude-code", stdin=None, stdout=None, settings: Sett
     except Exception:  # noqa: BLE001 - a broken config must not block the user's prompt
         return 0
     # The last line of defence against a hang (a lock, a stuck disk): leave silently at the budget.
-    left_s = budget_s - (time.perf_counter() - started)
+    left_s = budget_s - EXIT_MARGIN_S - (time.perf_counter() - started)
     watchdog = threading.Timer(max(0.01, left_s), lambda: os._exit(0))
     watchdog.daemon = True
     watchdog.start()

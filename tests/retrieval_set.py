@@ -42,7 +42,7 @@ QUERIES: tuple[Labelled, ...] = (
     Labelled("sqlite3.ProgrammingError SQLite objects created in a thread can only be used in that same thread",
              (), workspace=SHORTY, note="A1 names app/db.py of another workspace: TooFarFromWorkspace"),
     Labelled("pytest -n 4 fails with sqlite3.OperationalError: database is locked in the refund tests",
-             ("seed_orders",), note="B1 (A2 contradicts it: raise vs lower the timeout)"),
+             ("seed_orders",), note="B1 (A2, same error, raised the timeout instead)"),
     Labelled("load test with 8 writer threads fails with database is locked after about 5 seconds",
              ("seed_orders", "busy timeout"), note="A2 or B1"),
     Labelled("paginate GET /products with limit and offset query parameters", ("order by id",), note="A3"),
