@@ -21,9 +21,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
-
 from cards.model import SECTION_TITLES, SECTIONS, Card
+from cards.render import template_environment
 from cards.sanitize import contains_sensitive
 from cards.store import CardFileError, CardStore, write_atomic
 
@@ -43,13 +42,7 @@ def fence(text: object) -> str:
     return _TAG.sub(lambda m: m.group(0).replace("<", "‹"), str(text))
 
 
-env = Environment(
-    loader=PackageLoader("index", "templates"),
-    undefined=StrictUndefined,
-    keep_trailing_newline=True,
-    trim_blocks=True,
-    autoescape=False,
-)
+env = template_environment("index")
 env.filters["fence"] = fence
 
 
