@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import click
 
@@ -39,7 +40,11 @@ def cli(ctx: click.Context, home: str | None) -> None:
 
 
 def main() -> None:
-    from flows import commands  # noqa: F401  (registers every subcommand on `cli`)
+    # A host hook runs on every prompt inside a ~300 ms budget: load only the hook's commands.
+    if "hook" in sys.argv[1:] and "--help" not in sys.argv and "-h" not in sys.argv:
+        from flows import cli_recall  # noqa: F401
+    else:
+        from flows import commands  # noqa: F401  (registers every subcommand on `cli`)
 
     cli(prog_name="memoir")
 
