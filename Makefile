@@ -25,7 +25,7 @@ test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow"
 
 bench: $(STAMP)
-	$(BIN)/python bench/ingest.py
+	$(BIN)/python -m bench.ingest
 
 clean:
 	rm -rf $(VENV) build *.egg-info
