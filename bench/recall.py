@@ -27,7 +27,6 @@ import importlib.util
 import json
 import os
 import random
-import statistics
 import subprocess
 import sys
 import time

@@ -17,7 +17,9 @@ from datetime import datetime
 
 from cards.config import Settings
 from cards.model import Card, Experience, Turn
-from cards.store import CardStore, content_hash, parse_card, render_card, write_atomic
+from cards.forget import tombstone_path
+from cards.review import user_owned
+from cards.store import CardFileError, CardStore, content_hash, parse_card, render_card, write_atomic
 from flows.lock import run_lock
 from flows.queue import OverflowQueue, QueueItem
 
@@ -93,8 +95,16 @@ def queue_distill_batch(queue: OverflowQueue, batch_id: str, pairs: Sequence[tup
 
 
 def apply_card_write(store: CardStore, card_id: str, text: str) -> tuple[str, dict]:
-    """Write the queued bytes unless they are already there or a person edited the file."""
+    """Write the queued bytes unless they are already there, or a person edited, ruled on or forgot the card."""
+    if tombstone_path(store, card_id).exists():
+        return "forgotten", {}
     current = store.read_text(card_id)
+    if current is not None:
+        try:
+            if user_owned(parse_card(current, origin=card_id)):
+                return "user_owned", {}
+        except CardFileError:
+            return "hand_edited", {}
     if current == text:
         return "unchanged", {card_id: content_hash(text)}
     if current is not None and store.is_hand_edited(card_id, current):

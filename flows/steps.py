@@ -116,7 +116,8 @@ def distill_step(run: Run, drafted: list) -> list[Card]:
     summary.notes.extend(f"unreadable card file: {p}" for p in unreadable)
     index_open = run.index.open() if run.index else None
     neighbourhood = Neighbourhood(library, index_open, run.index.embedder if index_open else None)
-    plan, distilled = distill(drafted, library, run.settings, neighbourhood)
+    plan, distilled = distill(drafted, library, run.settings, neighbourhood, store=run.store)
+    summary.notes.extend(distilled.notes)
     run.plan = plan
     summary.rules.update({k: v for k, v in plan.counters.items() if v})
     summary.model = distilled.model

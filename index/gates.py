@@ -60,6 +60,7 @@ class Candidate:
     body: str  # every section, for the sensitive-content check
     age_days: float | None
     similarity: float  # cosine similarity to the query, or lexical coverage when no model is warm
+    confirmed_by: str = ""  # "user" when a person confirmed the card (review or a hand edit)
     rrf: float = 0.0  # reciprocal-rank fusion of both paths: the order survivors are injected in
     knn_rank: int | None = None
     fts_rank: int | None = None
@@ -177,7 +178,10 @@ def AlreadyInjected(c: Candidate, q: RecallQuery, p: GatePolicy) -> bool:
 @_gate("its quality verdict still says candidate (a quality gate held it back)")
 def QualityCandidate(c: Candidate, q: RecallQuery, p: GatePolicy) -> bool:
     # Status and quality verdict are written separately; a half-applied update (status flipped
-    # to active by hand, `gate` still set) must not slip through on the status alone.
+    # to active by hand, `gate` still set) must not slip through on the status alone. A person's
+    # confirmation (`confirmed_by: user`) overrides the machine's verdict: the user's hand wins.
+    if c.confirmed_by == "user":
+        return False
     return bool(c.gate.strip()) or c.quality not in QUALITIES
 
 

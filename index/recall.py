@@ -186,7 +186,8 @@ def candidate_from(card: Card, hit: dict, similarity: float, now: datetime) -> C
         workspace=card.workspace, topics=card.topics, error_signature=card.error_signature,
         superseded_by=card.superseded_by, conclusion=card.conclusion, counterexamples=card.counterexamples,
         body="\n".join(card.section(s) for s in SECTIONS),
-        age_days=age_days(card, now), similarity=similarity, rrf=hit.get("rrf", 0.0),
+        age_days=age_days(card, now), similarity=similarity, confirmed_by=card.confirmed_by,
+        rrf=hit.get("rrf", 0.0),
         knn_rank=hit.get("knn_rank"), fts_rank=hit.get("fts_rank"), bm25=hit.get("bm25"),
     )
 

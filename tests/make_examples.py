@@ -467,7 +467,7 @@ class Aider:
     def start(self, when: datetime, model: str, files: int, cmdline: str) -> None:
         self.cost = 0.0
         self.parts.append(f"\n# aider chat started at {when:%Y-%m-%d %H:%M:%S}\n\n")
-        self.tool(cmdline, f"Aider v0.86.1", f"Main model: {model} with diff edit format",
+        self.tool(cmdline, "Aider v0.86.1", f"Main model: {model} with diff edit format",
                   "Weak model: gpt-4.1-mini", f"Git repo: .git with {files} files", "Repo-map: using 4096 tokens, auto refresh")
         self.parts.append("\n")
 

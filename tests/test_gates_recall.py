@@ -123,6 +123,11 @@ def test_quality_candidate_even_when_status_says_active(settings, embedder):
     assert_only(recall_one(settings, embedder, card), card.id, "QualityCandidate", settings)
 
 
+def test_a_card_the_user_confirmed_passes_the_quality_gate(settings, embedder):
+    card = variant(11, gate="failure_conditions_stated", confirmed_by="user")
+    assert entry(recall_one(settings, embedder, card), card.id)["gate"] == INJECTED
+
+
 def test_too_far_from_workspace(settings, embedder):
     card = variant(10, conclusion=BASE.conclusion.replace("the compose service environment",
                                                           "docker/compose.dev.yaml"))

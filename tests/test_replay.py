@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from cards.config import load_settings
+from cards.store import parse_card
 from cards.distill.model import Endpoint, distill_batch
 from flows.pipeline import plan_experiences
 from flows.queue import OverflowQueue
@@ -150,3 +151,28 @@ def test_a_down_model_queues_the_batch_and_replay_distills_it_once(tmp_path, set
         assert len(written) == 2 and all(b"quality: model" in v or b"scripted" in v for v in written.values())
         assert replay_queue(settings, endpoints=(Endpoint(srv.url, "scripted"),)).applied == 0
         assert len(srv.received) == 2 and _cards(settings) == written
+
+
+def test_replay_never_brings_back_a_card_forgotten_or_confirmed_meanwhile(tmp_path, settings, memoir_home):
+    from cards.forget import forget
+    from cards.review import confirm
+    from cards.store import CardStore, render_card
+
+    logs = write_corpus(tmp_path / "logs", sessions=2, loops=2)
+    with immutable(settings.cards_dir):
+        run = json.loads(memoir(memoir_home, "run", "--no-index", "--json", "--logs", str(logs)).stdout)
+    assert run["queued"]["card_write"] >= 2
+    queue = OverflowQueue(settings.queue_dir)
+    items = queue.items(kind="card_write")
+    gone, kept = items[0].payload["card_id"], items[1].payload["card_id"]
+    store = CardStore(settings.cards_dir, settings.state_dir)
+    # The person acts before the cause is fixed: one card is written by hand, confirmed, another forgotten.
+    for item in items[:2]:
+        store.write(parse_card(item.payload["text"]))
+    forget(store, gone, why="not true")
+    confirmed = confirm(store.read(kept))
+    store.path_for(kept).write_text(render_card(confirmed))
+    before_kept = store.path_for(kept).read_bytes()
+    replay_queue(settings)
+    assert not store.path_for(gone).exists()
+    assert store.path_for(kept).read_bytes() == before_kept
