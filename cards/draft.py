@@ -224,7 +224,9 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40) -> Card:
     conclusion, _ = _pick(exp, statement)
     verified = statement.verified_by if statement is not None and statement.text and conclusion else None
     problem = conclusion_problem(conclusion, min_conclusion_chars)
-    all_text = "\n".join(t.text[:2000] for t in exp.turns if t.kind != "thinking")
+    # Topics come from what was asked, said, run and failed; tool output (file bodies, logs) is
+    # incidental and would tag every card with whatever the files happened to mention.
+    all_text = "\n".join(t.text[:2000] for t in exp.turns if t.kind in ("text", "tool_call", "error"))
     lo, hi = exp.lines
     return Card(
         id=exp.id,

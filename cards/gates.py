@@ -257,17 +257,22 @@ class _Support:
     def __init__(self, text: str):
         self.text = text
         self.lower = text.lower()
-        self.numbers = set()
-        for m in _NUMBER.finditer(text):
-            number = m.group(0)
-            self.numbers.add(number.rstrip(".,:"))
-            self.numbers.update(re.split(r"[.,:]", number))
 
     def has(self, kind: str, token: str) -> bool:
         if kind == "number":
-            # The set answers almost every case; the regex settles the rest exactly.
-            return token in self.numbers or re.search(rf"(?<![\d]){re.escape(token)}(?!\d)", self.text) is not None
+            return _has_number(self.text, token)
         return token.lower() in self.lower
+
+
+def _has_number(text: str, number: str) -> bool:
+    """`number` standing alone (no digit right before or after it): str.find, not a regex scan."""
+    at = text.find(number)
+    while at >= 0:
+        end = at + len(number)
+        if (at == 0 or not text[at - 1].isdigit()) and (end == len(text) or not text[end].isdigit()):
+            return True
+        at = text.find(number, at + 1)
+    return False
 
 
 def no_unsupported_specifics(card: Card, evidence: EvidenceView) -> GateResult:

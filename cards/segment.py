@@ -26,10 +26,11 @@ _SWITCH = re.compile(
 )
 _WRAP_TOOL = re.compile(
     r"\b(?:\d+ passed|all tests pass(?:ed)?|tests? passed|OK \(\d+ tests?\)|"
-    r"Ran \d+ tests?[\s\S]{0,40}\bOK\b|build succeeded|compiled successfully|"
-    r"\[[\w./-]+ [0-9a-f]{7,}\] )",
+    r"Ran \d+ tests?[\s\S]{0,40}\bOK\b|build succeeded|compiled successfully)",
     re.I,
 )
+_WRAP_WORDS = ("pass", "ok (", "ran ", "succeeded", "successfully")  # one is in every _WRAP_TOOL match
+_COMMIT_OUTPUT = re.compile(r"\[[\w./-]+ [0-9a-f]{7,}\] ")  # git commit's "[main 1a2b3c4] message"
 _WRAP_SAY = re.compile(
     r"\b(?:all (?:tests|checks) (?:now )?pass|(?:it|this|that|everything) (?:now )?works|"
     r"works now|is (?:now )?fixed|fixed it|committed|done[.!]|that'?s done|all set)\b",
@@ -56,7 +57,9 @@ def is_wrap_up(turn: Turn) -> bool:
         return bool(_COMMIT.search(turn.text))
     if turn.kind == "tool_result":
         tail = turn.text[-2000:]
-        return bool(_WRAP_TOOL.search(tail)) and not _STILL_FAILING.search(tail)
+        low = tail.lower()
+        wrapped = (any(w in low for w in _WRAP_WORDS) and _WRAP_TOOL.search(tail)) or _COMMIT_OUTPUT.search(tail)
+        return bool(wrapped) and not _STILL_FAILING.search(tail)
     if turn.role == "assistant" and turn.kind == "text":
         return bool(_WRAP_SAY.search(turn.text))
     return False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 _EXC = re.compile(
@@ -35,6 +36,7 @@ def mask(text: str) -> str:
     return text.strip()
 
 
+@functools.lru_cache(maxsize=8192)  # segmenting, drafting and the rules all ask about the same turns
 def error_signature(text: str) -> str:
     """Exception type + message with paths, numbers and ids masked; '' when nothing looks like an error.
 

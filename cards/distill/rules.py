@@ -54,6 +54,7 @@ _PASSING = re.compile(
 )
 _FAILING = re.compile(r"(?i)\b[1-9]\d* (?:failed|errors?)\b|^FAILED\b|\bTraceback\b|test result: FAILED", re.M)
 _FAILED_TEST = re.compile(r"(?m)(?:^FAILED |^ERROR |--- FAIL: |✗ |✕ )(\S+)")
+_FAILED_TEST_MARKERS = ("FAILED ", "ERROR ", "--- FAIL: ", "✗ ", "✕ ")
 
 CONFIRMED_CUE = "confirmed_test_run"
 
@@ -96,16 +97,31 @@ def is_change(turn: Turn) -> bool:
 @functools.lru_cache(maxsize=8192)
 def is_passing(text: str) -> bool:
     tail = text[-2000:]
-    return bool(_PASSING.search(tail)) and not _FAILING.search(tail)
+    low = tail.lower()
+    # Substring checks first: every _PASSING alternative contains one of these.
+    if not ("pass" in low or "ok (" in low or "test result: ok" in low or "0 failures" in low
+            or ("ran " in low and "ok" in low)):
+        return False
+    return bool(_PASSING.search(tail)) and not _has_failure(tail, low)
 
 
 @functools.lru_cache(maxsize=8192)
 def is_failing(text: str) -> bool:
-    return bool(_FAILING.search(text[-4000:]))
+    tail = text[-4000:]
+    return _has_failure(tail, tail.lower())
+
+
+def _has_failure(text: str, low: str) -> bool:
+    # Every _FAILING alternative contains "fail", "error" or "traceback"; most outputs contain none.
+    if "fail" not in low and "error" not in low and "traceback" not in low:
+        return False
+    return bool(_FAILING.search(text))
 
 
 @functools.lru_cache(maxsize=8192)
 def failed_tests(text: str) -> frozenset[str]:
+    if not any(marker in text for marker in _FAILED_TEST_MARKERS):
+        return frozenset()
     return frozenset(m.group(1) for m in _FAILED_TEST.finditer(text))
 
 
