@@ -251,6 +251,7 @@ _STOP = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=16384)
 def _norm(text: str) -> str:
     return " ".join(text.casefold().split())
 
@@ -385,6 +386,7 @@ def _tag_lines(text: str, label: str) -> list[str]:
     return [re.sub(r"^- ", f"- ({label}) ", ln) for ln in text.splitlines() if ln.strip()]
 
 
+@functools.lru_cache(maxsize=16384)  # a merged card's lines are compared again on every merge
 def _line_key(line: str) -> str:
     return _norm(_SEQ_REF.sub("", re.sub(r"^- \([^)]*\) ", "- ", line)))
 
