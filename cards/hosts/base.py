@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -100,6 +101,33 @@ def complete_lines(data: bytes) -> tuple[list[bytes], int]:
     lines = data[:end].split(b"\n")
     lines.pop()
     return lines, end
+
+
+def parse_json_lines(
+    lines: list[bytes], start_line: int, skipped: Counter, ignore: Callable[[bytes], bool] | None = None
+) -> list[tuple[int, dict]]:
+    """(1-based line number, object) for each JSON-object line; the rest counted by reason.
+
+    `ignore` is a cheap byte check run before parsing, for line types that dominate big files
+    and carry nothing (Claude Code's `progress`, Codex's `token_count`).
+    """
+    parsed: list[tuple[int, dict]] = []
+    for i, raw in enumerate(lines):
+        if not raw.strip():
+            continue
+        if ignore is not None and ignore(raw):
+            skipped["ignored_type"] += 1
+            continue
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            skipped["bad_json"] += 1
+            continue
+        if not isinstance(obj, dict):
+            skipped["unknown_shape"] += 1
+            continue
+        parsed.append((start_line + i + 1, obj))
+    return parsed
 
 
 def parse_ts(value: object) -> datetime | None:

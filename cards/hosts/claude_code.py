@@ -12,21 +12,21 @@ that straddles two incremental reads is kept.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from pathlib import PurePath
 
 from cards.hosts.base import (
+    EMPTY_OUTPUT,
     TEXT_CHARS,
     TOOL_RESULT_CHARS,
-    EMPTY_OUTPUT,
     Carry,
     ReadResult,
     Seqs,
     as_str,
     clip,
     complete_lines,
+    parse_json_lines,
     parse_ts,
     tool_call_text,
 )
@@ -232,22 +232,7 @@ def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) ->
     skipped: Counter = Counter()
     if consumed < len(data):
         skipped["partial_line"] += 1
-    parsed: list[tuple[int, dict]] = []
-    for i, raw in enumerate(lines):
-        if not raw.strip():
-            continue
-        if _is_ignored_line(raw):
-            skipped["ignored_type"] += 1
-            continue
-        try:
-            obj = json.loads(raw)
-        except ValueError:
-            skipped["bad_json"] += 1
-            continue
-        if not isinstance(obj, dict):
-            skipped["unknown_shape"] += 1
-            continue
-        parsed.append((start_line + i + 1, obj))
+    parsed = parse_json_lines(lines, start_line, skipped, _is_ignored_line)
     first = next((o for _, o in parsed if o.get("sessionId")), None)
     session_id = carry.session_id or session_id_for(path, first)
     reader = _Reader(path, start_line, carry, session_id)

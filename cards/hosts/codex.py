@@ -20,15 +20,16 @@ from collections import Counter
 from pathlib import PurePath
 
 from cards.hosts.base import (
+    EMPTY_OUTPUT,
     TEXT_CHARS,
     TOOL_RESULT_CHARS,
-    EMPTY_OUTPUT,
     Carry,
     ReadResult,
     Seqs,
     as_str,
     clip,
     complete_lines,
+    parse_json_lines,
     parse_ts,
     tool_call_text,
 )
@@ -239,28 +240,17 @@ def _session_id(parsed: list[tuple[int, dict]], path: str) -> str:
     return _rollout_session_id(path)
 
 
+def _is_token_count(raw: bytes) -> bool:
+    return b'"token_count"' in raw and b'"event_msg"' in raw[:200]
+
+
 def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) -> ReadResult:
     """Read the whole lines of a Codex rollout chunk (current or legacy format) into Turns."""
     lines, consumed = complete_lines(data)
     skipped: Counter = Counter()
     if consumed < len(data):
         skipped["partial_line"] += 1
-    parsed: list[tuple[int, dict]] = []
-    for i, raw in enumerate(lines):
-        if not raw.strip():
-            continue
-        if b'"token_count"' in raw and b'"event_msg"' in raw[:200]:
-            skipped["ignored_type"] += 1
-            continue
-        try:
-            obj = json.loads(raw)
-        except ValueError:
-            skipped["bad_json"] += 1
-            continue
-        if not isinstance(obj, dict):
-            skipped["unknown_shape"] += 1
-            continue
-        parsed.append((start_line + i + 1, obj))
+    parsed = parse_json_lines(lines, start_line, skipped, _is_token_count)
     session_id = carry.session_id or _session_id(parsed, path)
     reader = _Reader(path, carry, session_id)
     for line_no, obj in parsed:

@@ -34,7 +34,6 @@ Text is bounded (tool output keeps head and tail) and `<memoir-context>` blocks 
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
 from cards.hosts.base import (
@@ -47,6 +46,7 @@ from cards.hosts.base import (
     as_str,
     clip,
     complete_lines,
+    parse_json_lines,
     parse_ts,
 )
 from cards.hosts.strip import strip_injected
@@ -96,24 +96,14 @@ def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) ->
     seqs = Seqs(dict(carry.seqs))
     seen: set[str] = set()
     turns: list[Turn] = []
-    for i, raw in enumerate(lines):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except ValueError:
-            skipped["bad_json"] += 1
-            continue
-        if not isinstance(obj, dict):
-            skipped["unknown_shape"] += 1
-            continue
+    for line_no, obj in parse_json_lines(lines, start_line, skipped):
         uuid = obj.get("uuid")
         if isinstance(uuid, str) and uuid:
             if uuid in seen:
                 skipped["duplicate"] += 1
                 continue
             seen.add(uuid)
-        turn = _turn(obj, path, start_line + i + 1, seqs, skipped)
+        turn = _turn(obj, path, line_no, seqs, skipped)
         if turn is not None:
             turns.append(turn)
     session_ids = tuple(dict.fromkeys(t.session_id for t in turns))
