@@ -39,7 +39,9 @@ def tree(folder: Path) -> dict[str, bytes]:
 def test_runs_killed_at_random_points_converge_to_the_uninterrupted_card_set(tmp_path):
     logs = write_corpus(tmp_path / "logs", sessions=120, loops=6, filler=40)
     reference = tmp_path / "reference"
+    started = time.monotonic()
     memoir(reference, "run", "--no-index", "--logs", str(logs))
+    took = time.monotonic() - started  # kill points scale with it, so a faster pipeline is still cut mid-run
     expected = tree(reference / "cards")
     assert len(expected) > 100
     home = tmp_path / "killed"
@@ -49,7 +51,7 @@ def test_runs_killed_at_random_points_converge_to_the_uninterrupted_card_set(tmp
         proc = subprocess.Popen([sys.executable, "-c", ENTRY, "run", "--no-index", "--logs", str(logs)],
                                 env={**os.environ, "MEMOIR_HOME": str(home)},
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.4, 2.0))
+        time.sleep(rng.uniform(0.3, 0.9) * took)
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
             kills += 1
