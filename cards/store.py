@@ -57,6 +57,23 @@ def write_atomic(path: Path, data: str | bytes, *, sync_dir: bool = True) -> Non
         fsync_dir(path.parent)
 
 
+def remove_temp_files(folder: Path) -> int:
+    """Delete `write_atomic` leftovers (`.<name>.<random>.tmp`) of a killed write; returns how many.
+
+    Readers never take them for cards; call this only under the run lock, when no write is live.
+    """
+    if not folder.is_dir():
+        return 0
+    gone = 0
+    for path in folder.glob(".*.tmp"):
+        try:
+            path.unlink()
+            gone += 1
+        except FileNotFoundError:
+            continue
+    return gone
+
+
 def fsync_dir(directory: Path) -> None:
     """Make renames in `directory` durable; best effort where the filesystem refuses."""
     try:
@@ -262,7 +279,7 @@ class CardStore:
         """Write a batch with one flush for all of it: temp files, one sync, renames, one dir fsync.
 
         A crash at any point leaves each card file old or new, never partial (only stray
-        `.c-*.tmp` files, which `clean_temp_files` removes). A card whose write fails (permission,
+        `.c-*.tmp` files, which `remove_temp_files` removes). A card whose write fails (permission,
         read-only filesystem, quota) comes back as action `failed` with the error; the rest go on.
         """
         outcomes: list[WriteOutcome] = []
@@ -299,14 +316,6 @@ class CardStore:
             fsync_dir(self.cards_dir)
         return outcomes
 
-    def clean_temp_files(self) -> int:
-        """Remove temp files a killed run left behind; they are never read as cards."""
-        removed = 0
-        if self.cards_dir.is_dir():
-            for tmp in self.cards_dir.glob(".c-*.tmp"):
-                _unlink_quietly(tmp)
-                removed += 1
-        return removed
 
 
 def _write_temp(path: Path, text: str) -> str:

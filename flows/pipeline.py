@@ -20,9 +20,9 @@ from cards.ledger import Ledger
 from cards.model import Card, Experience, Turn
 from cards.sanitize import sanitize_with_report
 from cards.segment import SegmentRules, segment_session
-from cards.store import CardStore, render_card
+from cards.store import CardStore, remove_temp_files, render_card
 from flows.lock import run_lock
-from flows.queue import OverflowQueue, remove_temp_files
+from flows.queue import OverflowQueue
 
 Progress = Callable[[str, int, int], None]
 

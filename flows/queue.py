@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from cards.store import write_atomic
+from cards.store import remove_temp_files, write_atomic
 
 KINDS = ("card_write", "index_update", "distill_batch")
 STATES = ("pending", "claimed", "done")
@@ -174,20 +174,6 @@ class OverflowQueue:
     def clean_temp_files(self) -> int:
         """Remove temp files a killed write left behind (call only under the run lock)."""
         return sum(remove_temp_files(self._dir(state)) for state in STATES)
-
-
-def remove_temp_files(folder: Path) -> int:
-    """Delete `write_atomic` leftovers (`.<name>.<random>.tmp`) in one folder; returns how many."""
-    if not folder.is_dir():
-        return 0
-    gone = 0
-    for path in folder.glob(".*.tmp"):
-        try:
-            path.unlink()
-            gone += 1
-        except FileNotFoundError:
-            continue
-    return gone
 
 
 def queue_report(queue_dir: Path, pending_index_ids: int = 0) -> dict:
