@@ -9,9 +9,10 @@ import click
 from cards.config import Settings
 from cards.status import StatusError, StatusReport, StatusSection, build_status
 from flows.cli import cli, emit_json, pass_ctx
+from flows.status_sections import index_section, model_section
 
 # Later stages add a function here (settings -> section) to show their own state, e.g. queue depth.
-EXTRA_SECTIONS: list[Callable[[Settings], StatusSection | None]] = []
+EXTRA_SECTIONS: list[Callable[[Settings], StatusSection | None]] = [model_section, index_section]
 
 
 def status_report(settings: Settings) -> StatusReport:

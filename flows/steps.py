@@ -156,10 +156,13 @@ def record_step(run: Run) -> RunSummary:
 
     plan, summary = run.plan, run.summary
     cards_now, _ = run.store.load_all()
-    record_run(run.settings.state_dir, added=summary.cards.get("new", 0),
-               superseded=plan.counters.get("superseded", 0), merged=plan.counters.get("merged", 0),
-               dropped=len(plan.dropped), conflicts=plan.counters.get("conflicts", 0),
-               counts=count_cards(cards_now), append_only_runs=run.settings.append_only_runs)
+    from flows.status_sections import record_model_run
+
+    record = record_run(run.settings.state_dir, added=summary.cards.get("new", 0),
+                        superseded=plan.counters.get("superseded", 0), merged=plan.counters.get("merged", 0),
+                        dropped=len(plan.dropped), conflicts=plan.counters.get("conflicts", 0),
+                        counts=count_cards(cards_now), append_only_runs=run.settings.append_only_runs)
+    record_model_run(run.settings.state_dir, record.finished, summary.model, dict(summary.distill), summary.alerts)
     return summary
 
 
