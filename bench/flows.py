@@ -1,6 +1,6 @@
 """Prefect overhead: the `nightly` flow against the same stage functions called directly.
 
-    python bench/flows.py [--mb 50] [--keep DIR]
+    python -m bench.flows [--mb 50] [--keep DIR]
 
 Generates a fixed Claude Code-shaped corpus (~50 MB by default), then times, each into a fresh
 memoir home: the direct calls (`flows.steps.nightly_direct`), the flow on a cold ephemeral API
