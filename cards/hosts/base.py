@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from cards.hosts.strip import strip_injected
 from cards.model import Turn
 
 TOOL_CALL_CHARS = 2000  # a call's arguments: enough to see what was run, not a pasted file
@@ -91,6 +92,48 @@ class Seqs:
 
     def frozen(self) -> tuple[tuple[str, int], ...]:
         return tuple(sorted(self.next.items()))
+
+
+class SessionReader:
+    """What every JSON host reader keeps while it walks one chunk: ids, turn numbers, turns, skips."""
+
+    host = ""
+
+    def __init__(self, path: str, carry: Carry, session_id: str) -> None:
+        self.path = path
+        self.session_id = session_id
+        self.seqs = Seqs(dict(carry.seqs))
+        self.cwd = carry.cwd
+        self.branch = carry.git_branch
+        self.turns: list[Turn] = []
+        self.skipped: Counter = Counter()
+        self.tool_names: dict[str, str] = {}
+
+    def add_turn(self, ts: object, line: int, role: str, kind: str, text: str, tool_name: str = "",
+                 limit: int = TEXT_CHARS, *, is_sidechain: bool = False, uuid: str = "") -> None:
+        """One bounded, stripped Turn; an empty tool output still counts as a (silent) result."""
+        text = clip(strip_injected(text), limit) or (EMPTY_OUTPUT if role == "tool" else "")
+        if not text:
+            self.skipped["empty_text"] += 1
+            return
+        self.turns.append(
+            Turn(
+                host=self.host,
+                session_id=self.session_id,
+                seq=self.seqs.take(self.session_id),
+                role=role,
+                kind=kind,
+                text=text,
+                timestamp=parse_ts(ts),
+                tool_name=tool_name,
+                cwd=self.cwd,
+                git_branch=self.branch,
+                source_file=self.path,
+                line=line,
+                is_sidechain=is_sidechain,
+                uuid=uuid,
+            )
+        )
 
 
 def complete_lines(data: bytes) -> tuple[list[bytes], int]:

@@ -17,21 +17,16 @@ from collections import Counter
 from pathlib import PurePath
 
 from cards.hosts.base import (
-    EMPTY_OUTPUT,
     TEXT_CHARS,
     TOOL_RESULT_CHARS,
     Carry,
     ReadResult,
-    Seqs,
+    SessionReader,
     as_str,
-    clip,
     complete_lines,
     parse_json_lines,
-    parse_ts,
     tool_call_text,
 )
-from cards.hosts.strip import strip_injected
-from cards.model import Turn
 
 HOST = "claude-code"
 
@@ -86,47 +81,22 @@ def _result_text(content: object) -> str:
     return ""
 
 
-class _Reader:
+class _Reader(SessionReader):
     """Walks the parsed lines of one chunk, turning conversation blocks into Turns."""
 
+    host = HOST
+
     def __init__(self, path: str, start_line: int, carry: Carry, session_id: str) -> None:
-        self.path = path
+        super().__init__(path, carry, session_id)
         self.start_line = start_line
-        self.session_id = session_id
-        self.seqs = Seqs(dict(carry.seqs))
-        self.cwd = carry.cwd
-        self.branch = carry.git_branch
-        self.turns: list[Turn] = []
-        self.skipped: Counter = Counter()
         self.seen_uuids: set[str] = set()
         self.seen_blocks: set[tuple] = set()
-        self.tool_names: dict[str, str] = {}
 
     def emit(
         self, obj: dict, line: int, role: str, kind: str, text: str, tool_name: str = "", limit: int = TEXT_CHARS
     ) -> None:
-        text = clip(strip_injected(text), limit) or (EMPTY_OUTPUT if role == "tool" else "")
-        if not text:
-            self.skipped["empty_text"] += 1
-            return
-        self.turns.append(
-            Turn(
-                host=HOST,
-                session_id=self.session_id,
-                seq=self.seqs.take(self.session_id),
-                role=role,
-                kind=kind,
-                text=text,
-                timestamp=parse_ts(obj.get("timestamp")),
-                tool_name=tool_name,
-                cwd=self.cwd,
-                git_branch=self.branch,
-                source_file=self.path,
-                line=line,
-                is_sidechain=bool(obj.get("isSidechain")),
-                uuid=as_str(obj.get("uuid")),
-            )
-        )
+        self.add_turn(obj.get("timestamp"), line, role, kind, text, tool_name, limit,
+                      is_sidechain=bool(obj.get("isSidechain")), uuid=as_str(obj.get("uuid")))
 
     def line(self, obj: dict, line: int) -> None:
         kind = obj.get("type")

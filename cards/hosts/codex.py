@@ -20,21 +20,16 @@ from collections import Counter
 from pathlib import PurePath
 
 from cards.hosts.base import (
-    EMPTY_OUTPUT,
     TEXT_CHARS,
     TOOL_RESULT_CHARS,
     Carry,
     ReadResult,
-    Seqs,
+    SessionReader,
     as_str,
-    clip,
     complete_lines,
     parse_json_lines,
-    parse_ts,
     tool_call_text,
 )
-from cards.hosts.strip import strip_injected
-from cards.model import Turn
 
 HOST = "codex"
 
@@ -108,42 +103,18 @@ def output_text_and_failed(output: object) -> tuple[str, bool]:
     return text, failed
 
 
-class _Reader:
+class _Reader(SessionReader):
     """Walks the parsed lines of one chunk (either format), emitting each text once."""
 
+    host = HOST
+
     def __init__(self, path: str, carry: Carry, session_id: str) -> None:
-        self.path = path
-        self.session_id = session_id
-        self.seqs = Seqs(dict(carry.seqs))
-        self.cwd = carry.cwd
-        self.branch = carry.git_branch
-        self.turns: list[Turn] = []
-        self.skipped: Counter = Counter()
-        self.tool_names: dict[str, str] = {}
+        super().__init__(path, carry, session_id)
         self.last_ts: object = None  # legacy items carry no timestamp: they get the session's start
 
     def emit(self, ts: object, line: int, role: str, kind: str, text: str, tool_name: str = "",
              limit: int = TEXT_CHARS) -> None:
-        text = clip(strip_injected(text), limit) or (EMPTY_OUTPUT if role == "tool" else "")
-        if not text:
-            self.skipped["empty_text"] += 1
-            return
-        self.turns.append(
-            Turn(
-                host=HOST,
-                session_id=self.session_id,
-                seq=self.seqs.take(self.session_id),
-                role=role,
-                kind=kind,
-                text=text,
-                timestamp=parse_ts(ts or self.last_ts),
-                tool_name=tool_name,
-                cwd=self.cwd,
-                git_branch=self.branch,
-                source_file=self.path,
-                line=line,
-            )
-        )
+        self.add_turn(ts or self.last_ts, line, role, kind, text, tool_name, limit)
 
     def line(self, obj: dict, line: int) -> None:
         self.last_ts = obj.get("timestamp") or self.last_ts
