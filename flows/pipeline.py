@@ -1,14 +1,15 @@
-"""The nightly pipeline as plain stage functions: collect → sanitize → segment → draft → rules → gates → store → index.
+"""The run's stage functions (collect, sanitize + segment + draft, store) and `run_pipeline`.
 
-Prefect flows (flows/nightly.py) call these same functions; nothing here knows about Prefect.
-Each stage is a pure function over dataclasses except the edges (collect, store, index, ledger).
+The order of a run lives in `flows/steps.py` (index check → collect → transform → distill →
+store → index → ledger → record), which both `memoir run` and the Prefect `nightly` flow call;
+the distill and index stages are in `flows/stages.py`. Nothing here knows about Prefect.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -86,16 +87,10 @@ def sanitize_turns(turns: Iterable[Turn], blob_cap: int, redacted: Counter) -> l
         result = sanitize_with_report(turn.text, blob_cap)
         if result.counts:
             redacted.update(result.counts)
-            out.append(_with_text(turn, result.text))
+            out.append(replace(turn, text=result.text))
         else:
             out.append(turn)
     return out
-
-
-def _with_text(turn: Turn, text: str) -> Turn:
-    from dataclasses import replace
-
-    return replace(turn, text=text)
 
 
 def plan_experiences(
