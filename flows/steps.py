@@ -59,6 +59,7 @@ class Run:
     queue: OverflowQueue
     index: object = None  # flows.stages.IndexStage, or None with --no-index
     plan: object = None  # the rules plan, for the run record
+    library: dict = field(default_factory=dict)  # id -> Card as on disk, kept current by store_step
 
 
 def start_run(settings: Settings, with_index: bool = True) -> Run:
@@ -113,6 +114,7 @@ def distill_step(run: Run, drafted: list) -> list[Card]:
 
     summary = run.summary
     library, unreadable = run.store.load_all()
+    run.library = {c.id: c for c in library}
     summary.notes.extend(f"unreadable card file: {p}" for p in unreadable)
     index_open = run.index.open() if run.index else None
     neighbourhood = Neighbourhood(library, index_open, run.index.embedder if index_open else None)
@@ -131,7 +133,9 @@ def distill_step(run: Run, drafted: list) -> list[Card]:
 
 def store_step(run: Run, cards: list[Card]) -> list[str]:
     """Write the card files; a refused write goes to the overflow queue. Returns changed ids."""
-    return [c.id for c in store_cards(run.store, cards, run.summary, run.queue)]
+    changed = store_cards(run.store, cards, run.summary, run.queue)
+    run.library.update((c.id, c) for c in changed)
+    return [c.id for c in changed]
 
 
 def index_step(run: Run, changed: list[str]) -> None:
@@ -155,7 +159,7 @@ def record_step(run: Run) -> RunSummary:
     from cards.status import count_cards, record_run
 
     plan, summary = run.plan, run.summary
-    cards_now, _ = run.store.load_all()
+    cards_now = run.library.values()  # what is on disk now, without parsing every file again
     from flows.status_sections import record_model_run
 
     record = record_run(run.settings.state_dir, added=summary.cards.get("new", 0),
