@@ -109,6 +109,21 @@ class SessionReader:
         self.skipped: Counter = Counter()
         self.tool_names: dict[str, str] = {}
 
+    def result(self, consumed: int, lines: int) -> ReadResult:
+        """What a one-session chunk yields: its turns, skips, and the carry for the next read."""
+        carry = Carry(session_id=self.session_id, cwd=self.cwd, git_branch=self.branch, seqs=self.seqs.frozen())
+        return ReadResult(
+            turns=self.turns,
+            skipped=self.skipped,
+            session_id=self.session_id,
+            session_ids=(self.session_id,),
+            consumed=consumed,
+            lines=lines,
+            carry=carry,
+            resume_at=consumed,
+            resume_line=lines,
+        )
+
     def add_turn(self, ts: object, line: int, role: str, kind: str, text: str, tool_name: str = "",
                  limit: int = TEXT_CHARS, *, is_sidechain: bool = False, uuid: str = "") -> None:
         """One bounded, stripped Turn; an empty tool output still counts as a (silent) result."""

@@ -227,15 +227,4 @@ def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) ->
     for line_no, obj in parsed:
         reader.line(obj, line_no)
     reader.skipped.update(skipped)
-    new_carry = Carry(session_id=session_id, cwd=reader.cwd, git_branch=reader.branch, seqs=reader.seqs.frozen())
-    return ReadResult(
-        turns=reader.turns,
-        skipped=reader.skipped,
-        session_id=session_id,
-        session_ids=(session_id,),
-        consumed=consumed,
-        lines=len(lines),
-        carry=new_carry,
-        resume_at=consumed,
-        resume_line=len(lines),
-    )
+    return reader.result(consumed, len(lines))
