@@ -20,3 +20,21 @@ def memoir_home(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.delenv("MEMOIR_CONFIG", raising=False)
     return home
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    """The real model, loaded and warmed once per test module."""
+    from index.embed import default_embedder
+
+    e = default_embedder()
+    e.encode_one("warm up")
+    return e
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, embedder):
+    """A home built once per module from the feedcli example log; tests copy it before changing it."""
+    from tests.user_cards import FEEDCLI_LOG, build_home
+
+    return build_home(tmp_path_factory.mktemp("built") / "home", [FEEDCLI_LOG])

@@ -24,29 +24,15 @@ from flows import commands  # noqa: F401  (registers the subcommands)
 from flows.cli import cli
 from flows.pipeline import run_pipeline
 from index.db import open_index
-from index.embed import default_embedder
 from index.search import search_cards
 from tests.test_hand_edits import reset_ledger
 from tests.user_cards import (
     FEEDCLI_CARD,
     FEEDCLI_LOG,
-    build_home,
     card,
     copy_home,
     store_of,
 )
-
-
-@pytest.fixture(scope="module")
-def embedder():
-    e = default_embedder()
-    e.encode_one("warm up")
-    return e
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory, embedder):
-    return build_home(tmp_path_factory.mktemp("built") / "home", [FEEDCLI_LOG])
 
 
 def invoke(settings, *args, **kw):

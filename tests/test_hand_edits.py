@@ -4,19 +4,15 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-import pytest
-
 from cards.distill.rules import apply_rules
 from cards.model import Experience, Source, Turn
 from cards.store import content_hash
 from flows.pipeline import run_pipeline
 from index.db import open_index
-from index.embed import default_embedder
 from index.recall import recall
 from tests.user_cards import (
     FEEDCLI_CARD,
     FEEDCLI_LOG,
-    build_home,
     card,
     copy_home,
     store_of,
@@ -28,18 +24,6 @@ NEW_CONCLUSION = (
 )
 QUERY = "npm run build fails with TS2339 after switching fetchFeed to undici fetch: Response.json() is unknown"
 NOW = datetime(2026, 10, 15, tzinfo=timezone.utc)
-
-
-@pytest.fixture(scope="module")
-def embedder():
-    e = default_embedder()
-    e.encode_one("warm up")
-    return e
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory, embedder):
-    return build_home(tmp_path_factory.mktemp("built") / "home", [FEEDCLI_LOG])
 
 
 def reset_ledger(settings) -> None:

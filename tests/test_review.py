@@ -14,18 +14,10 @@ from flows import commands  # noqa: F401  (registers the subcommands)
 from flows.cli import cli
 from flows.pipeline import run_pipeline
 from index.db import open_index
-from index.embed import default_embedder
 from tests.test_hand_edits import reset_ledger
 from tests.user_cards import SHORTY_LOG, build_home, card, copy_home, store_of
 
 FIRST, SECOND = "c-8aa6394b84a46f49", "c-0ddaea15d5d1a472"  # SHORTY_LOG's candidates, oldest first
-
-
-@pytest.fixture(scope="module")
-def embedder():
-    e = default_embedder()
-    e.encode_one("warm up")
-    return e
 
 
 @pytest.fixture(scope="module")
