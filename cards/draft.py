@@ -9,9 +9,12 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 
+from cards.conclude import choose_conclusion
 from cards.distill.rules import Disproval, Statement, conclusion_statement, find_disproved
 from cards.model import Card, Experience, Source, Turn
+from cards.segment import commit_subject, is_chatter
 from cards.signatures import error_signature
+from cards.title import make_title, strip_boilerplate
 
 MAX_GOAL = 800
 MAX_CONCLUSION = 1200
@@ -52,7 +55,10 @@ def _clip(text: str, limit: int) -> str:
         return text
     cut = text[:limit]
     stop = max(cut.rfind(". "), cut.rfind("\n"))
-    return (cut[: stop + 1] if stop > limit // 2 else cut).rstrip() + " […]"
+    cut = (cut[: stop + 1] if stop > limit // 2 else cut).rstrip()
+    if cut.count("```") % 2:  # never leave a code fence open: cut before the block instead
+        cut = cut[: cut.rfind("```")].rstrip() or cut + "\n```"
+    return cut + " […]"
 
 
 def _one_line(text: str, limit: int = MAX_ITEM) -> str:
@@ -208,6 +214,14 @@ def _background(exp: Experience) -> str:
         "start": "",
         "task_switch": " The user switched to this task from an earlier one.",
         "wrap_up": " Started after the previous task was wrapped up.",
+        "commit": " Started after the previous task was committed.",
+        "tests_green": " Started after the previous task's checks passed.",
+        "tracker_close": " Started after the previous task was closed in its tracker.",
+        "pr": " Started after a pull request closed the previous task.",
+        "plan_accepted": " Started when the plan for it was accepted.",
+        "user_done": " Started after the user called the previous task done.",
+        "said_done": " Started after the previous task was reported done.",
+        "clear": " Started after the user cleared the conversation.",
         "pause": " Resumed after a long pause.",
         "compaction": " Follows a host compaction of earlier context.",
         "error_change": " A new error took over from the previous one.",
@@ -215,22 +229,47 @@ def _background(exp: Experience) -> str:
     return f"{head}; {exp.host} session `{exp.session_id}`{when}, turns {exp.first_seq}–{exp.last_seq}.{reason}"
 
 
+def _goal(exp: Experience) -> str:
+    """The user's first real request (greetings, slash commands and interruption markers skipped)."""
+    for t in exp.turns:
+        if t.role == "user" and t.kind == "text" and not is_chatter(t.text):
+            text = strip_boilerplate(t.text)
+            if text:
+                return text
+    return ""
+
+
+def _last_commit_subject(exp: Experience) -> str:
+    for t in reversed(exp.turns):
+        if t.kind == "tool_result" and (subject := commit_subject(t.text)):
+            return subject
+    return ""
+
+
 def draft_card(exp: Experience, min_conclusion_chars: int = 40) -> Card:
-    """A rule-filled card; its status is `incomplete` when the conclusion fails the integrity check."""
-    goal = next((t.text for t in exp.turns if t.role == "user" and t.kind == "text" and t.text.strip()), "")
+    """A rule-filled card: `incomplete` when the conclusion fails the integrity check, `candidate`
+    (gate `no_settled_conclusion`) when the session settled nothing a card could state."""
+    goal = _goal(exp)
     if not goal and exp.error_signature:
         goal = f"Get past `{exp.error_signature}` (continued from the previous task)."
-    statement = conclusion_statement(exp.turns)
-    conclusion, _ = _pick(exp, statement)
-    verified = statement.verified_by if statement is not None and statement.text and conclusion else None
-    problem = conclusion_problem(conclusion, min_conclusion_chars)
+    found = choose_conclusion(exp.turns)
+    conclusion = _clip(found.text, MAX_CONCLUSION) if found.settled else ""
+    verified = found.verified_by if found.settled else None
+    if found.settled:
+        problem = conclusion_problem(conclusion, min_conclusion_chars)
+        status = "incomplete" if problem else "active"
+    else:
+        problem, status = "no_settled_conclusion", "candidate"
     # Topics come from what was asked, said, run and failed; tool output (file bodies, logs) is
     # incidental and would tag every card with whatever the files happened to mention.
     all_text = "\n".join(t.text[:2000] for t in exp.turns if t.kind in ("text", "tool_call", "error"))
     lo, hi = exp.lines
+    title = make_title(commit_subject=_last_commit_subject(exp), signature=exp.error_signature,
+                       conclusion=conclusion, request=goal, settled=found.settled and not problem)
     return Card(
         id=exp.id,
-        status="incomplete" if problem else "active",
+        title=title,
+        status=status,
         quality="rule",
         topics=topics_of(all_text, exp.error_signature),
         task_type=task_type_of(exp),
@@ -255,4 +294,5 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40) -> Card:
         conclusion=conclusion,
         counterexamples=_counterexamples(exp),
         follow_up=_follow_up(exp),
+        extra={"conclusion_source": found.source} if found.source else {},
     )

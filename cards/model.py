@@ -121,6 +121,7 @@ class Card:
     """One experience card: six sections plus the front matter that governs recall."""
 
     id: str
+    title: str = ""  # the card file's `# ` heading; `display_title` falls back for older files
     status: str = "active"
     quality: str = "rule"
     topics: tuple[str, ...] = ()

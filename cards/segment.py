@@ -1,14 +1,23 @@
-"""Rule segmentation: cut a session's turns into experiences, one problem loop each.
+"""Rule segmentation: cut a session's turns into experiences, one task or problem loop each.
 
-Boundaries come from what happened, never from character or turn counts: an explicit task
-switch by the user, a new request after a wrap-up (tests pass, commit, "done"), one error
-signature replaced by another, a long pause, a host compaction boundary. Cuts fall only
-before a user message, before a tool call, or at a compaction summary, so an assistant's
-conclusion is never split across two experiences.
+Real agent sessions mark where a task ends, so those marks are the boundaries: a `git commit`
+that succeeded, a task tracker closed (`bd close`, `gh issue close`, every TodoWrite/update_plan
+item completed), a pull request created, a plan accepted (ExitPlanMode), `/clear` and `/compact`,
+a host compaction summary, the user moving to a new task or saying the work is done, a long
+pause, and one error signature replaced by another. Never a character or turn count.
+
+Cuts fall only before a user message, before a tool call, or at a compaction summary, so an
+assistant's closing report stays with the work it reports on. Weak signals (tests green, the
+assistant saying "done", the user's "now …") do not cut while a check is still red: one
+red→green cycle is one experience.
+
+`skip_reason` says why an experience is not worth a card (greeting, warm-up, only a slash
+command, interrupted before any tool ran, Aider's start-up banner); the run counts those.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from datetime import timedelta
@@ -17,11 +26,19 @@ from cards.model import Experience, Turn
 from cards.signatures import error_signature
 
 _SWITCH = re.compile(
-    r"^\W*(?:(?:ok(?:ay)?|great|thanks|thank you|cool|perfect|nice|good)\W+)*"
+    r"^\W*(?:(?:ok(?:ay)?|great|thanks|thank you|cool|perfect|nice|good|alright|awesome)\W+)*"
     r"(?:now\b|next\b|new task|another (?:thing|question|task|issue)|moving on|move on|"
     r"let'?s (?:move on|switch|now|turn to|look at something else)|switch(?:ing)? to|unrelated|"
     r"different (?:topic|question|task)|separately|one more thing|on another note|also,? can you|"
-    r"new question)",
+    r"new question|back (?:after|from|again)\b|next up\b|on to\b)",
+    re.I,
+)
+# A hard switch cuts even while a check is red: the user left the old problem on purpose.
+_HARD_SWITCH = re.compile(r"^\W*(?:new task|unrelated|different (?:topic|task)|separately|on another note)", re.I)
+_USER_DONE = re.compile(
+    r"^\W*(?:(?:ok(?:ay)?|great|thanks|thank you|cool|perfect|nice|good|awesome|lgtm|looks good)\W+)*"
+    r"(?:(?:that|it|this|everything) (?:works|worked|is (?:fixed|working|done))|works now|lgtm|looks good|"
+    r"all good|ship it|we'?re done|done for (?:now|today))\b",
     re.I,
 )
 _WRAP_TOOL = re.compile(
@@ -30,14 +47,31 @@ _WRAP_TOOL = re.compile(
     re.I,
 )
 _WRAP_WORDS = ("pass", "ok (", "ran ", "succeeded", "successfully")  # one is in every _WRAP_TOOL match
-_COMMIT_OUTPUT = re.compile(r"\[[\w./-]+ [0-9a-f]{7,}\] ")  # git commit's "[main 1a2b3c4] message"
+_COMMIT_OUTPUT = re.compile(r"\[[\w./@+-]+(?: \([^)\n]{1,40}\))? [0-9a-f]{7,}\] ")  # "[main 1a2b3c4] message"
 _WRAP_SAY = re.compile(
     r"\b(?:all (?:tests|checks) (?:now )?pass|(?:it|this|that|everything) (?:now )?works|"
     r"works now|is (?:now )?fixed|fixed it|committed|done[.!]|that'?s done|all set)\b",
     re.I,
 )
 _STILL_FAILING = re.compile(r"\b(?:[1-9]\d* (?:failed|errors?)|FAILED|FAIL:|Traceback)\b")
-_COMMIT = re.compile(r"\bgit commit\b")
+_COMMIT = re.compile(r"\bgit\b(?:\s+-[Cc]\s+\S+)*\s+commit\b(?!\S*\s+--dry-run)")
+_TRACKER_CLOSE = re.compile(
+    r"\bbd close\b|\bgh issue close\b|\bbd update\b[^\n]*--status[= ](?:closed|done)|\bjira issue move\b[^\n]*\bdone\b",
+    re.I,
+)
+_PR_CREATE = re.compile(r"\bgh pr create\b|\bglab mr create\b", re.I)
+# After a commit, these keep the wrap-up going; any other tool call starts the next piece of work.
+_WRAP_COMMANDS = re.compile(r"\bgit (?:push|log|status|show|diff|tag)\b|\bgh (?:pr|issue)\b|\bbd\b", re.I)
+_PLAN_TOOLS = frozenset({"todowrite", "update_plan"})
+_CLEAR_COMMANDS = frozenset({"/clear", "/new", "/reset"})
+_SLASH = re.compile(r"^/[a-z][\w:.-]*(?:\s|$)", re.I)
+_INTERRUPTED = re.compile(r"^\[Request interrupted by user[^\]]*\]$")
+_GREETING = re.compile(
+    r"^\W*(?:hi+|hey+|hello|yo|hiya|howdy|good (?:morning|afternoon|evening)|gm|thanks?(?: you)?(?: so much)?|"
+    r"thx|ty|cheers|ok(?:ay)?|k|cool|great|nice|perfect|awesome|test(?:ing)?|ping|are you there|warmup|"
+    r"how are you(?: doing)?|what'?s up|sup)(?:[\s,!.?]+(?:there|claude|codex|aider|mate|buddy|again))*[\s!.?:)]*$",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
@@ -49,6 +83,36 @@ class SegmentRules:
 
 def is_task_switch(text: str) -> bool:
     return bool(_SWITCH.match(text.strip()))
+
+
+def slash_command(text: str) -> str:
+    """`/name` when the whole text is one slash command the user typed, else ''."""
+    text = text.strip()
+    if not _SLASH.match(text) or "\n" in text:
+        return ""
+    return text.split(None, 1)[0].lower()
+
+
+# Host commands that set something up rather than ask for work, whatever their arguments.
+_SETUP_COMMANDS = frozenset({
+    "/model", "/config", "/permissions", "/cost", "/status", "/login", "/logout", "/add-dir", "/mcp",
+    "/resume", "/memory", "/vim", "/theme", "/exit", "/quit", "/help", "/add", "/drop", "/read-only",
+    "/tokens", "/clear", "/compact", "/new", "/reset", "/undo", "/diff", "/ls", "/map", "/settings",
+    "/editor", "/chat-mode", "/approvals", "/init", "/doctor", "/bug", "/review", "/hooks", "/agents",
+})
+
+
+def is_chatter(text: str) -> bool:
+    """A greeting, a thank-you, a warm-up, an interruption marker or a set-up slash command: no request.
+
+    A custom slash command with arguments (`/orchestrator build the app`) is a request: its
+    arguments are what the user asked for.
+    """
+    text = text.strip()
+    if not text or _GREETING.match(text) or _INTERRUPTED.match(text):
+        return True
+    cmd = slash_command(text)
+    return bool(cmd) and (cmd in _SETUP_COMMANDS or text.lower() == cmd)
 
 
 def is_wrap_up(turn: Turn) -> bool:
@@ -65,8 +129,39 @@ def is_wrap_up(turn: Turn) -> bool:
     return False
 
 
+def is_commit_output(text: str) -> bool:
+    return bool(_COMMIT_OUTPUT.search(text[:4000]))
+
+
+def commit_subject(text: str) -> str:
+    """The subject line of a successful commit's output ('[main 1a2b3c4] subject'), else ''."""
+    m = _COMMIT_OUTPUT.search(text[:4000])
+    if not m:
+        return ""
+    return text[m.end():].split("\n", 1)[0].strip().strip('"\\').strip()
+
+
+def plan_completed(turn: Turn) -> bool:
+    """A TodoWrite / update_plan call whose every item is completed."""
+    if turn.kind != "tool_call" or turn.tool_name.lower() not in _PLAN_TOOLS:
+        return False
+    body = turn.text.split(" ", 1)[1] if " " in turn.text else ""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return False
+    items = data.get("todos") or data.get("plan") if isinstance(data, dict) else None
+    if not isinstance(items, list) or not items:
+        return False
+    return all(isinstance(i, dict) and str(i.get("status", "")).lower() == "completed" for i in items)
+
+
 def _is_user_text(turn: Turn) -> bool:
     return turn.role == "user" and turn.kind == "text" and bool(turn.text.strip())
+
+
+def _is_request(turn: Turn) -> bool:
+    return _is_user_text(turn) and not is_chatter(turn.text)
 
 
 def _last_tool_call(turns: list[Turn]) -> int:
@@ -76,15 +171,50 @@ def _last_tool_call(turns: list[Turn]) -> int:
     return -1
 
 
+_TOOLING_ERROR = re.compile(
+    r"(?i)failed to find expected lines|invalid hunk|string to replace not found|file has not been read yet|"
+    r"<tool_use_error>|tool call (?:error|failed)|no such tool|doesn'?t want to (?:proceed|take this action)|"
+    r"request interrupted by user|was rejected by the user|permission to use \w+ has been denied|"
+    r"old_string|found \d+ matches of the string to replace|file does not exist\. current working directory"
+)
+_EDIT_TOOLS = frozenset({
+    "edit", "multiedit", "write", "notebookedit", "apply_patch", "str_replace_editor",
+    "str_replace_based_edit_tool", "create_file", "edit_file", "write_file", "read", "glob", "grep", "ls",
+    "exitplanmode", "todowrite", "update_plan", "webfetch", "websearch", "web_search",
+})
+
+
+def is_tooling_error(turn: Turn) -> bool:
+    """An error of the agent's own tooling (a patch that did not apply, a denied tool), not the problem."""
+    if turn.kind != "error":
+        return False
+    if turn.tool_name.lower() in _EDIT_TOOLS:
+        return True
+    return bool(_TOOLING_ERROR.search(turn.text[:2000]))
+
+
+def problem_signature(turn: Turn) -> str:
+    """The error signature of a turn that shows the problem itself ('' for tooling errors)."""
+    if turn.kind != "error" or is_tooling_error(turn):
+        return ""
+    return error_signature(turn.text)
+
+
 class _Builder:
     def __init__(self, host: str, session_id: str):
         self.host, self.session_id = host, session_id
         self.out: list[Experience] = []
+        self.boundary_in = "start"
         self.reset()
 
     def reset(self) -> None:
         self.turns: list[Turn] = []
-        self.wrapped = False
+        self.wrapped = ""  # why the task is wrapped up: commit, tests_green, tracker_close, pr, said_done
+        self.committed = False  # a commit landed: the next unrelated tool call is new work
+        self.plan_accepted = False
+        self.pending_commit = False
+        self.pending_plan = False
+        self.red = False  # a check failed and nothing has passed since
         self.signature = ""
         self.resolved_since_signature = False
 
@@ -96,45 +226,107 @@ class _Builder:
         self.reset()
 
     def _experience(self, turns: list[Turn], boundary: str) -> Experience:
-        signatures = [error_signature(t.text) for t in turns if t.kind == "error"]
-        signatures = [s for s in signatures if s]
         return Experience(
             host=self.host,
             session_id=self.session_id,
             turns=tuple(turns),
             boundary=boundary,
-            error_signature=signatures[0] if signatures else "",
+            error_signature=experience_signature(turns),
         )
+
+
+def experience_signature(turns: list[Turn] | tuple[Turn, ...]) -> str:
+    """The failure an experience is about: an error the user pasted, else the first real error seen."""
+    for t in turns:
+        if _is_user_text(t) and (sig := _pasted_signature(t.text)):
+            return sig
+    for t in turns:
+        if sig := problem_signature(t):
+            return sig
+    return ""
+
+
+# Output pasted into a prompt, not prose that names an error ("ImportError on startup").
+_PASTED_HINT = re.compile(
+    r"\b\w*(?:Error|Exception)\b(?: \[\w+\])?: \S|error(?:\[\w+\])?: \S|panic: |Traceback \(most recent|"
+    r"^FAILED |CrashLoopBackOff|command not found|^HTTP/[\d.]+ [45]\d\d|^Error: ",
+    re.M,
+)
+
+
+def _pasted_signature(text: str) -> str:
+    """A signature from an error the user pasted into the prompt (not from a plain request)."""
+    if len(text) < 20 or not _PASTED_HINT.search(text):
+        return ""
+    return error_signature(text)
 
 
 def _has_substance(turns: list[Turn]) -> bool:
     """A user asked and the assistant acted or answered at some length; pleasantries are not experiences."""
-    asked = sum(len(t.text.strip()) for t in turns if _is_user_text(t))
+    asked = sum(len(t.text.strip()) for t in turns if _is_request(t))
     acted = any(t.role == "assistant" and t.kind == "tool_call" for t in turns)
     answered = sum(len(t.text.strip()) for t in turns if t.role == "assistant" and t.kind == "text")
     return asked > 0 and (acted or answered >= 40 or (asked >= 20 and answered > 0))
 
 
+def skip_reason(turns: list[Turn] | tuple[Turn, ...]) -> str:
+    """Why these turns are worth no card ('' when they are): the run counts each reason."""
+    users = [t for t in turns if _is_user_text(t)]
+    acted = any(t.kind == "tool_call" for t in turns)
+    if not users:
+        return "banner" if turns and turns[0].host == "aider" else "no_request"
+    if all(t.text.strip().lower() == "warmup" for t in users):
+        return "warmup"
+    if all(slash_command(t.text) and is_chatter(t.text) for t in users):
+        return "slash_command_only"
+    if not acted and any(_INTERRUPTED.match(t.text.strip()) for t in users):
+        return "interrupted"
+    if all(is_chatter(t.text) for t in users):
+        return "greeting"
+    if not _has_substance(list(turns)):
+        return "no_substance"
+    return ""
+
+
 def segment_session(turns: list[Turn] | tuple[Turn, ...], rules: SegmentRules = SegmentRules()) -> list[Experience]:
     """Cut one session's ordered turns into experiences; compaction summaries are boundaries, not content."""
+    return segment_with_skips(turns, rules)[0]
+
+
+def segment_with_skips(turns: list[Turn] | tuple[Turn, ...],
+                       rules: SegmentRules = SegmentRules()) -> tuple[list[Experience], list[str]]:
+    """Experiences worth a card, plus a skip reason for each stretch of turns that is not."""
     if not turns:
-        return []
+        return [], []
     b = _Builder(turns[0].host, turns[0].session_id)
-    b.boundary_in = "start"
+    skipped: list[str] = []
+    original_close = b.close
+
+    def close(boundary: str) -> None:
+        if b.turns and not (_has_substance(b.turns) or b.boundary_in == "error_change"):
+            skipped.append(skip_reason(b.turns) or "no_substance")
+        original_close(boundary)
+
     last_ts = None
     for turn in turns:
         if turn.kind == "summary":
-            b.close("compaction")
+            close("compaction")
+            continue
+        if _is_user_text(turn) and (cmd := slash_command(turn.text)) in _CLEAR_COMMANDS | {"/compact"}:
+            close("clear" if cmd in _CLEAR_COMMANDS else "compaction")
             continue
         if b.turns and _is_user_text(turn):
             paused = last_ts and turn.timestamp and turn.timestamp - last_ts > rules.pause
             if paused:
-                b.close("pause")
-            elif b.wrapped:
-                b.close("wrap_up")
-            elif is_task_switch(turn.text):
-                b.close("task_switch")
-        if turn.kind == "error":
+                close("pause")
+            elif b.committed or b.plan_accepted or (b.wrapped and not b.red):
+                close(b.wrapped or ("plan_accepted" if b.plan_accepted else "commit"))
+            elif is_task_switch(turn.text) and (not b.red or _HARD_SWITCH.match(turn.text.strip())):
+                close("task_switch")
+        elif b.turns and turn.kind == "tool_call" and (b.committed or b.plan_accepted):
+            if b.plan_accepted or not _WRAP_COMMANDS.search(turn.text[:400]):
+                close("plan_accepted" if b.plan_accepted else b.wrapped or "commit")
+        if turn.kind == "error" and not is_tooling_error(turn):
             sig = error_signature(turn.text)
             if sig and b.signature and sig != b.signature and b.resolved_since_signature:
                 cut = _last_tool_call(b.turns)
@@ -147,14 +339,58 @@ def segment_session(turns: list[Turn] | tuple[Turn, ...], rules: SegmentRules = 
             if sig:
                 b.signature = sig
                 b.resolved_since_signature = False
+            b.red = True
         elif turn.kind == "tool_result" and b.signature:
             b.resolved_since_signature = True
         b.turns.append(turn)
-        if is_wrap_up(turn):
-            b.wrapped = True
-        elif _is_user_text(turn):
-            b.wrapped = False
+        _observe(b, turn)
         if turn.timestamp:
             last_ts = turn.timestamp
-    b.close("end")
-    return b.out
+    close("end")
+    return b.out, skipped
+
+
+def _observe(b: _Builder, turn: Turn) -> None:
+    """Update the builder's wrap-up state with what this turn shows."""
+    if turn.kind == "tool_call":
+        if _COMMIT.search(turn.text):
+            b.pending_commit = True
+        if _TRACKER_CLOSE.search(turn.text[:2000]):
+            b.wrapped = "tracker_close"
+        elif _PR_CREATE.search(turn.text[:2000]):
+            b.wrapped = "pr"
+        elif plan_completed(turn):
+            b.wrapped = "tracker_close"
+        if turn.tool_name.lower() == "exitplanmode":
+            b.pending_plan = True
+        return
+    if turn.kind in ("tool_result", "error"):
+        if b.pending_plan and turn.tool_name.lower() in ("exitplanmode", ""):
+            b.pending_plan = False
+            b.plan_accepted = turn.kind == "tool_result"
+        if b.pending_commit and turn.kind == "tool_result" and is_commit_output(turn.text):
+            b.pending_commit = False
+            b.committed = True
+            b.wrapped = "commit"
+            b.red = False
+            return
+        if turn.kind == "error":
+            if not is_tooling_error(turn):
+                b.red = True
+            return
+        if is_wrap_up(turn):
+            b.red = False
+            b.wrapped = b.wrapped or "tests_green"
+        elif _STILL_FAILING.search(turn.text[-2000:]):
+            b.red = True
+        return
+    if turn.role == "assistant" and turn.kind == "text":
+        if not b.red and _WRAP_SAY.search(turn.text):
+            b.wrapped = b.wrapped or "said_done"
+        return
+    if _is_request(turn):
+        if _USER_DONE.match(turn.text.strip()) and not b.red:
+            b.wrapped = "user_done"
+        else:
+            # A new request inside the task: the wrap-up it followed (if any) did not end the task.
+            b.wrapped = ""

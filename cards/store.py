@@ -22,6 +22,7 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 from cards.model import SECTION_TITLES, SECTIONS, Card, Source
 from cards.render import render
+from cards.title import display_title
 
 FRONT_MATTER_ORDER = (
     "id", "status", "quality", "topics", "task_type", "workspace", "created", "updated",
@@ -91,14 +92,6 @@ def content_hash(text: str | bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _title(card: Card) -> str:
-    for text in (card.goal, card.conclusion, card.background):
-        line = next((ln.strip(" #-*>`") for ln in text.splitlines() if ln.strip(" #-*>`")), "")
-        if line:
-            return line[:100]
-    return card.id
-
-
 def front_matter(card: Card) -> dict:
     data = {
         "id": card.id,
@@ -129,11 +122,12 @@ def render_card(card: Card) -> str:
         "card.md.j2",
         card=card,
         front_matter=fm,
-        title=_title(card),
+        title=display_title(card),
         sections=[(name, SECTION_TITLES[name]) for name in SECTIONS],
     )
 
 
+_H1 = re.compile(r"^# (.+)$", re.M)
 _TURN_REF = re.compile(r"t\d+")
 _HEADING = re.compile(r"^## (" + "|".join(re.escape(t) for t in SECTION_TITLES.values()) + r")[ \t]*$", re.M)
 
@@ -152,6 +146,7 @@ def parse_card(text: str, origin: str = "<card>") -> Card:
     if not isinstance(meta, dict) or not meta.get("id"):
         raise CardFileError(f"{origin}: front matter has no 'id'")
     body = text[end + 4:]
+    heading = _H1.search(body.split("\n## ", 1)[0])
     by_title = {v: k for k, v in SECTION_TITLES.items()}
     sections = {name: "" for name in SECTIONS}
     matches = list(_HEADING.finditer(body))
@@ -164,7 +159,7 @@ def parse_card(text: str, origin: str = "<card>") -> Card:
     # `verified_by` now, and `confirmed_by` means a person (`user`) alone.
     legacy = bool(_TURN_REF.fullmatch(confirmed))
     verified = str(meta.get("verified_by") or (confirmed if legacy else ""))
-    return Card(
+    card = Card(
         id=str(meta["id"]),
         status=str(meta.get("status") or "active"),
         quality=str(meta.get("quality") or "rule"),
@@ -183,6 +178,9 @@ def parse_card(text: str, origin: str = "<card>") -> Card:
         extra={k: v for k, v in meta.items() if k not in known},
         **sections,
     )
+    title = heading.group(1).strip() if heading else ""
+    # A file without a title of its own shows the fallback heading; reading it back keeps none.
+    return card.with_(title=title) if title and title != display_title(card) else card
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from cards.hosts import HOSTS, ReaderError
 from cards.ledger import LedgerError
 from cards.model import STATUSES
 from cards.store import CardStore
+from cards.title import display_title
 from flows.cli import cli, emit_json, pass_ctx
 from flows.pipeline import RunSummary, run_pipeline
 
@@ -134,9 +135,7 @@ def cards_list(ctx, status, as_json):
 
 
 def _title(card) -> str:
-    text = card.goal or card.conclusion
-    line = " ".join(text.split())
-    return line[:80] + ("…" if len(line) > 80 else "")
+    return display_title(card)
 
 
 @cards_group.command("show")

@@ -20,7 +20,7 @@ from cards.hosts import default_roots, reader_for
 from cards.ledger import Ledger
 from cards.model import Card, Experience, Turn
 from cards.sanitize import sanitize_with_report
-from cards.segment import SegmentRules, segment_session
+from cards.segment import SegmentRules, segment_with_skips
 from cards.store import CardStore, remove_temp_files, render_card
 from flows.lock import run_lock
 from flows.queue import OverflowQueue
@@ -93,15 +93,38 @@ def sanitize_turns(turns: Iterable[Turn], blob_cap: int, redacted: Counter) -> l
     return out
 
 
+def is_subagent(turns: list[Turn]) -> bool:
+    """A subagent (sidechain) transcript: its report already sits in the parent's Task/Agent result."""
+    return bool(turns) and all(t.is_sidechain for t in turns)
+
+
 def plan_experiences(
-    sessions: dict[tuple[str, str], list[Turn]], settings: Settings, redacted: Counter
+    sessions: dict[tuple[str, str], list[Turn]], settings: Settings, redacted: Counter,
+    skipped: Counter | None = None,
 ) -> list[tuple[Experience, Card]]:
-    """Sanitize, segment and draft every collected session. Pure apart from counting."""
+    """Sanitize, segment and draft every collected session. Pure apart from counting.
+
+    A subagent transcript makes no card of its own: it belongs to the parent task whose Task or
+    Agent call started it, and that call's result holds its report. Stretches worth no card
+    (greetings, warm-ups, bare slash commands, interrupted prompts, banners) are counted in
+    `skipped` by reason.
+    """
     rules = SegmentRules(pause=timedelta(minutes=settings.pause_minutes))
+    skipped = Counter() if skipped is None else skipped
     drafted: list[tuple[Experience, Card]] = []
     for key in sorted(sessions):
-        clean = sanitize_turns(sessions[key], settings.blob_cap, redacted)
-        for exp in segment_session(clean, rules):
+        turns = sessions[key]
+        if is_subagent(turns):
+            skipped["subagent_in_parent_task"] += 1
+            continue
+        if any(t.is_sidechain for t in turns):
+            # Older Claude Code logs interleave a Task's subagent turns with the parent's.
+            skipped["subagent_turns_in_parent_task"] += sum(t.is_sidechain for t in turns)
+            turns = [t for t in turns if not t.is_sidechain]
+        clean = sanitize_turns(turns, settings.blob_cap, redacted)
+        experiences, reasons = segment_with_skips(clean, rules)
+        skipped.update(f"no_card_{r}" for r in reasons)
+        for exp in experiences:
             drafted.append((exp, draft_card(exp, settings.min_conclusion_chars)))
     return drafted
 

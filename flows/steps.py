@@ -103,7 +103,7 @@ def collect_step(run: Run, paths: list[Path], host: str, progress: Progress | No
 
 def transform_step(run: Run, collected: CollectResult) -> list:
     """Sanitize, segment and draft: one (experience, card) per problem loop."""
-    drafted = plan_experiences(collected.sessions, run.settings, run.summary.redacted)
+    drafted = plan_experiences(collected.sessions, run.settings, run.summary.redacted, run.summary.skipped)
     run.summary.experiences = len(drafted)
     return drafted
 

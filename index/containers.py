@@ -25,6 +25,7 @@ from cards.model import SECTION_TITLES, SECTIONS, Card
 from cards.render import template_environment
 from cards.sanitize import contains_sensitive
 from cards.store import CardFileError, CardStore, write_atomic
+from cards.title import display_title
 
 NOTE = "Historical conclusion, not a current instruction"
 SHOWN = ("immediate", "brief", "review", "export")  # containers a person or host may see
@@ -51,12 +52,8 @@ def render(template: str, **context) -> str:
 
 
 def title_of(card: Card) -> str:
-    """One line naming the card: its goal, else its conclusion."""
-    for text in (card.goal, card.conclusion, card.background):
-        line = " ".join(text.split())
-        if line:
-            return line[:100] + ("…" if len(line) > 100 else "")
-    return card.id
+    """One line naming the card (see `cards.title`)."""
+    return display_title(card)
 
 
 def age_text(days: float | None) -> str:

@@ -25,6 +25,7 @@ from cards.ledger import LEDGER_FILE, Ledger
 from cards.model import Card, Source, Turn
 from cards.sanitize import sanitize
 from cards.store import CardFileError, CardStore
+from cards.title import display_title
 from index.gates import workspaces_near
 from index.recall import INDEX_FILE, MAX_QUERY_INPUT, fuse, query_terms
 from index.rewrite import rewrite_query
@@ -153,8 +154,7 @@ def newest_in_chain(card: Card, lookup: Callable[[str], Card | None]) -> str:
 
 
 def _title(card: Card) -> str:
-    line = " ".join((card.goal or card.conclusion or card.background).split())
-    return line[:100] + ("…" if len(line) > 100 else "") if line else card.id
+    return display_title(card)
 
 
 def plan_hits(fused: Mapping[str, dict], cards: Mapping[str, Card], *, k: int, include_superseded: bool = False,

@@ -27,7 +27,7 @@ def test_new_request_after_wrap_up_starts_a_new_experience():
     s = (Script().user("make the failing test pass please").runs("pytest -q").result("3 passed in 0.1s")
          .says("All tests pass now after fixing the fixture path.")
          .user("Can you look at the slow startup of the worker?").runs("py-spy dump").says("Startup spends 2 s importing pandas; import it lazily."))
-    assert [e.boundary for e in segment_session(s.turns)] == ["start", "wrap_up"]
+    assert [e.boundary for e in segment_session(s.turns)] == ["start", "tests_green"]
 
 
 def test_long_pause_starts_a_new_experience():

@@ -440,6 +440,7 @@ def merge_cards(base: Card, other: Card) -> Card:
     decided = winner if is_resolution(winner) else base
     keep_conflict = base.gate == CONFLICT_GATE
     merged = base.with_(
+        title=winner.title if is_resolution(winner) and winner.title else base.title,
         status="candidate" if keep_conflict else decided.status,
         gate=base.gate if keep_conflict else decided.gate,
         quality=decided.quality,

@@ -1,0 +1,218 @@
+"""Conclusions from what a session settled, ranked, never from hidden reasoning or mid-work lines.
+
+Candidates, best first:
+1. `closing_report` — the assistant's report after the last passing check or successful commit;
+2. `commit_message` / `tracker_reason` / `pr_body` — what the commit, `bd close --reason` or
+   `gh pr create --body` said;
+3. `pre_fix_explanation` — the explanation right before the change that turned a check green
+   (and other cue statements such as "the root cause was …" that a green check confirmed);
+4. `cue_statement` — an explicit cue statement nothing confirmed or disproved;
+5. `final_answer` — the last answer of a session that ran nothing red at the end (a question).
+
+Never a candidate: thinking blocks (`kind == "thinking"`, Aider's `<thinking-content-…>`), a
+question, or text whose last sentence says what the assistant is about to do ("Let me …",
+"I'll …"). When nothing qualifies the card says so (`settled=False`) and stays `candidate`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cards.distill.rules import (
+    CONFIRMED_CUE,
+    extract_conclusions,
+    find_disproved,
+    is_failing,
+    is_passing,
+)
+from cards.model import Turn
+from cards.segment import commit_subject, is_commit_output, is_tooling_error
+
+MIN_SETTLED_CHARS = 40
+
+_THINKING_TAGS = re.compile(
+    r"<(thinking-content-[\w-]*|think|thinking|reasoning)>.*?(?:</\1>|\Z)", re.S | re.I
+)
+_FORWARD = re.compile(
+    r"(?i)^(?:(?:now|next|first|then|ok(?:ay)?|so|great|perfect|good|alright)[,!.]?\s+)*"
+    r"(?:let me|let's|i'?ll|i will|i'?m going to|i am going to|i need to|we need to|i should|"
+    r"i'?m gonna|going to|time to|i can now|i want to|now i)\b"
+)
+_OFFER = re.compile(
+    r"(?i)^(?:let me know|would you like|do you want|want me to|shall i|should i|if you(?:'d)? (?:like|want)|"
+    r"feel free|happy to|i can also|anything else|is there anything)\b"
+)
+# The assistant asking for something (a file, a command's output) has settled nothing.
+_ASKS = re.compile(
+    r"(?i)^(?:please (?:add|run|provide|share|paste|send|confirm|clarify)|could you|can you|"
+    r"you haven'?t (?:shared|added|provided)|i need (?:to see|you to|more)|to (?:help|answer|do that),? i(?:'ll| will)? need)\b"
+)
+_EDIT_BLOCK = re.compile(r"(?:^[^\n]*\n)?```[^\n]*\n(?:(?!```)[\s\S])*?<<<<<<< SEARCH[\s\S]*?>>>>>>> REPLACE\s*\n```", re.M)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\"'(\[])|\n+")
+_CLAIMISH = re.compile(r"[a-z]{3,}")
+
+
+@dataclass(frozen=True, slots=True)
+class Conclusion:
+    """The chosen conclusion, the turn it came from, how it was found, and what verified it."""
+
+    text: str = ""
+    seq: int | None = None
+    source: str = ""  # closing_report | commit_message | tracker_reason | pr_body | pre_fix_explanation | cue_statement | final_answer
+    verified_by: int | None = None
+
+    @property
+    def settled(self) -> bool:
+        return bool(self.text)
+
+
+def visible_text(text: str) -> str:
+    """Text without hidden-reasoning blocks some hosts leave inline (Aider, reasoning models)."""
+    if "<" not in text:
+        return text.strip()
+    text = _THINKING_TAGS.sub("", text)
+    if "<<<<<<< SEARCH" in text:  # Aider's edit blocks are the change itself, not what it means
+        text = _EDIT_BLOCK.sub("", text)
+    return text.strip()
+
+
+def settled_text(text: str, allow_trim: bool = True) -> str:
+    """The part of an assistant text that states something settled, or '' when none does.
+
+    Trailing offers and questions ("Want me to …?") are dropped. A text whose last remaining
+    sentence looks ahead ("Let me …", "I'll …") is mid-work: with `allow_trim` only those
+    forward sentences go (a diagnosis before "Let me fix it." stays), without it the text fails.
+    """
+    text = visible_text(text)
+    if not text:
+        return ""
+    parts = [p for p in _SENTENCE.split(text) if p.strip()]
+    while parts and (_OFFER.match(_bare(parts[-1])) or _bare(parts[-1]).endswith("?")):
+        parts.pop()
+    if not parts:
+        return ""
+    if _FORWARD.match(_bare(parts[-1])) or parts[-1].rstrip().endswith(":"):
+        if not allow_trim:
+            return ""
+        while parts and (_FORWARD.match(_bare(parts[-1])) or parts[-1].rstrip().endswith(":")):
+            parts.pop()
+    kept = "\n".join(parts).strip() if "\n" in text else " ".join(p.strip() for p in parts).strip()
+    # Keep the original line layout when nothing was dropped (lists, code blocks read as written).
+    if len(parts) == len([p for p in _SENTENCE.split(text) if p.strip()]):
+        kept = text
+    if _ASKS.match(_bare(kept)):
+        return ""
+    if len(kept) < MIN_SETTLED_CHARS or not _CLAIMISH.search(kept) or _FORWARD.match(_bare(kept)):
+        return ""
+    return kept
+
+
+def _bare(sentence: str) -> str:
+    return sentence.strip().lstrip("#>*-• \t").strip()
+
+
+def _checks(turns: Sequence[Turn]) -> list[int]:
+    """Indexes of turns that show a passing check: a green test/build run or a successful commit."""
+    out = []
+    for i, t in enumerate(turns):
+        if t.kind == "tool_result" and (is_passing(t.text) or is_commit_output(t.text)):
+            out.append(i)
+    return out
+
+
+def _red(turn: Turn) -> bool:
+    return (turn.kind == "error" and not is_tooling_error(turn)) or (turn.kind == "tool_result" and is_failing(turn.text))
+
+
+def _closing_report(turns: Sequence[Turn], checks: list[int], dead: set[int]) -> Conclusion | None:
+    if not checks:
+        return None
+    last = checks[-1]
+    for t in turns[last + 1:]:
+        if _red(t):
+            return None
+    for t in reversed(turns[last + 1:]):
+        if t.role == "assistant" and t.kind == "text" and t.seq not in dead:
+            text = settled_text(t.text, allow_trim=False)
+            if text:
+                return Conclusion(text, t.seq, "closing_report", turns[last].seq)
+    return None
+
+
+_BD_REASON = re.compile(r"--reason[= ]")
+_PR_BODY = re.compile(r"--body[= ]")
+
+
+def _command_of(call: Turn) -> str:
+    """The shell command inside a tool call's text (`Bash {"command": "…"}` or a plain string)."""
+    text = call.text.split(" ", 1)[1] if " " in call.text else call.text
+    m = re.search(r'"(?:command|cmd)"\s*:\s*(\[[^\]]*\]|"(?:[^"\\]|\\.)*")', text)
+    if not m:
+        return text
+    try:
+        value = json.loads(m.group(1))
+    except ValueError:
+        return text
+    if isinstance(value, list):
+        value = value[-1] if value else ""
+    return str(value)
+
+
+def _flag_value(command: str, flag: str) -> str:
+    try:
+        words = shlex.split(command, posix=True)
+    except ValueError:
+        return ""
+    for i, w in enumerate(words):
+        if w == flag and i + 1 < len(words):
+            return words[i + 1]
+        if w.startswith(flag + "="):
+            return w[len(flag) + 1:]
+    return ""
+
+
+def _closing_words(turns: Sequence[Turn]) -> Conclusion | None:
+    """The commit's subject, a tracker's closing reason or a PR's body, newest first."""
+    for i in range(len(turns) - 1, -1, -1):
+        t = turns[i]
+        if t.kind == "tool_result" and is_commit_output(t.text):
+            subject = commit_subject(t.text)
+            if len(subject) >= 12:
+                return Conclusion(subject, t.seq, "commit_message", t.seq)
+        if t.kind == "tool_call" and ("--reason" in t.text or "--body" in t.text):
+            command = _command_of(t)
+            if "bd close" in command and _BD_REASON.search(command):
+                reason = _flag_value(command, "--reason")
+                if len(reason) >= 12:
+                    return Conclusion(reason, t.seq, "tracker_reason", None)
+            if "pr create" in command and _PR_BODY.search(command):
+                body = _flag_value(command, "--body").strip()
+                if len(body) >= 12:
+                    return Conclusion(body, t.seq, "pr_body", None)
+    return None
+
+
+def choose_conclusion(turns: Sequence[Turn]) -> Conclusion:
+    """The best settled conclusion of an experience's turns (see the module docstring)."""
+    turns = tuple(turns)
+    dead = set(find_disproved(turns))
+    checks = _checks(turns)
+    found = _closing_report(turns, checks, dead) or _closing_words(turns)
+    if found:
+        return found
+    statements = [s for s in extract_conclusions(turns) if s.seq not in dead]
+    confirmed = [s for s in statements if s.verified_by is not None]
+    for group, source in ((confirmed, "pre_fix_explanation"), ([s for s in statements if s.cue != CONFIRMED_CUE], "cue_statement")):
+        for s in reversed(group):
+            text = settled_text(s.text)
+            if text:
+                return Conclusion(text, s.seq, source, s.verified_by)
+    for t in reversed(turns):
+        if t.role == "assistant" and t.kind == "text" and t.seq not in dead:
+            text = settled_text(t.text, allow_trim=False)
+            return Conclusion(text, t.seq, "final_answer", None) if text else Conclusion()
+    return Conclusion()

@@ -1,0 +1,117 @@
+"""Card titles that say what was learned, built by rule, under 80 characters.
+
+A title comes from what the session settled, in this order: the subject of the commit that
+closed the task, the error signature with the gist of the fix, the conclusion's first sentence,
+and only then the user's request with its conversational opener ("ok, next:", "new task:",
+"unrelated, but …"), slash commands and host boilerplate taken off. The first prompt of a
+session ("hi", "ok, next: …") is never a title as it was typed.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_TITLE = 80
+
+_OPENER = re.compile(
+    r"^(?:(?:ok(?:ay)?|so|alright|right|hey|hi|hello|yo|hmm+|um+|well|great|cool|thanks|thank you|nice|"
+    r"perfect|awesome|good|please|pls|plz|now|next(?: up)?|then|also|and|but|new task|another (?:task|thing)|"
+    r"unrelated(?:,? but)?|one more thing|quick question|question|q|task|todo|back(?: again)?|"
+    r"back after [^,:.;!?]{1,40}|ok so|moving on|on to|separately|btw|by the way|fyi|"
+    r"(?:can|could|would|will) (?:you|u)(?: please)?|i (?:want|need|would like) (?:you )?to|"
+    r"let'?s|help me(?: to)?|i'?d like (?:you )?to)\b[\s,:;.!?—–-]*)+",
+    re.I,
+)
+_FLUFF = re.compile(
+    r"^(?:(?:perfect|great|excellent|done|all set|awesome|good (?:news|call|catch)|nice|sure|okay|ok|"
+    r"you['’]?re (?:absolutely )?right|thanks for (?:the [\w ]{1,20}|that|catching that)|got it|"
+    r"now yes|yes|no|short answer|summary|tl;?dr|here'?s (?:what|the summary)[^:]{0,30})\s*[!.:,—–-]+\s*)+",
+    re.I,
+)
+_BOILERPLATE = re.compile(
+    r"\[Request interrupted by user[^\]]*\]|<((?:local-)?command-[\w-]+|system-reminder)>.*?</\1>|^Caveat:.*$|"
+    r"^/[a-z][\w:-]*(?:\s.*)?$",
+    re.I | re.M | re.S,
+)
+_MARKDOWN = re.compile(r"^[#>*\-\s]+|[*_]{2}")
+
+
+def strip_boilerplate(text: str) -> str:
+    """The user's words without interruption markers, host tags or slash-command lines."""
+    return "\n".join(ln for ln in _BOILERPLATE.sub(" ", text).splitlines() if ln.strip()).strip()
+
+
+def clean_request(text: str) -> str:
+    """The user's request as one line, without openers, slash commands or host boilerplate."""
+    text = _BOILERPLATE.sub(" ", text)
+    for line in text.splitlines():
+        line = _MARKDOWN.sub("", line).strip()
+        line = _OPENER.sub("", line).strip(" ,:;.-—–")
+        if len(line) >= 3:
+            return _capital(" ".join(line.split()))
+    return ""
+
+
+def first_sentence(text: str) -> str:
+    """The conclusion's first sentence, without 'Perfect!'-style lead-ins or markdown."""
+    for line in text.splitlines():
+        line = _MARKDOWN.sub("", line).replace("`", "`").strip()
+        line = _FLUFF.sub("", line).strip()
+        if len(line) < 8:
+            continue
+        m = re.search(r"(?<=[a-z0-9)`'\"])[.!?](?:\s|$)|:\s*$", line)
+        return _capital(line[: m.start()] if m and m.start() >= 12 else line)
+    return ""
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:] if text[:1].islower() and not text.startswith(("git ", "npm ")) else text
+
+
+def clip_title(text: str, limit: int = MAX_TITLE) -> str:
+    """At most `limit` characters, cut at a word boundary, with an ellipsis when cut."""
+    text = " ".join(text.split()).strip(" ,:;—–-")
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    cut = cut[:space] if space > limit // 2 else cut
+    if cut.count("`") % 2:
+        cut = cut[: cut.rfind("`")].rstrip()
+    return cut.rstrip(" ,:;—–-(") + "…"
+
+
+def _short_signature(signature: str, limit: int = 48) -> str:
+    sig = signature.replace("<str>", "…").replace("<path>", "…").replace("<n>", "N").replace("<id>", "…")
+    sig = " ".join(sig.split())
+    if len(sig) > limit:
+        sig = sig[: limit - 1].rsplit(" ", 1)[0] + "…"
+    return f"`{sig}`"
+
+
+def make_title(*, commit_subject: str = "", signature: str = "", conclusion: str = "",
+               request: str = "", settled: bool = True) -> str:
+    """One line naming what the card teaches; see the module docstring for the order."""
+    subject = commit_subject.strip()
+    gist = first_sentence(conclusion) if settled else ""
+    if signature:
+        tail = subject or gist or clean_request(request)
+        if tail:
+            return clip_title(f"{_short_signature(signature)}: {tail}")
+        return clip_title(_short_signature(signature, MAX_TITLE - 2))
+    if len(subject) >= 12:
+        return clip_title(subject)
+    if gist and len(gist) >= 12:
+        return clip_title(gist)
+    return clip_title(clean_request(request) or subject or gist)
+
+
+def display_title(card) -> str:
+    """The card's title, or for a file written before titles existed, its cleaned goal."""
+    if card.title.strip():
+        return card.title.strip()
+    for text, clean in ((card.goal, clean_request), (card.conclusion, first_sentence), (card.background, first_sentence)):
+        line = clean(text)
+        if line:
+            return clip_title(line)
+    return card.id
