@@ -293,18 +293,27 @@ def segment_session(turns: list[Turn] | tuple[Turn, ...], rules: SegmentRules = 
     return segment_with_skips(turns, rules)[0]
 
 
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A stretch of turns worth no card: why, and which host-log lines it covered."""
+
+    reason: str
+    lines: tuple[int, int]
+
+
 def segment_with_skips(turns: list[Turn] | tuple[Turn, ...],
-                       rules: SegmentRules = SegmentRules()) -> tuple[list[Experience], list[str]]:
-    """Experiences worth a card, plus a skip reason for each stretch of turns that is not."""
+                       rules: SegmentRules = SegmentRules()) -> tuple[list[Experience], list[Skipped]]:
+    """Experiences worth a card, plus each stretch of turns that is not, with its reason."""
     if not turns:
         return [], []
     b = _Builder(turns[0].host, turns[0].session_id)
-    skipped: list[str] = []
+    skipped: list[Skipped] = []
     original_close = b.close
 
     def close(boundary: str) -> None:
         if b.turns and not (_has_substance(b.turns) or b.boundary_in == "error_change"):
-            skipped.append(skip_reason(b.turns) or "no_substance")
+            lines = [t.line for t in b.turns]
+            skipped.append(Skipped(skip_reason(b.turns) or "no_substance", (min(lines), max(lines))))
         original_close(boundary)
 
     last_ts = None

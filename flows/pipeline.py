@@ -123,7 +123,7 @@ def plan_experiences(
             turns = [t for t in turns if not t.is_sidechain]
         clean = sanitize_turns(turns, settings.blob_cap, redacted)
         experiences, reasons = segment_with_skips(clean, rules)
-        skipped.update(f"no_card_{r}" for r in reasons)
+        skipped.update(f"no_card_{r.reason}" for r in reasons)
         for exp in experiences:
             drafted.append((exp, draft_card(exp, settings.min_conclusion_chars)))
     return drafted

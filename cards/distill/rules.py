@@ -295,6 +295,42 @@ def merge_signature(card: Card) -> str:
     return norm if len(re.findall(r"[a-z]{2,}", _PLACEHOLDER.sub(" ", message.casefold()))) >= 2 else ""
 
 
+def signature_family(card: Card) -> str:
+    """A coarser key than `merge_signature`: the failure's kind and the first words of its message.
+
+    "OperationalError: database is locked" and "OperationalError: database is locked (<path>)"
+    are one failure; so are two wordings that differ only after their first four words.
+    """
+    sig = merge_signature(card)
+    if not sig:
+        return ""
+    kind, _, message = sig.partition(":")
+    words = re.findall(r"[a-z]{2,}", _PLACEHOLDER.sub(" ", message))
+    return f"{kind.strip()}: {' '.join(words[:4])}"
+
+
+def related_workspaces(a: str, b: str) -> bool:
+    """The same project folder, or one inside the other (a monorepo and its package)."""
+    if not a or not b:
+        return False
+    a, b = a.rstrip("/\\") + "/", b.rstrip("/\\") + "/"
+    return a.startswith(b) or b.startswith(a)
+
+
+SAME_FIX_OVERLAP = 0.5
+
+
+def same_fix(a: Card, b: Card) -> bool:
+    """Do two resolutions of one failure say the same thing (merge) or name another cause (supersede)?"""
+    if _norm(a.conclusion) == _norm(b.conclusion):
+        return True
+    ia, ib = identifiers(a.conclusion), identifiers(b.conclusion)
+    if ia and ib and _overlap(ia, ib) >= SAME_FIX_OVERLAP and len(ia ^ ib) <= max(2, len(ia | ib) // 3):
+        return True
+    wa, wb = goal_words(a.conclusion), goal_words(b.conclusion)
+    return bool(wa and wb) and len(wa & wb) / len(wa | wb) >= SAME_FIX_OVERLAP
+
+
 def identifiers(text: str) -> frozenset[str]:
     """Code-shaped tokens (dotted names, snake_case, camelCase, paths, flags, `quoted`), lowercased."""
     found = set()
@@ -496,12 +532,27 @@ def newer_card(a: Card, b: Card) -> Card | None:
     return None
 
 
+def _replaces(base: Card, card: Card) -> bool:
+    """`card` is a later, verified resolution of `base`'s failure that names another cause or fix."""
+    return (is_resolution(base) and is_resolution(card) and bool(card.verified_by)
+            and not same_fix(base, card) and newer_card(base, card) is card)
+
+
 def supersede(old: Card, new: Card) -> tuple[Card, Card]:
-    """Both files say so: the old one points forward, the new one back. Nothing is deleted."""
+    """Both files say so: the old one points forward, the new one back, each naming the other's
+    conclusion in its Background. Nothing is deleted."""
+    old_note = f"Superseded by {new.id}, a later session that found: {_one_line(new.conclusion, 200)}"
+    new_note = f"Supersedes {old.id}, which had concluded: {_one_line(old.conclusion, 200)}"
     return (
-        old.with_(status="superseded", superseded_by=new.id),
-        new.with_(supersedes=tuple(sorted(set(new.supersedes) | {old.id}))),
+        old.with_(status="superseded", superseded_by=new.id, background=_with_note(old.background, old_note)),
+        new.with_(supersedes=tuple(sorted(set(new.supersedes) | {old.id})),
+                  background=_with_note(new.background, new_note)),
     )
+
+
+def _with_note(background: str, note: str) -> str:
+    kept = [ln for ln in background.splitlines() if ln.strip() and ln != note]
+    return "\n".join([*kept, note])
 
 
 def mark_conflict(a: Card, b: Card) -> tuple[Card, Card]:
@@ -607,6 +658,7 @@ def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Ca
     owner: dict[tuple, str] = {}
     by_key: dict[str, str] = {}
     by_signature: dict[tuple[str, str], str] = {}
+    by_family: dict[str, list[tuple[str, str]]] = {}  # newest first
     by_ident: dict[tuple[str, str], list[str]] = {}
     frozen = frozenset(frozen)
     for card in lib.original.values():
@@ -620,6 +672,8 @@ def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Ca
             sig = merge_signature(card)
             if sig:
                 by_signature.setdefault((card.workspace, sig), card.id)
+            if card.status in LIVE and (family := signature_family(card)):
+                by_family.setdefault(family, []).append((card.workspace, card.id))
         if is_resolution(card):
             for ident in identifiers(card.conclusion):
                 by_ident.setdefault((card.workspace, ident), []).append(card.id)
@@ -656,9 +710,27 @@ def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Ca
             by_key[k] = card.id
         for s in card.sources:
             owner.setdefault(_source_key(s), card.id)
-        # Rule 3 — merge: the same error signature in the same workspace is one card.
+        # Rule 3 — the same failure (same or equivalent signature, same or nested workspace):
+        # a newer verified resolution that names another cause supersedes the older card; the
+        # same fix, or anything the rules cannot order, merges into one card.
         sig = merge_signature(card)
+        family = signature_family(card)
         base_id = by_signature.get((card.workspace, sig)) if sig else None
+        if base_id is None and family:
+            base_id = next((cid for ws, cid in by_family.get(family, ())
+                            if related_workspaces(ws, card.workspace) and cid in lib.cards), None)
+        if base_id is not None and _replaces(lib.get(base_id), card):
+            old, new = supersede(lib.get(base_id), card)
+            if new.id == card.id:
+                lib.put(old)
+                card = new
+                counters["superseded"] += 1
+                by_signature[(card.workspace, sig)] = card.id
+                by_family.setdefault(family, []).insert(0, (card.workspace, card.id))
+                lib.put(card)
+                fresh.append(card)
+                counters["new"] += 1
+                continue
         if base_id is not None:
             lib.put(merge_cards(lib.get(base_id), card))
             for k in keys:
@@ -670,6 +742,8 @@ def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Ca
             continue
         if sig:
             by_signature[(card.workspace, sig)] = card.id
+        if family:
+            by_family.setdefault(family, []).insert(0, (card.workspace, card.id))
         lib.put(card)
         fresh.append(card)
         counters["new"] += 1

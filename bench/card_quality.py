@@ -1,0 +1,228 @@
+"""How good are the cards memoir makes from real logs? Compared with labels a person wrote first.
+
+    python -m bench.card_quality [--fixtures tests/fixtures/real] [--json] [--cards]
+
+Labels (`labels.jsonl` beside the logs) give, per experience a person would see: its first and
+last host-log line, whether it deserves a card, and a reference conclusion. memoir runs on a
+copy of the logs (rule stage, no index) and the bench prints:
+
+- boundary precision / recall: a cut memoir made between two experiences of a file matches a
+  labelled boundary when it falls between the end of one labelled experience and the start of
+  the next (± `SLACK` lines for host bookkeeping lines);
+- commit boundaries: labelled boundaries of kind `commit` that memoir also cut at;
+- settled share: active cards whose conclusion is a settled statement;
+- junk share: active cards that are a greeting, warm-up, hidden reasoning, a mid-work sentence
+  or a question, or that cover only what the labels say deserves no card.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+SLACK = 2
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "real"
+
+
+@dataclass(frozen=True)
+class Label:
+    file: str
+    start_line: int
+    end_line: int
+    card: bool
+    kind: str = ""
+    boundary: str = ""
+    conclusion: str = ""
+
+
+@dataclass
+class Report:
+    files: int = 0
+    labelled_experiences: int = 0
+    labelled_cards: int = 0
+    boundaries: int = 0
+    cuts: int = 0
+    matched_boundaries: int = 0
+    matched_cuts: int = 0
+    commit_boundaries: int = 0
+    commit_boundaries_cut: int = 0
+    active: int = 0
+    active_settled: int = 0
+    active_junk: int = 0
+    statuses: dict = field(default_factory=dict)
+    junk: list = field(default_factory=list)
+    missed: list = field(default_factory=list)
+
+    @property
+    def precision(self) -> float:
+        return self.matched_cuts / self.cuts if self.cuts else 1.0
+
+    @property
+    def recall(self) -> float:
+        return self.matched_boundaries / self.boundaries if self.boundaries else 1.0
+
+    @property
+    def settled_share(self) -> float:
+        return self.active_settled / self.active if self.active else 1.0
+
+    @property
+    def junk_share(self) -> float:
+        return self.active_junk / self.active if self.active else 0.0
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out.update(boundary_precision=round(self.precision, 3), boundary_recall=round(self.recall, 3),
+                   settled_share=round(self.settled_share, 3), junk_share=round(self.junk_share, 3))
+        return out
+
+
+def load_labels(path: Path) -> list[Label]:
+    labels = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            d = json.loads(line)
+            labels.append(Label(d["file"], int(d["start_line"]), int(d["end_line"]), bool(d["card"]),
+                                d.get("kind", ""), d.get("boundary", ""), d.get("conclusion", "")))
+    return labels
+
+
+def junk_reason(card, labels: list[Label]) -> str:
+    """Why an active card is junk ('' when it is not): by the labels, then by its conclusion."""
+    from cards.conclude import settled_text
+    from cards.segment import is_chatter
+
+    for s in card.sources:
+        overlapping = [lb for lb in labels if _rel(s.file, lb.file)
+                       and lb.start_line <= s.lines[1] and s.lines[0] <= lb.end_line]
+        if overlapping and not any(lb.card for lb in overlapping):
+            return f"labelled_no_card:{overlapping[0].kind}"
+    if is_chatter(card.goal):
+        return "greeting"
+    text = card.conclusion.strip()
+    if "<thinking" in text or "<think>" in text:
+        return "hidden_reasoning"
+    if text.rstrip().endswith("?"):
+        return "question"
+    if not settled_text(text, allow_trim=False):
+        return "mid_work"
+    return ""
+
+
+def _rel(path: str, label_file: str) -> bool:
+    return path.replace("\\", "/").endswith("/" + label_file)
+
+
+def _experience_spans(logs: Path, settings) -> dict[str, list[tuple[int, int, str]]]:
+    """Per log file (relative path): every stretch memoir cut, carded or skipped, by first line."""
+    from cards.collect import collect
+    from cards.segment import SegmentRules, segment_with_skips
+    from datetime import timedelta
+    from flows.pipeline import is_subagent
+
+    collected = collect([logs], ledger=None)
+    spans: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
+    rules = SegmentRules(pause=timedelta(minutes=settings.pause_minutes))
+    for turns in collected.sessions.values():
+        if not turns or is_subagent(turns):
+            continue
+        turns = sorted((t for t in turns if not t.is_sidechain), key=lambda t: (t.seq, t.line))
+        if not turns:
+            continue
+        rel = str(Path(turns[0].source_file).relative_to(logs))
+        experiences, skipped = segment_with_skips(turns, rules)
+        for e in experiences:
+            spans[rel].append((*e.lines, "card"))
+        for s in skipped:
+            spans[rel].append((*s.lines, s.reason))
+    return {k: sorted(v) for k, v in spans.items()}
+
+
+def evaluate(fixtures: Path = FIXTURES, show_cards: bool = False) -> Report:
+    from cards.config import load_settings
+    from cards.store import CardStore
+    from flows.pipeline import run_pipeline
+
+    labels = load_labels(fixtures / "labels.jsonl")
+    report = Report()
+    with tempfile.TemporaryDirectory() as tmp:
+        logs = Path(tmp) / "logs"
+        shutil.copytree(fixtures, logs, ignore=shutil.ignore_patterns("*.jsonl.labels", "labels.jsonl", "*.md.labels", "LABELS.md"))
+        settings = load_settings(home=Path(tmp) / "home")
+        run_pipeline(settings, [logs], with_index=False)
+        cards, _ = CardStore(settings.cards_dir, settings.state_dir).load_all()
+        spans = _experience_spans(logs, settings)
+
+    by_file: dict[str, list[Label]] = defaultdict(list)
+    for lb in labels:
+        by_file[lb.file].append(lb)
+    report.files = len(by_file)
+    report.labelled_experiences = len(labels)
+    report.labelled_cards = sum(lb.card for lb in labels)
+    for name, file_labels in sorted(by_file.items()):
+        file_labels.sort(key=lambda lb: lb.start_line)
+        windows = [(a.end_line - SLACK, b.start_line + SLACK, a.boundary) for a, b in zip(file_labels, file_labels[1:])]
+        cuts = [start for start, _, _ in spans.get(name, [])[1:]]
+        report.boundaries += len(windows)
+        report.cuts += len(cuts)
+        used: set[int] = set()
+        for i, (lo, hi, kind) in enumerate(windows):
+            hit = next((c for c in cuts if lo < c <= hi and c not in used), None)
+            if kind == "commit":
+                report.commit_boundaries += 1
+            if hit is not None:
+                used.add(hit)
+                report.matched_boundaries += 1
+                report.commit_boundaries_cut += kind == "commit"
+            else:
+                report.missed.append(f"{name}: boundary ({kind}) between lines {lo + SLACK} and {hi - SLACK}")
+        report.matched_cuts += len(used)
+
+    report.statuses = dict(Counter(c.status for c in cards))
+    for card in cards:
+        if card.status != "active":
+            continue
+        report.active += 1
+        reason = junk_reason(card, labels)
+        if reason:
+            report.active_junk += 1
+            report.junk.append(f"{card.id} {reason}: {card.title or card.goal[:60]}")
+        elif card.conclusion.strip():
+            report.active_settled += 1
+    if show_cards:
+        for card in sorted(cards, key=lambda c: (c.sources[0].file, c.sources[0].lines)):
+            s = card.sources[0]
+            print(f"{card.status:10} {card.gate[:24]:24} {Path(s.file).name[:40]} L{s.lines[0]}-{s.lines[1]}  {card.title}")
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--fixtures", type=Path, default=FIXTURES, help="folder of real logs with labels.jsonl")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--cards", action="store_true", help="also list every card memoir made")
+    args = parser.parse_args(argv)
+    report = evaluate(args.fixtures, args.cards)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+        return 0
+    print(f"fixtures: {args.fixtures}  files {report.files}, labelled experiences {report.labelled_experiences} "
+          f"({report.labelled_cards} worth a card)")
+    print(f"boundary precision {report.precision:.3f}  recall {report.recall:.3f}  "
+          f"({report.matched_boundaries}/{report.boundaries} labelled, {report.matched_cuts}/{report.cuts} cuts)")
+    print(f"commit boundaries cut {report.commit_boundaries_cut}/{report.commit_boundaries}")
+    print(f"cards by status {report.statuses}")
+    print(f"active cards {report.active}: settled conclusion {report.settled_share:.3f}, junk {report.junk_share:.3f}")
+    for line in report.junk:
+        print(f"  junk: {line}")
+    for line in report.missed:
+        print(f"  missed: {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
