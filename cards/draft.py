@@ -249,7 +249,7 @@ def _last_commit_subject(exp: Experience) -> str:
 def draft_card(exp: Experience, min_conclusion_chars: int = 40) -> Card:
     """A rule-filled card: `incomplete` when the conclusion fails the integrity check, `candidate`
     (gate `no_settled_conclusion`) when the session settled nothing a card could state."""
-    goal = _goal(exp)
+    goal = _goal(exp) or strip_boilerplate(exp.request)
     if not goal and exp.error_signature:
         goal = f"Get past `{exp.error_signature}` (continued from the previous task)."
     found = choose_conclusion(exp.turns)

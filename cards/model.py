@@ -52,6 +52,7 @@ class Experience:
     turns: tuple[Turn, ...]
     boundary: str = "start"
     error_signature: str = ""
+    request: str = ""  # the user's request in force, for a piece cut mid-task (after a commit)
 
     @property
     def first_seq(self) -> int:

@@ -205,6 +205,8 @@ class _Builder:
         self.host, self.session_id = host, session_id
         self.out: list[Experience] = []
         self.boundary_in = "start"
+        self.request = ""
+        self.mid_task = False
         self.reset()
 
     def reset(self) -> None:
@@ -218,20 +220,28 @@ class _Builder:
         self.signature = ""
         self.resolved_since_signature = False
 
-    def close(self, boundary: str) -> None:
-        continued = self.boundary_in == "error_change" and any(t.kind == "tool_call" for t in self.turns)
-        if _has_substance(self.turns) or continued:
+    def close(self, boundary: str, mid_task: bool = False) -> None:
+        if _has_substance(self.turns) or self.continued():
             self.out.append(self._experience(self.turns, self.boundary_in))
+        if not mid_task:
+            self.request = ""
         self.boundary_in = boundary
+        self.mid_task = mid_task
         self.reset()
 
+    def continued(self) -> bool:
+        """A piece cut inside one request (a new error, work after a commit) with work of its own."""
+        return (self.boundary_in == "error_change" or self.mid_task) and any(t.kind == "tool_call" for t in self.turns)
+
     def _experience(self, turns: list[Turn], boundary: str) -> Experience:
+        own = any(_is_request(t) for t in turns)
         return Experience(
             host=self.host,
             session_id=self.session_id,
             turns=tuple(turns),
             boundary=boundary,
             error_signature=experience_signature(turns),
+            request="" if own else self.request,
         )
 
 
@@ -310,11 +320,11 @@ def segment_with_skips(turns: list[Turn] | tuple[Turn, ...],
     skipped: list[Skipped] = []
     original_close = b.close
 
-    def close(boundary: str) -> None:
-        if b.turns and not (_has_substance(b.turns) or b.boundary_in == "error_change"):
+    def close(boundary: str, mid_task: bool = False) -> None:
+        if b.turns and not (_has_substance(b.turns) or b.continued()):
             lines = [t.line for t in b.turns]
             skipped.append(Skipped(skip_reason(b.turns) or "no_substance", (min(lines), max(lines))))
-        original_close(boundary)
+        original_close(boundary, mid_task)
 
     last_ts = None
     for turn in turns:
@@ -334,7 +344,7 @@ def segment_with_skips(turns: list[Turn] | tuple[Turn, ...],
                 close("task_switch")
         elif b.turns and turn.kind == "tool_call" and (b.committed or b.plan_accepted):
             if b.plan_accepted or not _WRAP_COMMANDS.search(turn.text[:400]):
-                close("plan_accepted" if b.plan_accepted else b.wrapped or "commit")
+                close("plan_accepted" if b.plan_accepted else b.wrapped or "commit", mid_task=True)
         if turn.kind == "error" and not is_tooling_error(turn):
             sig = error_signature(turn.text)
             if sig and b.signature and sig != b.signature and b.resolved_since_signature:
@@ -343,6 +353,7 @@ def segment_with_skips(turns: list[Turn] | tuple[Turn, ...],
                     head, tail = b.turns[:cut], b.turns[cut:]
                     b.out.append(b._experience(head, b.boundary_in))
                     b.boundary_in = "error_change"
+                    b.mid_task = True
                     b.reset()
                     b.turns.extend(tail)
             if sig:
@@ -398,6 +409,8 @@ def _observe(b: _Builder, turn: Turn) -> None:
             b.wrapped = b.wrapped or "said_done"
         return
     if _is_request(turn):
+        if not b.request:
+            b.request = turn.text
         if _USER_DONE.match(turn.text.strip()) and not b.red:
             b.wrapped = "user_done"
         else:

@@ -96,3 +96,87 @@ def test_a_test_run_with_failures_is_not_a_wrap_up():
          .says("One failure left in test_orders; looking at it.")
          .user("also check the logging config while you are at it").runs("cat logging.ini").says("The logging config sets root to WARNING; lowered it to INFO."))
     assert len(segment_session(s.turns)) == 1
+
+
+# --- real task ends ------------------------------------------------------------------------------
+
+def _commit(s: Script, subject: str) -> Script:
+    return s.runs(f'git commit -m "{subject}"').result(f"[main 9f8e7d6] {subject}\n 1 file changed")
+
+
+def test_a_successful_commit_ends_the_task_even_without_a_new_prompt():
+    s = Script().user("add retries to the uploader and the downloader").runs("apply_patch uploader.py")
+    _commit(s, "Retry uploads three times").says("Committed the uploader retries.")
+    s.runs("apply_patch downloader.py")
+    _commit(s, "Retry downloads three times").says("Committed the downloader retries.")
+    exps = segment_session(s.turns)
+    assert [e.boundary for e in exps] == ["start", "commit"]
+    assert exps[0].turns[-1].text == "Committed the uploader retries."  # the closing report stays
+    assert exps[1].turns[0].text.startswith("Bash apply_patch downloader.py")
+
+
+def test_wrap_up_commands_after_a_commit_stay_with_the_task():
+    s = Script().user("fix the typo in README").runs("apply_patch README.md")
+    _commit(s, "Fix README typo").runs("git push origin main").result("main -> main").says("Pushed.")
+    assert len(segment_session(s.turns)) == 1
+
+
+def test_a_failed_commit_is_no_boundary():
+    s = (Script().user("commit the lint fixes").runs('git commit -m "lint"').error("nothing added to commit")
+         .runs("git add -A").runs('git commit -m "lint"').result("[main 1234567] lint"))
+    assert len(segment_session(s.turns)) == 1
+
+
+def test_a_closed_tracker_item_and_a_completed_todo_list_end_tasks():
+    s = (Script().user("work on bead app-12").runs("bd close app-12 --reason 'pool size raised'").result("Closed app-12")
+         .user("now the flaky login test").runs("pytest tests/test_login.py").result("3 passed"))
+    assert [e.boundary for e in segment_session(s.turns)] == ["start", "tracker_close"]
+    todo = Script()
+    todo.user("write the migration and its test")
+    todo._add("assistant", "tool_call", 'TodoWrite {"todos":[{"content":"migration","status":"completed"},'
+              '{"content":"test","status":"completed"}]}', None, tool="TodoWrite")
+    todo.user("thanks. please also document the new column").runs("apply_patch docs.md")
+    assert [e.boundary for e in segment_session(todo.turns)] == ["start", "tracker_close"]
+
+
+def test_clear_and_compact_cut_and_are_not_content():
+    s = (Script().user("explain the retry decorator").runs("cat net.py").says("It retries three times on ConnectionError.")
+         .user("/clear").user("set up pre-commit with ruff").runs("pre-commit install").says("Installed pre-commit with ruff."))
+    exps = segment_session(s.turns)
+    assert [e.boundary for e in exps] == ["start", "clear"]
+    assert all(t.text != "/clear" for e in exps for t in e.turns)
+
+
+def test_an_accepted_plan_starts_the_implementation():
+    s = Script().user("plan the cache layer").runs("cat app.py")
+    s._add("assistant", "tool_call", 'ExitPlanMode {"plan":"1. add redis 2. wrap get_user"}', None, tool="ExitPlanMode")
+    s._add("tool", "tool_result", "User has approved your plan.", None, tool="ExitPlanMode")
+    s.runs("apply_patch cache.py").says("Added the redis cache around get_user.")
+    assert [e.boundary for e in segment_session(s.turns)] == ["start", "plan_accepted"]
+
+
+def test_no_cut_inside_one_red_to_green_cycle():
+    s = (Script().user("the build is red").runs("make").error("error: undefined reference to `zlib_init`")
+         .says("All set, linked zlib.")
+         .user("now it fails differently").runs("make").error("error: undefined reference to `zlib_init`")
+         .runs("apply_patch Makefile").runs("make").result("Build succeeded"))
+    assert len(segment_session(s.turns)) == 1
+
+
+def test_greetings_warmups_slash_commands_and_interruptions_give_no_card_and_a_reason():
+    from cards.segment import segment_with_skips
+
+    cases = {
+        "greeting": Script().user("hi").says("Hello! How can I help you today?"),
+        "warmup": Script().user("Warmup").says("I'm ready to help with your codebase, what should I look at?"),
+        "slash_command_only": Script().user("/model opus"),
+        "interrupted": Script().user("refactor the parser into smaller functions").user("[Request interrupted by user]"),
+    }
+    for reason, script in cases.items():
+        exps, skipped = segment_with_skips(script.turns)
+        assert exps == [] and [s.reason for s in skipped] == [reason], reason
+
+
+def test_a_custom_slash_command_with_arguments_is_a_request():
+    s = Script().user("/orchestrator create a TODO app with Next.js").runs("npx create-next-app todo").says("Created the TODO app skeleton with Next.js 15.")
+    assert len(segment_session(s.turns)) == 1
