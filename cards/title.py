@@ -16,8 +16,8 @@ MAX_TITLE = 80
 _OPENER = re.compile(
     r"^(?:(?:ok(?:ay)?|so|alright|right|hey|hi|hello|yo|hmm+|um+|well|great|cool|thanks|thank you|nice|"
     r"perfect|awesome|good|please|pls|plz|now|next(?: up)?|then|also|and|but|new task|another (?:task|thing)|"
-    r"unrelated(?:,? but)?|one more thing|quick question|question|q|task|todo|back(?: again)?|"
-    r"back after [^,:.;!?]{1,40}|ok so|moving on|on to|separately|btw|by the way|fyi|"
+    r"unrelated(?:,? but)?|one more thing|quick question|question|q|task|todo|back after [^,:.;!?]{1,40}|"
+    r"back(?: again)?|ok so|moving on|on to|separately|btw|by the way|fyi|"
     r"(?:can|could|would|will) (?:you|u)(?: please)?|i (?:want|need|would like) (?:you )?to|"
     r"let'?s|help me(?: to)?|i'?d like (?:you )?to)\b[\s,:;.!?—–-]*)+",
     re.I,
@@ -30,7 +30,7 @@ _FLUFF = re.compile(
 )
 _BOILERPLATE = re.compile(
     r"\[Request interrupted by user[^\]]*\]|<((?:local-)?command-[\w-]+|system-reminder)>.*?</\1>|^Caveat:.*$|"
-    r"^/[a-z][\w:-]*(?:\s.*)?$",
+    r"^/[a-z][\w:-]*(?:[ \t][^\n]*)?$",
     re.I | re.M | re.S,
 )
 _MARKDOWN = re.compile(r"^[#>*\-\s]+|[*_]{2}")
