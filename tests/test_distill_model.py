@@ -200,7 +200,9 @@ def test_accept_and_never_answer_is_a_timeout_that_requeues_once_and_alerts():
     assert [a for a in out.alerts if "model_alive_no_output" in a] == out.alerts and len(out.alerts) == 1
     assert out.pending == [p[1].id for p in pairs]
     assert all(c.status == "candidate" and c.quality == "rule" for c in out.cards)  # placeholders stay
-    assert elapsed < TIMEOUT * 2 + 1
+    # Tests the timeout itself: the silent server holds the request for 60 s, so ending well inside
+    # that proves the client gave up; the margin is wide so a slow machine passes.
+    assert elapsed < 30
 
 
 def test_the_alert_goes_to_the_log(caplog):
