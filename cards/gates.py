@@ -24,6 +24,7 @@ GATE_NAMES = (
     "no_unsupported_specifics",
     "instruction_not_self_promoted",
     "not_duplicate",
+    "verified_conclusion",
 )
 # Statuses the gates never touch: history (superseded) and tombstones (forgotten) are final.
 FINAL_STATUSES = ("superseded", "forgotten")
@@ -200,6 +201,21 @@ def verifiable_judgment(card: Card) -> GateResult:
     if emotional:
         return _result(gate, "conclusion is an emotion, not a judgment")
     return _result(gate, "conclusion states no checkable claim")
+
+
+# --- gate: verified conclusion -------------------------------------------------------------------
+
+
+def verified_conclusion(card: Card, evidence: EvidenceView) -> GateResult:
+    """A check that passed after the change (`verified_by`) or a person backs the conclusion (they
+    confirmed it in review, or typed it in the session); anything else is a guess, however well it reads."""
+    gate = "verified_conclusion"
+    # Model-made conclusions are judged by the model stage's own slots and the other gates.
+    if card.verified_by or card.confirmed_by == "user" or card.quality != "rule":
+        return _result(gate, "")
+    if _typed_by_user(card.conclusion, evidence):
+        return _result(gate, "")
+    return _result(gate, "no passing check after the change confirmed it; confirm it in `memoir review`")
 
 
 # --- gate: failure conditions stated ------------------------------------------------------------
@@ -400,6 +416,7 @@ def judge_card(
         no_unsupported_specifics(card, evidence),
         instruction_not_self_promoted(card, evidence),
         not_duplicate(card, active_cards, similarity),
+        verified_conclusion(card, evidence),
     )
     failed = [r for r in results if not r.passed]
     return Verdict(

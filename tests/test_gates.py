@@ -28,6 +28,7 @@ EVIDENCE = EvidenceView((
 GOOD = Card(
     id="c-good",
     status="candidate",
+    verified_by="t4",  # a passing re-run confirmed it; `verified_conclusion` is pinned on its own below
     goal="Why does the nightly sync hang when the upstream API stalls?",
     conclusion="httpx.Client with timeout=None blocks forever on a stalled upstream; "
     "timeout=30 makes it raise httpx.ReadTimeout instead.",
@@ -202,3 +203,11 @@ def test_the_gate_is_written_to_front_matter():
     card = decide_status(GOOD, FAIL, model_enabled=False, distilled=False)
     assert "gate: failure_conditions_stated" in render_card(card)
     assert parse_card(render_card(card)).gate == "failure_conditions_stated"
+
+
+def test_a_rule_card_nothing_confirmed_stays_candidate_until_a_person_confirms_it():
+    unverified = GOOD.with_(verified_by="")
+    verdict = judge_card(unverified, EVIDENCE, [])
+    assert (verdict.passed, verdict.failed_gate) == (False, "verified_conclusion")
+    assert judge_card(unverified.with_(confirmed_by="user"), EVIDENCE, []).passed
+    assert judge_card(unverified.with_(quality="model"), EVIDENCE, []).passed

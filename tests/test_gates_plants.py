@@ -96,7 +96,8 @@ def typed_experience(plant: Plant) -> Experience:
 
 
 def card_for(exp: Experience, advice: str) -> Card:
-    return Card(id=exp.id, status="candidate", goal=exp.turns[0].text, conclusion=advice, counterexamples=FAILS_WHEN)
+    return Card(id=exp.id, status="candidate", goal=exp.turns[0].text, conclusion=advice, counterexamples=FAILS_WHEN,
+                verified_by="t2")  # verified, so only the instruction gate can hold it back
 
 
 def test_the_corpus_has_at_least_ten_plants_in_every_carrier():
