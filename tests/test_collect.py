@@ -191,12 +191,14 @@ def test_collect_leaves_host_logs_byte_and_mtime_identical(tmp_path, ledger):
 
 # Real logs (copied unchanged, MIT/Apache-2.0) and hand-written ones in the shape of logs whose
 # licence did not allow copying; tests/fixtures/SOURCES.md says where each comes from.
-REAL_LOGS = (Path(__file__).parent / "fixtures" / "real", Path(__file__).parent / "fixtures" / "real-shaped")
+REAL_LOGS = [Path(__file__).parent / "fixtures" / kind / host
+             for kind in ("real", "real-shaped") for host in ("claude-code", "codex", "aider")]
 
 
 def test_every_real_log_reads_without_crash_and_yields_turns(ledger):
-    r = collect(list(REAL_LOGS), ledger=ledger)
-    files = sorted(p for root in REAL_LOGS for p in root.rglob("*") if p.is_file())
+    roots = [p for p in REAL_LOGS if p.is_dir()]
+    r = collect(roots, ledger=ledger)
+    files = sorted(p for root in roots for p in root.rglob("*") if p.is_file())
     assert len(files) == 14
     assert r.files_read == len(files)
     per_file = {t.source_file for turns in r.sessions.values() for t in turns}

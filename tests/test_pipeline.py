@@ -18,6 +18,7 @@ from flows.pipeline import run_pipeline
 # did not allow copying; tests/fixtures/SOURCES.md lists each file's source.
 FIXTURES = Path(__file__).parent / "fixtures"
 REAL_LOGS = ("real", "real-shaped")
+HOST_FOLDERS = ("claude-code", "codex", "aider")  # only logs: notes and labels may sit beside them
 
 
 def _snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
@@ -32,7 +33,9 @@ def _card_bytes(settings) -> dict[str, bytes]:
 def logs(tmp_path):
     dst = tmp_path / "logs"
     for name in REAL_LOGS:
-        shutil.copytree(FIXTURES / name, dst / name)
+        for host in HOST_FOLDERS:
+            if (FIXTURES / name / host).is_dir():
+                shutil.copytree(FIXTURES / name / host, dst / name / host)
     return dst
 
 
