@@ -61,7 +61,18 @@ _TRACKER_CLOSE = re.compile(
 )
 _PR_CREATE = re.compile(r"\bgh pr create\b|\bglab mr create\b", re.I)
 # After a commit, these keep the wrap-up going; any other tool call starts the next piece of work.
-_WRAP_COMMANDS = re.compile(r"\bgit (?:push|log|status|show|diff|tag)\b|\bgh (?:pr|issue)\b|\bbd\b", re.I)
+_WRAP_COMMANDS = re.compile(
+    r"\bgit (?:push|log|status|show|diff|tag)\b|\bgh (?:pr|issue) (?:create|close|comment|view)\b|\bbd (?:close|update|sync)\b",
+    re.I,
+)
+# "Pushed. Now let me check the new beads." after a commit: the assistant moves to the next task.
+_MOVING_ON = re.compile(r"(?i)(?:^|[.!]\s+)(?:now|next)\b|(?:^|[.!]\s+)(?:let me|let's|i'?ll) "
+                        r"(?:check|look|see|find|pick|move|start|continue|work|tackle|get)\b")
+# A reply that takes up what came before ("yes, do it", "no, instead …") rather than a new request.
+_FOLLOWS_ON = re.compile(
+    r"(?i)^\W*(?:yes|yep|yeah|yup|sure|ok(?:ay)?|go ahead|do it|please do|sounds good|proceed|let'?s do|"
+    r"no\b|nope|instead|wait|actually|don'?t|stop|continue|try again|retry)"
+)
 _PLAN_TOOLS = frozenset({"todowrite", "update_plan"})
 _CLEAR_COMMANDS = frozenset({"/clear", "/new", "/reset"})
 _SLASH = re.compile(r"^/[a-z][\w:.-]*(?:\s|$)", re.I)
@@ -217,6 +228,7 @@ class _Builder:
         self.pending_commit = False
         self.pending_plan = False
         self.red = False  # a check failed and nothing has passed since
+        self.interrupted = False  # the user stopped the assistant; a new request starts a new task
         self.signature = ""
         self.resolved_since_signature = False
 
@@ -269,6 +281,14 @@ def _pasted_signature(text: str) -> str:
     if len(text) < 20 or not _PASTED_HINT.search(text):
         return ""
     return error_signature(text)
+
+
+def _answered_question(turns: list[Turn]) -> bool:
+    """A question the assistant answered in words alone: a new request after it is a new task."""
+    requests = [t for t in turns if _is_request(t)]
+    answered = sum(len(t.text) for t in turns if t.role == "assistant" and t.kind == "text")
+    return (bool(requests) and requests[-1].text.rstrip().endswith("?") and answered >= 200
+            and not any(t.kind == "tool_call" for t in turns))
 
 
 def _has_substance(turns: list[Turn]) -> bool:
@@ -340,8 +360,13 @@ def segment_with_skips(turns: list[Turn] | tuple[Turn, ...],
                 close("pause")
             elif b.committed or b.plan_accepted or (b.wrapped and not b.red):
                 close(b.wrapped or ("plan_accepted" if b.plan_accepted else "commit"))
+            elif _is_request(turn) and not _FOLLOWS_ON.match(turn.text) and (b.interrupted or _answered_question(b.turns)):
+                close("interrupted" if b.interrupted else "question_answered")
             elif is_task_switch(turn.text) and (not b.red or _HARD_SWITCH.match(turn.text.strip())):
                 close("task_switch")
+        elif b.turns and b.committed and turn.role == "assistant" and turn.kind == "text" \
+                and _MOVING_ON.match(turn.text):
+            close(b.wrapped or "commit", mid_task=True)
         elif b.turns and turn.kind == "tool_call" and (b.committed or b.plan_accepted):
             if b.plan_accepted or not _WRAP_COMMANDS.search(turn.text[:400]):
                 close("plan_accepted" if b.plan_accepted else b.wrapped or "commit", mid_task=True)
@@ -408,7 +433,11 @@ def _observe(b: _Builder, turn: Turn) -> None:
         if not b.red and _WRAP_SAY.search(turn.text):
             b.wrapped = b.wrapped or "said_done"
         return
+    if _is_user_text(turn) and _INTERRUPTED.match(turn.text.strip()):
+        b.interrupted = True
+        return
     if _is_request(turn):
+        b.interrupted = False
         if not b.request:
             b.request = turn.text
         if _USER_DONE.match(turn.text.strip()) and not b.red:
