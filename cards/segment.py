@@ -33,8 +33,9 @@ _SWITCH = re.compile(
     r"new question|back (?:after|from|again)\b|next up\b|on to\b)",
     re.I,
 )
-# A hard switch cuts even while a check is red: the user left the old problem on purpose.
-_HARD_SWITCH = re.compile(r"^\W*(?:new task|unrelated|different (?:topic|task)|separately|on another note)", re.I)
+# Only these mild openers wait for a red check to go green; any other switch phrase ("ok, next:",
+# "new task:", "unrelated, but") cuts at once: the user left the old problem on purpose.
+_SOFT_SWITCH = re.compile(r"^\W*(?:now\b|also,? can you)", re.I)
 _USER_DONE = re.compile(
     r"^\W*(?:(?:ok(?:ay)?|great|thanks|thank you|cool|perfect|nice|good|awesome|lgtm|looks good)\W+)*"
     r"(?:(?:that|it|this|everything) (?:works|worked|is (?:fixed|working|done))|works now|lgtm|looks good|"
@@ -362,7 +363,7 @@ def segment_with_skips(turns: list[Turn] | tuple[Turn, ...],
                 close(b.wrapped or ("plan_accepted" if b.plan_accepted else "commit"))
             elif _is_request(turn) and not _FOLLOWS_ON.match(turn.text) and (b.interrupted or _answered_question(b.turns)):
                 close("interrupted" if b.interrupted else "question_answered")
-            elif is_task_switch(turn.text) and (not b.red or _HARD_SWITCH.match(turn.text.strip())):
+            elif is_task_switch(turn.text) and (not b.red or not _SOFT_SWITCH.match(turn.text.strip())):
                 close("task_switch")
         elif b.turns and b.committed and turn.role == "assistant" and turn.kind == "text" \
                 and _MOVING_ON.match(turn.text):

@@ -24,7 +24,7 @@ _OPENER = re.compile(
 )
 _FLUFF = re.compile(
     r"^(?:(?:perfect|great|excellent|done|all set|awesome|good (?:news|call|catch)|nice|sure|okay|ok|"
-    r"you['’]?re (?:absolutely )?right|thanks for (?:the [\w ]{1,20}|that|catching that)|got it|"
+    r"you['’]?re (?:absolutely )?right|you were (?:absolutely )?right|thanks for (?:the [\w ]{1,20}|that|catching that)|got it|"
     r"now yes|yes|no|short answer|summary|tl;?dr|here'?s (?:what|the summary)[^:]{0,30})\s*[!.:,—–-]+\s*)+",
     re.I,
 )
@@ -81,12 +81,35 @@ def clip_title(text: str, limit: int = MAX_TITLE) -> str:
     return cut.rstrip(" ,:;—–-(") + "…"
 
 
-def _short_signature(signature: str, limit: int = 48) -> str:
+def _short_signature(signature: str, limit: int = 36) -> str:
     sig = signature.replace("<str>", "…").replace("<path>", "…").replace("<n>", "N").replace("<id>", "…")
     sig = " ".join(sig.split())
     if len(sig) > limit:
         sig = sig[: limit - 1].rsplit(" ", 1)[0] + "…"
     return f"`{sig}`"
+
+
+_CAUSE = re.compile(r"(?i)\b(?:root cause|because|caused|came from|meant|was|were|fix(?:ed)?|needs?|must|missing|"
+                    r"instead|now|moved|requires?|rejects?|returns?|only)\b")
+_DONE_WORDS = re.compile(r"(?i)^(?:fixed|done|works now|this time|all (?:set|good)|committed)\b[^.:]{0,40}[.:,]\s*")
+
+
+def _gist(conclusion: str, signature: str) -> str:
+    """The sentence of a conclusion that says what caused or fixed the failure, without restating it."""
+    kind = signature.split(":", 1)[0].strip()
+    best = ""
+    for line in conclusion.splitlines():
+        for sentence in re.split(r"(?<=[.!?])\s+", _MARKDOWN.sub("", line).strip()):
+            sentence = _DONE_WORDS.sub("", _FLUFF.sub("", sentence)).strip()
+            if kind and kind in sentence:  # the failure restated: drop its quoted form
+                sentence = re.sub(r"`[^`]*" + re.escape(kind) + r"[^`]*`", "", sentence)
+                sentence = " ".join(re.sub(r"^\W*(?:this|it|here)\b\W*", "", sentence.strip(), flags=re.I).split())
+            if len(sentence) < 15:
+                continue
+            if _CAUSE.search(sentence):
+                return _capital(sentence.rstrip("."))
+            best = best or _capital(sentence.rstrip("."))
+    return best
 
 
 def make_title(*, commit_subject: str = "", signature: str = "", conclusion: str = "",
@@ -95,7 +118,7 @@ def make_title(*, commit_subject: str = "", signature: str = "", conclusion: str
     subject = commit_subject.strip()
     gist = first_sentence(conclusion) if settled else ""
     if signature:
-        tail = subject or gist or clean_request(request)
+        tail = subject or (_gist(conclusion, signature) if settled else "") or clean_request(request)
         if tail:
             return clip_title(f"{_short_signature(signature)}: {tail}")
         return clip_title(_short_signature(signature, MAX_TITLE - 2))
