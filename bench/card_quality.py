@@ -57,6 +57,7 @@ class Report:
     statuses: dict = field(default_factory=dict)
     junk: list = field(default_factory=list)
     missed: list = field(default_factory=list)
+    extra: list = field(default_factory=list)
 
     @property
     def precision(self) -> float:
@@ -181,6 +182,7 @@ def evaluate(fixtures: Path = FIXTURES, show_cards: bool = False) -> Report:
             else:
                 report.missed.append(f"{name}: boundary ({kind}) between lines {lo + SLACK} and {hi - SLACK}")
         report.matched_cuts += len(used)
+        report.extra.extend(f"{name}: cut at line {c}" for c in cuts if c not in used)
 
     report.statuses = dict(Counter(c.status for c in cards))
     for card in cards:
@@ -221,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  junk: {line}")
     for line in report.missed:
         print(f"  missed: {line}")
+    for line in report.extra:
+        print(f"  extra: {line}")
     return 0
 
 

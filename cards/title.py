@@ -25,7 +25,7 @@ _OPENER = re.compile(
 _FLUFF = re.compile(
     r"^(?:(?:perfect|great|excellent|done|all set|awesome|good (?:news|call|catch)|nice|sure|okay|ok|"
     r"you['’]?re (?:absolutely )?right|you were (?:absolutely )?right|thanks for (?:the [\w ]{1,20}|that|catching that)|got it|"
-    r"now yes|yes|no|short answer|summary|tl;?dr|here'?s (?:what|the summary)[^:]{0,30})\s*[!.:,—–-]+\s*)+",
+    r"now yes|yes|no|to summari[sz]e|for the record|in short|short answer|summary|tl;?dr|here'?s (?:what|the summary)[^:]{0,30})\s*[!.:,—–-]+\s*)+",
     re.I,
 )
 _BOILERPLATE = re.compile(
