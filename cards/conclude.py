@@ -4,6 +4,9 @@ Candidates, best first:
 1. `closing_report` — the assistant's report after the last passing check or successful commit;
 2. `commit_message` / `tracker_reason` / `pr_body` — what the commit, `bd close --reason` or
    `gh pr create --body` said;
+   a terse outcome of either kind ("24 passed; committed 2c6b7e0") is joined to the reason the
+   assistant gave right before the change (`pre_fix_explanation+closing_report`): the outcome
+   says that it worked, the explanation says why;
 3. `pre_fix_explanation` — the explanation right before the change that turned a check green
    (and other cue statements such as "the root cause was …" that a green check confirmed);
 4. `cue_statement` — an explicit cue statement nothing confirmed or disproved;
@@ -26,6 +29,7 @@ from cards.distill.rules import (
     CONFIRMED_CUE,
     extract_conclusions,
     find_disproved,
+    is_change,
     is_failing,
     is_passing,
 )
@@ -196,6 +200,41 @@ def _closing_words(turns: Sequence[Turn]) -> Conclusion | None:
     return None
 
 
+# What makes a text say *why*, not only *that*: a cause, a mechanism, a contrast.
+_EXPLAINS = re.compile(
+    r"(?i), so\b|\b(?:root cause|because|since|caused|causes|came from|comes from|meant|means|turns out|so that|"
+    r"the (?:problem|issue|bug|reason|fix) (?:was|is)|instead of|rather than|only when|unless|hence|which is why|"
+    r"was (?:not|never|missing|wrong)|wasn'?t|isn'?t|doesn'?t|didn'?t|no longer)\b"
+)
+_HEDGED = re.compile(r"(?i)\b(?:might|maybe|perhaps|probably|possibly|i think|i suspect|could be|may be|not sure)\b")
+MIN_REPORT_EXPLAINS = 160  # a closing report this long that gives a reason stands on its own
+
+
+def _explanation(turns: Sequence[Turn], dead: set[int], upto: int) -> Conclusion | None:
+    """The assistant's account of the cause given before the last change that precedes `upto`."""
+    change = next((i for i in range(upto - 1, -1, -1) if is_change(turns[i])), None)
+    if change is None:
+        return None
+    for t in reversed(turns[:change]):
+        if t.role == "user" and t.kind == "text":
+            break
+        if t.role == "assistant" and t.kind == "text" and t.seq not in dead:
+            text = settled_text(t.text)
+            if text and _EXPLAINS.search(text) and not _HEDGED.search(text):
+                return Conclusion(text, t.seq, "pre_fix_explanation", None)
+    return None
+
+
+def _with_reason(outcome: Conclusion, reason: Conclusion | None) -> Conclusion:
+    """A terse outcome ("24 passed; committed 2c6b7e0") joined to the reason that came before it."""
+    if reason is None or reason.text in outcome.text:
+        return outcome
+    if len(outcome.text) >= MIN_REPORT_EXPLAINS and _EXPLAINS.search(outcome.text):
+        return outcome
+    return Conclusion(f"{reason.text}\n\n{outcome.text}", reason.seq, f"{reason.source}+{outcome.source}",
+                      outcome.verified_by if outcome.verified_by is not None else reason.verified_by)
+
+
 def choose_conclusion(turns: Sequence[Turn]) -> Conclusion:
     """The best settled conclusion of an experience's turns (see the module docstring)."""
     turns = tuple(turns)
@@ -203,7 +242,8 @@ def choose_conclusion(turns: Sequence[Turn]) -> Conclusion:
     checks = _checks(turns)
     found = _closing_report(turns, checks, dead) or _closing_words(turns)
     if found:
-        return found
+        at = next((i for i, t in enumerate(turns) if t.seq == found.seq), len(turns))
+        return _with_reason(found, _explanation(turns, dead, at))
     statements = [s for s in extract_conclusions(turns) if s.seq not in dead]
     confirmed = [s for s in statements if s.verified_by is not None]
     for group, source in ((confirmed, "pre_fix_explanation"), ([s for s in statements if s.cue != CONFIRMED_CUE], "cue_statement")):

@@ -45,3 +45,16 @@ def test_nothing_settled_gives_no_conclusion():
     s = (Script().user("why does the deploy hang?").runs("kubectl get pods").error("Error: CrashLoopBackOff")
          .says("Let me look at the pod logs next."))
     assert not choose_conclusion(s.turns).settled
+
+
+def test_a_terse_outcome_is_joined_to_the_reason_given_before_the_fix():
+    s = (Script().user("load dies with UNIQUE constraint failed when i run 6 workers")
+         .runs("python -m birdcount.load --workers 6").error("sqlite3.IntegrityError: UNIQUE constraint failed: obs.obs_id")
+         .says("The day partitions overlap: BETWEEN is inclusive, so a midnight observation lands in two partitions.")
+         .runs("apply_patch birdcount/partition.py")
+         .runs("python -m birdcount.load --workers 6").result("31/31 partitions ok\n6 passed")
+         .says("31/31 partitions with 6 workers; committed 2c6b7e0."))
+    found = choose_conclusion(s.turns)
+    assert found.text.startswith("The day partitions overlap: BETWEEN is inclusive")
+    assert found.text.endswith("31/31 partitions with 6 workers; committed 2c6b7e0.")
+    assert found.source == "pre_fix_explanation+closing_report" and found.verified_by == 6
