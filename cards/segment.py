@@ -277,11 +277,23 @@ _PASTED_HINT = re.compile(
 )
 
 
+_QUOTED = re.compile(r"`([^`\n]{8,300})`")
+
+
 def _pasted_signature(text: str) -> str:
-    """A signature from an error the user pasted into the prompt (not from a plain request)."""
+    """A signature from an error the user pasted into the prompt (not from a plain request).
+
+    A quoted error in a sentence ("crashed with `fatal error: concurrent map writes`") counts
+    alone, without the sentence around it; otherwise only pasted output lines do.
+    """
     if len(text) < 20 or not _PASTED_HINT.search(text):
         return ""
-    return error_signature(text)
+    for m in _QUOTED.finditer(text):
+        if _PASTED_HINT.search(m.group(1)) or "error" in m.group(1).lower():
+            if sig := error_signature(m.group(1)):
+                return sig
+    output = "\n".join(ln for ln in text.splitlines() if _PASTED_HINT.search(ln) or ln.startswith((" ", "\t")))
+    return error_signature(output) if output else ""
 
 
 def _answered_question(turns: list[Turn]) -> bool:
