@@ -1,12 +1,24 @@
+import re
 from pathlib import Path
 
 from cards.hosts import aider
 
-FIXTURE = Path(__file__).parent / "fixtures" / "hosts" / "sample.aider.chat.history.md"
+FIXTURES = Path(__file__).parent / "fixtures" / "hosts"
+FIXTURE = FIXTURES / "sample.aider.chat.history.md"
+WINDOWS = FIXTURES / "windows.aider.chat.history.md"  # v0.84 shape: banner, thinking, /run, /test, prompts
+COMMIT_OUTPUT = re.compile(r"\[[\w./-]+ [0-9a-f]{7,}\] ")  # what a segmenter takes for a successful commit
 
 
 def _read(data: bytes | None = None):
     return aider.read(FIXTURE.read_bytes() if data is None else data, str(FIXTURE))
+
+
+def _windows():
+    return aider.read(WINDOWS.read_bytes(), str(WINDOWS))
+
+
+def _session(r, n: int):
+    return [t for t in r.turns if t.session_id == r.session_ids[n]]
 
 
 def test_one_file_yields_a_session_per_header():
@@ -18,19 +30,150 @@ def test_one_file_yields_a_session_per_header():
     assert {t.timestamp.isoformat()[:19] for t in first} == {"2025-07-15T11:38:37"}
 
 
+def test_start_up_banner_is_the_runs_first_turn():
+    first = _read().turns[0]
+    assert (first.role, first.kind, first.line) == ("tool", "tool_result", 4)
+    assert first.text == "Aider v0.85.1\nMain model: gpt-4o with diff edit format"
+
+
 def test_consecutive_user_lines_are_one_message_and_search_replace_stays_assistant():
     turns = _read().turns
-    assert [(t.role, t.kind) for t in turns[:4]] == [
-        ("tool", "tool_result"), ("user", "text"), ("assistant", "text"), ("tool", "tool_result"),
-    ]
+    assert [(t.role, t.kind) for t in turns[1:4]] == [("user", "text"), ("assistant", "text"), ("tool", "tool_result")]
     assert turns[1].text == "add a header comment to schema.ts\nand keep it short"
     assert ">>>>>>> REPLACE" in turns[2].text
 
 
-def test_tool_output_keeps_commit_drops_cost_and_flags_errors():
+def test_applied_edit_names_the_file_and_errors_are_flagged():
     turns = _read().turns
-    assert turns[3].text == "Applied edit to schema.ts\nCommit dde0244 feat: add header comment"
+    assert (turns[3].tool_name, turns[3].text) == ("edit", "Applied edit to schema.ts")
     assert turns[-1].kind == "error" and "Cannot find module zod" in turns[-1].text
+
+
+def test_commit_is_a_git_commit_call_and_a_result_in_gits_shape():
+    turns = _read().turns
+    call, result = turns[4], turns[5]
+    assert (call.role, call.kind, call.tool_name, call.text) == (
+        "assistant", "tool_call", "git", 'git commit -m "feat: add header comment"')
+    assert (result.kind, result.tool_name) == ("tool_result", "git")
+    assert result.text == "[aider dde0244] feat: add header comment"
+    assert COMMIT_OUTPUT.search(result.text) and call.line == result.line == 20
+
+
+def test_every_turn_has_its_1_based_line():
+    data = WINDOWS.read_bytes()
+    lines = data.decode().split("\n")
+    r = _windows()
+    for t in r.turns:
+        source = lines[t.line - 1]
+        if t.text == aider.WATCH_REQUEST:
+            assert source.startswith("> Processing your request")
+        elif t.role == "user" or t.text == "exit status 0":  # a passing /test's result sits on its line
+            assert source.startswith("#### ")
+        elif t.role == "tool" or t.kind == "tool_call":
+            assert source.startswith("> ") or t.text in source
+        elif t.kind == "thinking":
+            assert source.startswith(("<thinking-content-", "<think>"))
+        else:
+            assert t.text.split("\n")[0] in source
+    ask = next(t for t in r.turns if t.text.startswith("Add an async version"))
+    assert ask.line == 24
+    assert lines[ask.line - 1] == "#### Add an async version of unionIterables to iterables.union.ts  "
+
+
+def test_workspace_is_the_banners_git_dir_else_the_history_folder():
+    r = _windows()
+    assert {t.cwd for t in _session(r, 0)} == {str(WINDOWS.parent)}
+    assert {t.cwd for t in _session(r, 1)} == {"C:\\Users\\user\\Projects\\mono"}
+    assert all(t.cwd for t in r.turns)
+
+
+def test_thinking_blocks_are_thinking_turns_never_reply_text():
+    turns = _session(_windows(), 1)
+    thinking = [t.text for t in turns if t.kind == "thinking"]
+    assert thinking == ["The user wants an async variant; the sync one collects into a Set.",
+                        "The failure is an ordering issue."]
+    replies = [t.text for t in turns if (t.role, t.kind) == ("assistant", "text")]
+    assert not any("think" in r.lower() and "<" in r for r in replies)
+    assert "The test expects insertion order; I will keep it." in replies
+
+
+def test_code_fence_keeps_quote_and_heading_lines_as_code():
+    reply = next(t for t in _windows().turns if t.text.startswith("Okay, I will add"))
+    assert "> not a tool line: this is code" in reply.text and "#### not user input either" in reply.text
+    assert reply.text.endswith(">>>>>>> REPLACE\n````")
+
+
+def test_run_and_test_are_run_tool_calls_with_their_results():
+    turns = _session(_windows(), 1)
+    runs = [(t.role, t.kind, t.tool_name, t.text) for t in turns if t.tool_name == "run"]
+    assert runs == [
+        ("user", "tool_call", "run", "pnpm vitest run iterables.union"),
+        ("tool", "tool_result", "run", "Added 12 lines of output to the chat."),
+        ("user", "tool_call", "run", "pnpm vitest run"),
+        ("tool", "error", "run", "Added 40 lines of output to the chat."),  # /test output is added only on failure
+        ("user", "tool_call", "run", "pnpm vitest run"),
+        ("tool", "tool_result", "run", "exit status 0"),  # a /test that added nothing passed
+        ("assistant", "tool_call", "run", "pnpm lint"),  # proposed by the model, allowed by the user
+        ("assistant", "tool_call", "run", "pnpm format --check"),
+        ("user", "tool_call", "run", "git status --short"),  # `!cmd` is /run
+        ("tool", "tool_result", "run", "Added 2 lines of output to the chat."),
+    ]
+
+
+def test_aider_ui_lines_and_prompts_are_not_turns():
+    r = _windows()
+    banner = _session(r, 1)[0]
+    assert banner.text.startswith("C:\\Users\\user\\.local\\bin\\aider\nAider v0.84.0\nMain model:")
+    assert "Copied code context" not in banner.text
+    texts = "\n".join(t.text for t in _session(r, 1)[1:])
+    for ui in ("Tokens:", "(Y)es/(N)o", "Aider v0.84", "Main model", "Repo-map", "Copied code context",
+               "You can use /undo", "Diff since", "Cur working dir", "\\bin\\aider"):
+        assert ui not in texts
+    # a prompt's subject line (the file it asked about, the commands it offered) goes with it
+    results = [t.text for t in _windows().turns if t.role == "tool" and not t.tool_name]
+    assert not any(text.startswith(("packages\\", "pnpm lint")) for text in results)
+
+
+def test_multi_line_aider_message_is_one_error_turn():
+    err = next(t for t in _windows().turns if "SEARCH/REPLACE block failed" in t.text)
+    assert err.kind == "error" and err.line == 71
+    assert err.text.endswith("Just reply with fixed versions of the block above that failed to match.")
+    assert "const seen = new Set<unknown>();" in err.text
+
+
+def test_watch_mode_request_is_a_user_turn():
+    turns = _session(_windows(), 1)
+    ask = next(t for t in turns if t.text == aider.WATCH_REQUEST)
+    after = turns[turns.index(ask):]
+    assert (ask.role, ask.kind) == ("user", "text")
+    assert [(t.role, t.kind) for t in after[1:5]] == [
+        ("assistant", "text"), ("tool", "tool_result"), ("assistant", "tool_call"), ("tool", "tool_result")]
+    # an "AI?" comment is spelt out as input right after: that input is the request, said once
+    assert [t.text for t in turns].count(aider.WATCH_REQUEST) == 1
+    assert after[5].text.startswith('Find the "AI" comments below') and after[5].role == "user"
+
+
+def test_slash_commands_are_user_text_as_typed():
+    users = [t.text for t in _session(_windows(), 1) if (t.role, t.kind) == ("user", "text")]
+    assert "/undo" in users and users[-1] == "/clear"
+
+
+def test_run_with_only_a_banner_yields_no_user_text():
+    r = _windows()
+    assert len(r.session_ids) == 3
+    headers = [i + 1 for i, line in enumerate(WINDOWS.read_text().split("\n")) if line.startswith("# aider chat")]
+    for n in (0, 2):
+        assert [(t.role, t.line) for t in _session(r, n)] == [("tool", headers[n] + 2)]
+    assert _session(r, 0)[0].kind == "error"  # its banner shows the model call failing
+
+
+def test_dirty_commit_before_the_edits_is_no_commit_of_the_task():
+    turns = _session(_windows(), 1)
+    dirty = next(t for t in turns if "before applying edits" in t.text)
+    assert (dirty.kind, dirty.tool_name) == ("tool_result", "")
+    assert dirty.text.endswith("Commit dd581c5 refactor: Refactor unionIterablesAsyncGen to yield directly")
+    assert [t.text for t in turns if t.tool_name == "git" and t.kind == "tool_call"][0] == (
+        'git commit -m "feat: add async unionIterables function"')
 
 
 def test_resume_points_at_last_session_header():
@@ -41,13 +184,21 @@ def test_resume_points_at_last_session_header():
 
 
 def test_rereading_from_last_header_gives_same_ids_and_seqs():
-    data = FIXTURE.read_bytes()
-    whole = _read(data)
-    again = aider.read(data[whole.resume_at:], str(FIXTURE), start_line=whole.resume_line, carry=whole.carry)
-    last = [t for t in whole.turns if t.session_id == whole.session_id]
-    assert again.turns == last
+    for path in (FIXTURE, WINDOWS):
+        data = path.read_bytes()
+        whole = aider.read(data, str(path))
+        again = aider.read(data[whole.resume_at:], str(path), start_line=whole.resume_line, carry=whole.carry)
+        assert again.turns == [t for t in whole.turns if t.session_id == whole.session_id]
 
 
 def test_partial_last_line_is_left_for_next_run():
     r = _read(FIXTURE.read_bytes() + b"#### half typed")
     assert r.skipped["partial_line"] == 1 and "half typed" not in r.turns[-1].text
+
+
+def test_lint_run_is_a_lint_call_and_its_report_an_error():
+    turns = _windows().turns
+    call = next(t for t in turns if t.tool_name == "lint" and t.kind == "tool_call")
+    report = turns[turns.index(call) + 1]
+    assert (call.role, call.text) == ("assistant", "pnpm eslint packages\\module\\es\\src\\iterables.union.ts")
+    assert (report.kind, report.tool_name) == ("error", "lint") and "prefer-const" in report.text

@@ -1,3 +1,4 @@
+import json
 from pathlib import Path
 
 from cards.hosts import claude_code
@@ -91,3 +92,85 @@ def test_slash_command_keeps_command_and_args_as_user_text():
         b'<command-args>PR 12</command-args>"}}\n'
     )
     assert [t.text for t in _read(line).turns] == ["/review PR 12"]
+
+
+COMMANDS = Path(__file__).parent / "fixtures" / "hosts" / "claude_commands.jsonl"
+REAL = Path(__file__).parent / "fixtures" / "real" / "claude-code"
+SUBAGENT = REAL / "spotter__258c7280__subagents__agent-a881341.jsonl"
+
+
+def _commands():
+    return claude_code.read(COMMANDS.read_bytes(), str(COMMANDS))
+
+
+def test_slash_commands_are_user_text_of_name_and_args_only():
+    users = [t.text for t in _commands().turns if (t.role, t.kind) == ("user", "text")]
+    assert users[0] == "/clear"
+    assert users[1] == "/model opus"  # 2.1 writes it as a `local_command` system line
+    assert "/review PR 12\nfocus on the export tests" in users  # a text block keeps its typed arguments
+    assert users[-1] == "/compact"
+
+
+def test_command_stdout_and_caveat_are_dropped():
+    r = _commands()
+    assert r.skipped["command_output"] == 3 and r.skipped["meta"] == 1
+    assert not any("Caveat" in t.text or "Compacted" in t.text or "Set model" in t.text for t in r.turns)
+
+
+def test_interruptions_stay_user_text_exactly():
+    users = [t.text for t in _commands().turns if t.role == "user"]
+    assert "[Request interrupted by user for tool use]" in users
+    assert "[Request interrupted by user]" in users
+
+
+def test_thinking_blocks_are_thinking_turns():
+    r = claude_code.read((REAL / "spotter__short.jsonl").read_bytes(), "spotter__short.jsonl")
+    thinking = [t for t in r.turns if t.kind == "thinking"]
+    assert thinking and all(t.role == "assistant" for t in thinking)
+    texts = {t.text for t in r.turns if t.kind == "text"}
+    assert not texts & {t.text for t in thinking}
+
+
+def test_exit_plan_mode_call_carries_the_whole_plan():
+    path = REAL / "spotter__8463c716-a2ea-4c14-9efa-87158ebd9f20__HEAD-TRUNCATED.jsonl"
+    r = claude_code.read(path.read_bytes(), str(path))
+    call = next(t for t in r.turns if t.kind == "tool_call" and t.tool_name == "ExitPlanMode")
+    plan = json.loads(call.text.split(" ", 1)[1])["plan"]
+    assert call.text.startswith("ExitPlanMode {") and plan.startswith("# Plan: Enrich TranscriptRenderer")
+    assert len(call.text) > 3000 and "chars cut" not in call.text
+
+
+def test_task_call_carries_the_subagents_description_and_prompt():
+    path = REAL / "spotter__8463c716-a2ea-4c14-9efa-87158ebd9f20__HEAD-TRUNCATED.jsonl"
+    turns = claude_code.read(path.read_bytes(), str(path)).turns
+    call = next(t for t in turns if (t.kind, t.tool_name) == ("tool_call", "Task"))
+    args = json.loads(call.text.split(" ", 1)[1])
+    assert args["description"] == "Explore Tmux module and test setup"
+    assert args["prompt"].startswith("I need to understand:")
+
+
+def test_todowrite_call_keeps_its_json_with_statuses():
+    path = REAL / "dkimuson__1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"
+    turns = claude_code.read(path.read_bytes(), str(path)).turns
+    calls = [t for t in turns if (t.kind, t.tool_name) == ("tool_call", "TodoWrite")]
+    todos = [json.loads(c.text.split(" ", 1)[1])["todos"] for c in calls]
+    assert {i["status"] for i in todos[-1]} == {"completed"}
+    assert {i["status"] for i in todos[0]} >= {"in_progress"}
+
+
+def test_real_subagent_file_is_a_sidechain_session_of_its_parent():
+    data = SUBAGENT.read_bytes()
+    nested = "/h/.claude/projects/p/258c7280-ae70-4798-800f-63464d01a85d/subagents/agent-a881341.jsonl"
+    for path in (str(SUBAGENT), nested):  # named by its path, or (flattened copy) by its first line
+        r = claude_code.read(data, path)
+        assert r.session_id == "258c7280-ae70-4798-800f-63464d01a85d/agent-a881341"
+        assert r.turns and all(t.is_sidechain and t.session_id == r.session_id for t in r.turns)
+    first = r.turns[0]
+    assert (first.role, first.kind) == ("user", "text")
+    assert first.text.startswith("What is the output contract for Claude Code hooks")
+
+
+def test_subagent_file_lines_without_the_flag_are_still_sidechain():
+    line = b'{"type":"user","sessionId":"s","uuid":"u","message":{"role":"user","content":"look around"}}\n'
+    r = claude_code.read(line, "/h/.claude/projects/p/s/subagents/agent-a1.jsonl")
+    assert [(t.session_id, t.is_sidechain) for t in r.turns] == [("s/agent-a1", True)]

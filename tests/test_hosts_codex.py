@@ -1,3 +1,4 @@
+import json
 from pathlib import Path
 
 from cards.hosts import codex
@@ -78,3 +79,32 @@ def test_output_text_and_failed():
     assert codex.output_text_and_failed("Exit code: 0\nOutput:\nok") == ("Exit code: 0\nOutput:\nok", False)
     assert codex.output_text_and_failed("error: patch did not apply")[1] is True
     assert codex.output_text_and_failed({"content": "boom", "success": False}) == ("boom", True)
+
+
+def test_update_plan_keeps_its_whole_arguments_json_with_statuses():
+    r = _read("codex_commands.jsonl")
+    call = next(t for t in r.turns if t.kind == "tool_call" and t.tool_name == "update_plan")
+    args = json.loads(call.text.split(" ", 1)[1])
+    assert len(call.text) > 3000 and len(args["plan"]) == 15
+    assert {step["status"] for step in args["plan"]} == {"completed"}
+
+
+def test_reasoning_summaries_are_thinking_never_text():
+    r = _read("codex_commands.jsonl")
+    assert [(t.role, t.kind, t.text) for t in r.turns if "Planning" in t.text] == [
+        ("assistant", "thinking", "**Planning the split**")]
+
+
+def test_interrupted_turn_is_the_interruption_user_text():
+    r = _read("codex_commands.jsonl")
+    users = [t.text for t in r.turns if t.role == "user"]
+    assert users == ["split the fare calculator into modules", "[Request interrupted by user]",
+                     "skip the tests, just compact"]
+    assert r.skipped["ignored_type"] == 1  # a turn aborted because it was replaced is no interruption
+
+
+def test_compaction_written_twice_is_one_summary_turn():
+    r = _read("codex_commands.jsonl")
+    summaries = [t for t in r.turns if t.kind == "summary"]
+    assert [t.text for t in summaries] == ["Split fares/calc.py into one module per rule family; tests not run yet."]
+    assert r.turns[-1] is summaries[0]

@@ -1,10 +1,48 @@
 """Aider chat history: `<repo>/.aider.chat.history.md`, appended across runs.
 
-`# aider chat started at YYYY-MM-DD HH:MM:SS` opens a session; `#### ` lines are user input
-(consecutive ones are one message); `> ` lines are tool/UI output (errors and tracebacks become
-`error` turns, "Commit <sha> …" lines are kept, token/cost and ^C chatter is dropped); everything
-else is the assistant's reply. The file has no session ids, so a session's id is a hash of the
-file path and its header's line number, and its timestamp is the header's (local time).
+How Aider writes the file (v0.8x): `# aider chat started at YYYY-MM-DD HH:MM:SS` opens a run;
+`#### ` lines are user input (consecutive ones are one message); `> ` lines are Aider's own
+output, one message a line ending in two spaces (a message of several lines carries `> ` on its
+first line only and runs on until a line that ends in two spaces); everything else is the
+model's reply, where a code fence makes `>` and `####` lines code.
+
+What each becomes (one session per run, line = the 1-based line where the turn starts):
+
+- user input: a user `text` turn as typed, slash commands included (`/add x`, `/clear`, `/undo`).
+- `/run CMD`, `!CMD`, `/test CMD`: a `tool_call` turn, role user, tool_name "run", text CMD.
+- `> Running CMD` (a shell command the model proposed and the user allowed): a `tool_call`,
+  role assistant, tool_name "run", text CMD. `> ## Running: CMD` (Aider's lint) likewise with
+  tool_name "lint".
+- the `> ` lines after a run: its `tool_result` (tool_name "run"/"lint"), or `error` when they show
+  a failure (traceback, `N failed`, non-zero exit, `error:`). A command's own output goes to the
+  terminal, not to this file, so often only "Added N lines of output to the chat." is left.
+  `/test` output is added only when the command exits non-zero, so a `/test` result is always an
+  `error`, and a `/test` with nothing after it gets the result "exit status 0".
+- `> Applied edit to PATH`: a `tool_result`, tool_name "edit" (consecutive ones in one turn).
+- `> Commit SHA MESSAGE`: two turns on that line, a `tool_call` `git commit -m "MESSAGE"` and its
+  `tool_result` `[aider SHA] MESSAGE` (tool_name "git", role assistant), the shape of git's
+  own output, so a successful commit reads the same on every host. The commit Aider makes of the
+  user's own earlier changes ("Committing X before applying edits." then "Commit …") is not the
+  task's commit: it stays one plain `tool_result` in Aider's words.
+- `> Processing your request...` (watch mode: the request is an `AI!` comment in a file): the user
+  text `[Request from an AI! comment in a watched file]`.
+- `<thinking-content-…>…</thinking-content-…>` (Aider's reasoning tag) and `<think>…</think>`:
+  an assistant `thinking` turn (empty ones dropped), never part of the reply's text.
+- the start-up banner (the `> ` lines between a run's header and its first request, reply or
+  command: launch line, version, models, repo, repo-map, warnings, start-up errors): the run's
+  first turn, a `tool_result` (`error` when it shows a failure), so every run starts at its
+  header. A run that holds only its banner has no user text, so no card comes of it.
+- other `> ` lines (errors, `/ls` listings, `/undo` notes): a `tool_result`, or `error` when they
+  show a failure.
+- dropped as Aider's own UI: token/cost lines, `^C`, every `(Y)es/(N)o` prompt (and an answer
+  echoed as `#### … (Y)es/(N)o …`) with the subject line it asks about, and after the banner
+  "Added X to the chat", "Copied code context", "You can use /undo …", "Diff since …" and the like.
+
+Workspace (`Turn.cwd`): the banner's "Git working dir:" (else "Cur working dir:") when the run
+prints one, else the folder the history file lives in (Aider writes it at the git root).
+
+The file has no session ids, so a session's id is a hash of the file path and its header's
+line number, and its timestamp is the header's (local time); there are no per-message times.
 
 Incremental reads: a session can only be named from its header, so `resume_at` points at the
 last header in the chunk. The next read starts there and returns that whole session again with
@@ -17,9 +55,11 @@ import hashlib
 import re
 from collections import Counter
 from datetime import datetime
+from pathlib import PurePath
 
 from cards.hosts.base import (
     TEXT_CHARS,
+    TOOL_CALL_CHARS,
     TOOL_RESULT_CHARS,
     Carry,
     ReadResult,
@@ -29,13 +69,42 @@ from cards.hosts.strip import strip_injected
 from cards.model import Turn
 
 HOST = "aider"
+HEADER = "# aider chat started at"
 
 HEADER_RE = re.compile(r"^# aider chat started at (\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)")
-_NOISE_RE = re.compile(r"^(?:Tokens: .*Cost: |\^C\b|\s*$)")
 _ERROR_RE = re.compile(
-    r"\b(?:Traceback \(most recent call last\)|[A-Z]\w*Error\b|Error\b|error\b|Exception\b|failed\b|not found)"
+    r"Traceback \(most recent call last\)|(?:Error|Exception)\b|\b(?:error|ERROR)\b|"
+    r"\b(?!0 )\d+ failed\b|(?<!\d )\bfailed\b|\bFAILED\b|\bnon-zero exit|\bexit(?:ed with)? (?:code|status):? *[1-9]|"
+    r"\bnot found\b"
 )
-_COMMIT_RE = re.compile(r"^Commit [0-9a-f]{7,40}\b")
+# Every _ERROR_RE match holds one of these; texts without any skip the regex.
+_ERROR_HINTS = ("Traceback", "rror", "RROR", "ailed", "FAILED", "xception", "non-zero", "exit", "not found")
+_COMMIT_RE = re.compile(r"^Commit ([0-9a-f]{7,40}) +(.*)$")
+_RUN_INPUT_RE = re.compile(r"^(?:/(run|test)(?:\s+|$)|!)(.*)$", re.DOTALL)
+_THINK_OPEN_RE = re.compile(r"^<(think|thinking|thinking-content-[0-9a-f]+)>")
+_PROMPT = "(Y)es/(N)o"
+# Prompts that name their subject on the `> ` line before them (a file, a command, a URL).
+_SUBJECT_PROMPTS = (
+    "Run shell command", "Add file to the chat", "Create new file", "Allow edits to file",
+    "Allow creation of new file", "Add URL to the chat", "Open documentation url", "Open URL", "Run pip install",
+)
+# Aider's own UI: banner, bookkeeping and hints; dropped after the start-up banner, never evidence.
+_UI_PREFIXES = (
+    "Tokens: ", "^C", "Aider v", "Model: ", "Main model: ", "Weak model: ", "Editor model: ", "Git repo: ",
+    "Repo-map: ", "Repo-map can't include", "Has it been deleted from the file system", "Multiline mode: ",
+    "Note: in-chat filenames", "Cost estimates may be inaccurate", "Copied code context", "You can use /undo",
+    "Added ", "Diff since ", "Initial repo scan", "You can skip this check",
+    "https://aider.chat/", "Using ", "Skipping ", "Please answer with one of", "Committing ", "Scanning repo",
+    "Update git name with", "Update git email with", "Newer aider version", "Use /help", "Restored previous",
+    "Removed ", "Dropping all files", "Warning for ", "Run `aider --help`", "Detected dumb terminal",
+    "Cur working dir: ", "Git working dir: ",
+)
+_NEVER_KEPT = ("Tokens: ", "^C", "Copied code context")  # not even in the start-up banner
+_WATCH_REQUEST = "Processing your request"
+WATCH_REQUEST = "[Request from an AI! comment in a watched file]"
+_LAUNCH_RE = re.compile(r"^\S*[\\/]aider(?:\.exe)?(?:\s|$)")  # the command line that started Aider
+_BANNER_DIRS = (("Git working dir: ", 2), ("Cur working dir: ", 1))
+_OUTPUT_ADDED = "of output to the chat"
 
 
 def session_id_for(path: str, header_line: int) -> str:
@@ -53,55 +122,63 @@ def _header_time(line: str) -> datetime | None:
         return None
 
 
-def _tool_kind(lines: list[str]) -> str:
-    failed = any(_ERROR_RE.search(ln) for ln in lines if not _COMMIT_RE.match(ln))
-    return "error" if failed else "tool_result"
+def _git_commit_call(message: str) -> str:
+    return 'git commit -m "' + message.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 class _Builder:
-    """Accumulates one block of same-role lines and flushes it into a Turn."""
+    """Walks the lines of one chunk, keeping the open block and emitting Turns as blocks close."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, carry: Carry) -> None:
         self.path = path
+        self.folder = str(PurePath(path).parent)
         self.turns: list[Turn] = []
         self.session_ids: list[str] = []
         self.skipped: Counter = Counter()
         self.session_id = ""
         self.started: datetime | None = None
+        self.cwd = self.folder
+        self.cwd_rank = 0  # 2: the banner's git working dir, 1: its current dir, 0: the file's folder
         self.seq = 0
-        self.role = ""
+        # The open block: "user", "assistant", "thinking", or a tool group ("misc", "edit", "run", "test", "lint").
+        self.key = ""
         self.block: list[str] = []
         self.block_line = 0
-        self.in_fence = False  # inside an assistant code fence `>` lines are code (SEARCH/REPLACE)
+        self.after_run = ""  # the group `> ` lines join while they report on a command just run
+        self.fence = ""  # the backticks that opened the assistant's code fence, while inside it
+        self.think_close = ""  # the closing tag of the open thinking block
+        self.last_tool_line = -1  # line number of the last `> ` line, to spot multi-line messages
+        self.kept_line = -1  # line number where the last kept `> ` message ended
+        self.last_line = -1  # line number of the last non-blank line outside multi-line messages
+        self.continuing = False  # inside a multi-line `> ` message
+        self.continue_keep = False  # whether that message is kept (its first line was)
+        self.in_banner = False  # between a run's header and its first request, reply or command
+        self.dirty = False  # the last `> ` line announced a commit of the user's own earlier changes
+        self.watch_line = 0  # where a watch-mode request began, until we know it is not spelt out as input
+        if carry.session_id:
+            self.start_session(carry.session_id, datetime.fromisoformat(carry.started) if carry.started else None)
+            if carry.cwd:
+                self.cwd, self.cwd_rank = carry.cwd, 1
+
+    # --- sessions and turns ------------------------------------------------------------------
 
     def start_session(self, session_id: str, started: datetime | None) -> None:
-        self.flush()
+        self.finish()
+        self.watch_line = 0
         self.session_id, self.started, self.seq = session_id, started, 0
+        self.cwd, self.cwd_rank = self.folder, 0
+        self.fence = self.think_close = self.after_run = ""
+        self.in_banner = True
         if session_id not in self.session_ids:
             self.session_ids.append(session_id)
 
-    def add(self, role: str, text: str, line: int) -> None:
-        if role != self.role:
-            self.flush()
-            self.role, self.block_line = role, line
-        self.block.append(text)
-
-    def flush(self) -> None:
-        self.in_fence = False
-        role, block = self.role, self.block
-        self.role, self.block = "", []
-        if not block:
-            return
-        if role == "tool":
-            block = [ln for ln in block if not _NOISE_RE.match(ln)]
-            kind, limit = _tool_kind(block), TOOL_RESULT_CHARS
-        else:
-            kind, limit = "text", TEXT_CHARS
-        text = clip(strip_injected("\n".join(block)), limit)
+    def emit(self, role: str, kind: str, text: str, line: int, tool_name: str = "", limit: int = TEXT_CHARS) -> None:
+        text = clip(strip_injected(text), limit)
         if not text:
+            self.skipped["empty_text"] += 1
             return
         if not self.session_id:
-            self.start_session(session_id_for(self.path, self.block_line), None)
+            self.start_session(session_id_for(self.path, line), None)
         self.turns.append(
             Turn(
                 host=HOST,
@@ -111,19 +188,242 @@ class _Builder:
                 kind=kind,
                 text=text,
                 timestamp=self.started,
+                tool_name=tool_name,
+                cwd=self.cwd,
                 source_file=self.path,
-                line=self.block_line,
+                line=line,
             )
         )
         self.seq += 1
 
+    def open(self, key: str, line: int) -> None:
+        """Make `key` the open block, closing the one before when it differs."""
+        if key != "misc":
+            self.in_banner = False
+        if key != self.key:
+            self.close()
+            self.key, self.block_line = key, line
+        elif not self.block:
+            self.block_line = line  # a /test result opened empty starts where its first line is
 
-def _offset_of_line(data: bytes, index: int) -> int:
-    """Byte offset where line `index` (0-based) starts; 0 when there is no such header."""
-    offset = 0
-    for _ in range(max(index, 0)):
-        offset = data.index(b"\n", offset) + 1
-    return offset
+    def close(self) -> None:
+        """Emit the open block as its Turn(s)."""
+        key, block, line = self.key, self.block, self.block_line
+        self.key, self.block = "", []
+        if key == "test" and not block:
+            self.emit("tool", "tool_result", "exit status 0", line, "run")
+        if not block:
+            return
+        text = "\n".join(block).strip()
+        if key == "user":
+            self.user(text, line)
+        elif key == "assistant":
+            self.emit("assistant", "text", text, line)
+        elif key == "thinking":
+            self.emit("assistant", "thinking", text, line)
+        elif key == "edit":
+            self.emit("tool", "tool_result", text, line, "edit", TOOL_RESULT_CHARS)
+        else:
+            failed = key in ("test", "lint") or (
+                any(h in text for h in _ERROR_HINTS) and _ERROR_RE.search(text) is not None)
+            name = "" if key == "misc" else key if key == "lint" else "run"
+            self.emit("tool", "error" if failed else "tool_result", text, line, name, TOOL_RESULT_CHARS)
+
+    def finish(self) -> None:
+        """Close the open block, the `/test` result its close may have opened, and a pending request."""
+        self.close()
+        self.close()
+        self.watched(spelt_out=False)
+
+    def watched(self, spelt_out: bool) -> None:
+        """Emit the pending watch-mode request, unless the input that follows spells it out."""
+        if self.watch_line:
+            line, self.watch_line = self.watch_line, 0
+            if not spelt_out:
+                self.close()
+                self.emit("user", "text", WATCH_REQUEST, line)
+
+    def user(self, text: str, line: int) -> None:
+        """User input; `/run`, `!` and `/test` are commands the user ran, not words to the model."""
+        m = _RUN_INPUT_RE.match(text) if text[:1] in ("/", "!") else None
+        if m is None or not (m.group(2).strip() or m.group(1) == "test"):
+            self.emit("user", "text", text, line)
+            return
+        command = m.group(2).strip() or "/test"
+        self.emit("user", "tool_call", command, line, "run", TOOL_CALL_CHARS)
+        self.after_run = m.group(1) or "run"
+        if self.after_run == "test":
+            self.key, self.block_line = "test", line  # a /test that adds nothing passed
+
+    # --- lines ------------------------------------------------------------------------------
+
+    def line(self, line: str, no: int) -> None:
+        # Dispatch on the first character: most lines are the model's reply or blank.
+        c = line[:1]
+        if self.continuing:
+            if c in (">", "#") and (line.startswith(("> ", "####", HEADER)) or line == ">"):
+                self.continuing = False
+            else:
+                self.more(line, no)
+                return
+        if c == "#" and line.startswith(HEADER):
+            self.start_session(session_id_for(self.path, no), _header_time(line))
+            return
+        if self.think_close:
+            if not (c in ("#", ">") and line.startswith(("####", "> Tokens: "))):
+                self.thinking(line, no)
+                return
+            self.think_close = ""  # never closed: the reply was cut; what follows is not thinking
+        if self.fence:
+            if not (c == ">" and line.startswith("> Tokens: ")):
+                self.assistant(line, no)
+                return
+            self.fence = ""  # never closed: the token line shows the reply is over
+        if self.watch_line and line and not line.isspace():
+            self.watched(spelt_out=c == "#" and line.startswith("####") and _PROMPT not in line)
+        if c == ">" and (line.startswith("> ") or line == ">"):
+            self.tool(line, no)
+        elif c == "#" and line.startswith("####"):
+            if _PROMPT in line:
+                self.tool_text(line[5:].strip(), no)  # an answer to a confirm prompt, echoed as input
+            else:
+                self.open("user", no)
+                self.block.append(line[5:].rstrip())
+                self.after_run = ""
+        elif not line or line.isspace():
+            # A blank line ends user input; Aider's own output runs on until something else is written.
+            if self.key == "assistant" or self.key == "thinking":
+                self.block.append("")
+            elif self.key == "user":
+                self.close()
+            return
+        elif self.last_tool_line == no - 1:
+            self.more(line, no)  # the model's reply always starts after a blank line: this is Aider's
+        else:
+            self.assistant(line, no)
+        self.last_line = no
+
+    def more(self, line: str, no: int) -> None:
+        """A line that continues the `> ` message before it; the message's last line ends in two spaces."""
+        if self.continue_keep:
+            if self.block:
+                self.block[-1] += "\n" + line.rstrip()
+            else:
+                self.block.append(line.rstrip())  # the output under a `## Running:` line
+            self.kept_line = no
+        self.last_tool_line = self.last_line = no
+        self.continuing = not line.endswith("  ")
+
+    def assistant(self, line: str, no: int) -> None:
+        """A line of the model's reply: text, code fences, or the start of a thinking block."""
+        c = line[:1]
+        if c == "<" and not self.fence and (m := _THINK_OPEN_RE.match(line)):
+            self.open("thinking", no)
+            self.think_close = f"</{m.group(1)}>"
+            rest = line[m.end():]
+            if rest.strip():
+                self.thinking(rest, no)
+            return
+        if self.key != "assistant":
+            self.open("assistant", no)
+            self.after_run = ""
+        self.block.append(line.rstrip())
+        if c == "`" and line.startswith("```"):
+            if not self.fence:
+                self.fence = line[: len(line) - len(line.lstrip("`"))]
+            elif line.startswith(self.fence) and not line.strip().strip("`"):
+                self.fence = ""
+
+    def thinking(self, line: str, no: int) -> None:
+        end = line.find(self.think_close)
+        if end < 0:
+            self.block.append(line.rstrip())
+            return
+        self.block.append(line[:end].rstrip())
+        rest = line[end + len(self.think_close):]
+        self.think_close = ""
+        self.close()
+        if rest.strip():
+            self.assistant(rest, no)
+
+    def tool(self, line: str, no: int) -> None:
+        """One `> ` line: a command run, an edit, a commit, a result, or Aider's own UI (dropped)."""
+        text = line[2:].strip()
+        follows_tool = self.last_tool_line == no - 1
+        self.last_tool_line = no
+        if self.key in ("user", "assistant", "thinking"):
+            self.close()
+        kept = self.tool_text(text, no)
+        if kept:
+            self.kept_line = no
+        self.continue_keep = kept
+        # A message of several lines: only its first line has `> `, its last ends in two spaces.
+        self.continuing = bool(text) and follows_tool and not line.endswith("  ")
+
+    def tool_text(self, text: str, no: int) -> bool:
+        """Route one `> ` message; True when it was kept as the last line of the open group."""
+        if not text:
+            return False
+        if _PROMPT in text:
+            asked = self.key == "misc" and self.block and self.kept_line == self.last_line
+            if asked and text.startswith(_SUBJECT_PROMPTS):
+                self.block.pop()  # the file / command / URL the prompt asked about
+                self.kept_line = -1
+            return False
+        if self.after_run and text.startswith("Added ") and _OUTPUT_ADDED in text:
+            self.open(self.after_run, no)
+            self.block.append(text)
+            return True
+        if text.startswith("Running "):
+            self.call("run", text[8:], no)
+            return False
+        if text.startswith("## Running: "):
+            self.call("lint", text[12:], no)
+            self.open("lint", no)  # the lines under it (one multi-line message) are the linter's report
+            return True
+        if text.startswith("Applied edit to "):
+            self.after_run = ""
+            self.open("edit", no)
+            self.block.append(text)
+            return False
+        if text.startswith("Commit ") and (m := _COMMIT_RE.match(text)) and not self.dirty:
+            self.after_run, self.in_banner = "", False
+            self.close()
+            sha, message = m.group(1), m.group(2).strip()
+            self.emit("assistant", "tool_call", _git_commit_call(message), no, "git", TOOL_CALL_CHARS)
+            self.emit("tool", "tool_result", f"[aider {sha}] {message}", no, "git", TOOL_RESULT_CHARS)
+            return False
+        if text.startswith(_WATCH_REQUEST):
+            self.close()
+            self.watch_line = no  # watch mode: an AI! comment is the request; "AI?" ones are spelt out as input
+            return False
+        for prefix, rank in _BANNER_DIRS:
+            if text.startswith(prefix) and rank >= self.cwd_rank:
+                self.cwd, self.cwd_rank = text[len(prefix):].strip(), rank
+        # The dirty commit of files the user changed before the request: the user's work, not this task's.
+        self.dirty = text.startswith("Committing ") and text.endswith("before applying edits.")
+        if not self.dirty and (text.startswith(_UI_PREFIXES) or _LAUNCH_RE.match(text)):
+            # The start-up banner stays as the run's first turn, so every run begins where its header is.
+            if not self.in_banner or text.startswith(_NEVER_KEPT):
+                return False
+        self.open(self.after_run or "misc", no)
+        self.block.append(text)
+        return True
+
+    def call(self, name: str, command: str, no: int) -> None:
+        """A command Aider ran on the model's behalf; the `> ` lines after it are its result."""
+        self.in_banner = False
+        self.close()
+        self.emit("assistant", "tool_call", command.strip(), no, name, TOOL_CALL_CHARS)
+        self.after_run = name
+
+
+def _last_header(data: bytes) -> int:
+    """Byte offset of the last line that opens a run, or -1 when the chunk has none."""
+    at = data.rfind(b"\n" + HEADER.encode())
+    if at >= 0:
+        return at + 1
+    return 0 if data.startswith(HEADER.encode()) else -1
 
 
 def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) -> ReadResult:
@@ -133,32 +433,12 @@ def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) ->
     skipped: Counter = Counter()
     if consumed < len(data):
         skipped["partial_line"] += 1
-    b = _Builder(path)
-    if carry.session_id:
-        b.start_session(carry.session_id, datetime.fromisoformat(carry.started) if carry.started else None)
+    b = _Builder(path, carry)
     text = data[:consumed].decode("utf-8", errors="replace")
-    last_header = -1
     for i, line in enumerate(text.split("\n")[:-1] if consumed else ()):
-        line_no = start_line + i + 1
-        if line.startswith("# aider chat started at"):
-            b.start_session(session_id_for(path, line_no), _header_time(line))
-            last_header = i
-        elif line.startswith("####") and not b.in_fence:
-            b.add("user", line[5:].rstrip(), line_no)
-        elif b.in_fence:
-            b.add("assistant", line.rstrip(), line_no)
-        elif line == ">" or line.startswith("> "):
-            b.add("tool", line[1:].strip(), line_no)
-        elif not line.strip():
-            if b.role == "assistant":
-                b.block.append("")
-            elif b.role:
-                b.flush()
-        else:
-            b.add("assistant", line.rstrip(), line_no)
-        if b.role == "assistant" and line.startswith("```"):
-            b.in_fence = not b.in_fence
-    b.flush()
+        b.line(line, start_line + i + 1)
+    b.finish()
+    header_at = _last_header(data[:consumed])
     started = b.started.isoformat() if b.started else ""
     return ReadResult(
         turns=b.turns,
@@ -167,7 +447,12 @@ def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) ->
         session_ids=tuple(b.session_ids),
         consumed=consumed,
         lines=n_lines,
-        carry=Carry(session_id=b.session_id, started=started, seqs=((b.session_id, b.seq),) if b.session_id else ()),
-        resume_at=_offset_of_line(data, last_header) if b.session_id else consumed,
-        resume_line=max(last_header, 0) if b.session_id else n_lines,
+        carry=Carry(
+            session_id=b.session_id,
+            cwd=b.cwd if b.session_id else "",
+            started=started,
+            seqs=((b.session_id, b.seq),) if b.session_id else (),
+        ),
+        resume_at=max(header_at, 0) if b.session_id else consumed,
+        resume_line=data.count(b"\n", 0, max(header_at, 0)) if b.session_id else n_lines,
     )

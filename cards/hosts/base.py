@@ -223,16 +223,16 @@ def compact_json(value: object, limit: int = TOOL_CALL_CHARS) -> str:
     return clip(text, limit)
 
 
-def tool_call_text(name: str, args: object) -> str:
-    """`name {json args}`: the readable form of a tool call."""
+def tool_call_text(name: str, args: object, limit: int = TOOL_CALL_CHARS) -> str:
+    """`name {json args}`: the readable form of a tool call, its arguments bounded by `limit`."""
     if isinstance(args, str):
         stripped = args.strip()
         try:
             args = json.loads(stripped) if stripped[:1] in ("{", "[") else stripped
         except ValueError:
             args = stripped
-    body = args if isinstance(args, str) else compact_json(args)
-    return f"{name} {clip(body, TOOL_CALL_CHARS)}".strip()
+    body = args if isinstance(args, str) else compact_json(args, limit)
+    return f"{name} {clip(body, limit)}".strip()
 
 
 def as_str(value: object) -> str:

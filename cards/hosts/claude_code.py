@@ -6,6 +6,16 @@ several `assistant` lines sharing `message.id`. `summary` lines, compact summari
 `compact_boundary` system lines become `summary` turns (segment boundaries). Bookkeeping lines
 (progress, file-history-snapshot, queue-operation, …) are counted as `ignored_type`.
 
+What the user did, as user `text` turns: a slash command (a `<command-name>` user line, or a
+`local_command` system line in 2.1) is exactly `/name` plus its arguments (`/clear`,
+`/compact`, `/model opus`); its expansion (an `isMeta` line), its local stdout and the "Caveat: …"
+boilerplate are dropped. `[Request interrupted by user]` and `[Request interrupted by user for
+tool use]` stay as they are. Thinking blocks are `thinking` turns. A tool call's text is
+`Name {json input}`; ExitPlanMode (the plan), TodoWrite (the todos with their statuses) and
+Task/Agent (the subagent's description and prompt) keep their whole input, the rest is bounded.
+A subagent transcript (`<session>/subagents/agent-<id>.jsonl`) is the session
+`<session>/agent-<id>`, and every turn of it is a sidechain.
+
 Deduplication (by line uuid and by `(message.id, block)`) holds within one read; a duplicate
 that straddles two incremental reads is kept.
 """
@@ -18,6 +28,7 @@ from pathlib import PurePath
 
 from cards.hosts.base import (
     TEXT_CHARS,
+    TOOL_CALL_CHARS,
     TOOL_RESULT_CHARS,
     Carry,
     ReadResult,
@@ -27,6 +38,7 @@ from cards.hosts.base import (
     parse_json_lines,
     tool_call_text,
 )
+from cards.hosts.strip import slash_command_text
 
 HOST = "claude-code"
 
@@ -47,8 +59,8 @@ IGNORED_TYPES = frozenset(
 # and only lines it confirms skip json.loads (progress lines dominate big transcripts).
 _CHEAP_IGNORED = (b'"progress"', b'"file-history-snapshot"', b'"queue-operation"')
 _IGNORED_RE = re.compile(rb'(?<!\\)"type"\s*:\s*"(?:progress|file-history-snapshot|queue-operation)"')
-# A slash command is what the user asked for ("/init", "/review 12"); its expansion is an isMeta line.
-_COMMAND_NAME_RE = re.compile(r"<command-name>\s*(/?[^<]*?)\s*</command-name>")
+# Calls whose whole input is what a reader needs: the plan accepted, the todo statuses, a subagent's task.
+_WHOLE_INPUT_TOOLS = frozenset({"ExitPlanMode", "TodoWrite", "Task", "Agent"})
 _UUID_STEM = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
@@ -91,12 +103,22 @@ class _Reader(SessionReader):
         self.start_line = start_line
         self.seen_uuids: set[str] = set()
         self.seen_blocks: set[tuple] = set()
+        self.subagent = "/agent-" in session_id  # a subagent's own file: all of it is sidechain
 
     def emit(
         self, obj: dict, line: int, role: str, kind: str, text: str, tool_name: str = "", limit: int = TEXT_CHARS
     ) -> None:
         self.add_turn(obj.get("timestamp"), line, role, kind, text, tool_name, limit,
-                      is_sidechain=bool(obj.get("isSidechain")), uuid=as_str(obj.get("uuid")))
+                      is_sidechain=self.subagent or bool(obj.get("isSidechain")), uuid=as_str(obj.get("uuid")))
+
+    def user_text(self, obj: dict, line: int, text: str) -> None:
+        """What the user typed; a slash command becomes exactly `/name args`."""
+        if text.startswith(("<local-command-stdout>", "<local-command-stderr>")):
+            self.skipped["command_output"] += 1  # what a local command printed: not something the user said
+            return
+        if "<command-name>" in text:
+            text = slash_command_text(text) or text
+        self.emit(obj, line, "user", "text", text)
 
     def line(self, obj: dict, line: int) -> None:
         kind = obj.get("type")
@@ -123,8 +145,13 @@ class _Reader(SessionReader):
             self.skipped["unknown_type"] += 1
 
     def system(self, obj: dict, line: int) -> None:
-        if obj.get("subtype") == "compact_boundary":
+        subtype = obj.get("subtype")
+        if subtype == "compact_boundary":
             self.emit(obj, line, "system", "summary", as_str(obj.get("content")) or "Conversation compacted")
+        elif subtype == "local_command" and "<command-name>" in (content := as_str(obj.get("content"))):
+            self.user_text(obj, line, content)  # 2.1 writes the user's slash command as a system line
+        elif subtype == "local_command":
+            self.skipped["command_output"] += 1
         else:
             self.skipped["ignored_type"] += 1
 
@@ -139,9 +166,7 @@ class _Reader(SessionReader):
             self.skipped["meta"] += 1
             return
         if isinstance(content, str):
-            if "<command-name>" in content:
-                content = _COMMAND_NAME_RE.sub(r"\1 ", content)
-            self.emit(obj, line, "user", "text", " ".join(content.split()) if "<command-args>" in content else content)
+            self.user_text(obj, line, content)
             return
         if not isinstance(content, list):
             self.skipped["unknown_shape"] += 1
@@ -151,7 +176,7 @@ class _Reader(SessionReader):
                 continue
             btype = block.get("type")
             if btype == "text":
-                self.emit(obj, line, "user", "text", as_str(block.get("text")))
+                self.user_text(obj, line, as_str(block.get("text")))
             elif btype == "tool_result":
                 name = self.tool_names.get(as_str(block.get("tool_use_id")), "")
                 kind = "error" if block.get("is_error") else "tool_result"
@@ -185,7 +210,8 @@ class _Reader(SessionReader):
                 name = as_str(block.get("name"))
                 self.tool_names[as_str(block.get("id"))] = name
                 key = (mid, "tool_use", as_str(block.get("id")) or repr(block.get("input")))
-                args = ("tool_call", tool_call_text(name, block.get("input")), name)
+                limit = TEXT_CHARS if name in _WHOLE_INPUT_TOOLS else TOOL_CALL_CHARS
+                args = ("tool_call", tool_call_text(name, block.get("input"), limit), name)
             else:
                 continue
             if mid:

@@ -10,6 +10,13 @@ resume replays) and an event_msg (the UI's replay stream, sometimes written befo
 The response_item is canonical; user_message/agent_message/agent_reasoning events are counted as
 `duplicate` and not emitted, so each text appears once whatever the order. Developer messages,
 base instructions, AGENTS.md and environment context are host injections and are skipped.
+
+Reasoning items (their summaries) are `thinking` turns. A compaction (`/compact`, or automatic)
+is one `summary` turn: the `compacted` line, with the `context_compacted` event written beside it
+counted as `duplicate`. Codex keeps no record of other slash commands (`/new` starts a new
+rollout file). A turn the user interrupted (`turn_aborted`, reason "interrupted") is the user
+text `[Request interrupted by user]`, the form Claude Code writes. update_plan keeps its whole
+arguments JSON (steps and statuses); other calls' arguments are bounded.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from pathlib import PurePath
 
 from cards.hosts.base import (
     TEXT_CHARS,
+    TOOL_CALL_CHARS,
     TOOL_RESULT_CHARS,
     Carry,
     ReadResult,
@@ -34,7 +42,7 @@ from cards.hosts.base import (
 HOST = "codex"
 
 _IGNORED_EVENTS = frozenset(
-    {"token_count", "task_started", "task_complete", "turn_aborted", "agent_reasoning_raw_content",
+    {"token_count", "task_started", "task_complete", "agent_reasoning_raw_content",
      "exec_command_begin", "exec_command_end", "patch_apply_begin", "patch_apply_end",
      "mcp_tool_call_begin", "mcp_tool_call_end", "web_search_begin", "web_search_end",
      "turn_diff", "plan_update", "entered_review_mode", "exited_review_mode", "agent_reasoning_section_break",
@@ -47,6 +55,8 @@ _EXIT_RE = re.compile(r"(?:Process exited with code|Exit code:?)\s*(-?\d+)")
 _ERROR_PREFIXES = ("error:", "tool call error", "apply_patch verification failed", "failed to ", "aborted")
 _CWD_RE = re.compile(r"<environment_context>.*?<cwd>([^<]+)</cwd>", re.DOTALL)
 _AGENTS_MD = "# AGENTS.md instructions"
+_WHOLE_INPUT_TOOLS = frozenset({"update_plan"})  # the plan's steps and statuses tell when work is done
+INTERRUPTED = "[Request interrupted by user]"
 
 
 def _rollout_session_id(path: str) -> str:
@@ -171,7 +181,8 @@ class _Reader(SessionReader):
             name = as_str(p.get("name"))
             self.tool_names[as_str(p.get("call_id"))] = name
             args = p.get("arguments") if kind == "function_call" else p.get("input")
-            self.emit(ts, line, "assistant", "tool_call", tool_call_text(name, args), tool_name=name)
+            limit = TEXT_CHARS if name in _WHOLE_INPUT_TOOLS else TOOL_CALL_CHARS
+            self.emit(ts, line, "assistant", "tool_call", tool_call_text(name, args, limit), tool_name=name)
         elif kind in ("function_call_output", "custom_tool_call_output"):
             text, failed = output_text_and_failed(p.get("output"))
             name = self.tool_names.get(as_str(p.get("call_id")), "")
@@ -192,7 +203,15 @@ class _Reader(SessionReader):
         if kind in ("user_message", "agent_message", "agent_reasoning"):
             self.skipped["duplicate"] += 1
         elif kind == "context_compacted":
-            self.emit(ts, line, "system", "summary", "Conversation compacted")
+            if self.turns and self.turns[-1].kind == "summary":
+                self.skipped["duplicate"] += 1  # the `compacted` line just before it is the same compaction
+            else:
+                self.emit(ts, line, "system", "summary", "Conversation compacted")
+        elif kind == "turn_aborted":
+            if p.get("reason") == "interrupted":
+                self.emit(ts, line, "user", "text", INTERRUPTED)
+            else:
+                self.skipped["ignored_type"] += 1
         elif kind == "error":
             self.emit(ts, line, "system", "error", as_str(p.get("message")))
         elif kind in _IGNORED_EVENTS:
