@@ -377,6 +377,8 @@ def segment_with_skips(turns: list[Turn] | tuple[Turn, ...],
                 close("interrupted" if b.interrupted else "question_answered")
             elif is_task_switch(turn.text) and (not b.red or not _SOFT_SWITCH.match(turn.text.strip())):
                 close("task_switch")
+        elif b.turns and b.committed and b.host == "aider":
+            pass  # Aider commits every reply by itself: its task ends at the user's next message
         elif b.turns and b.committed and turn.role == "assistant" and turn.kind == "text" \
                 and _MOVING_ON.match(turn.text):
             close(b.wrapped or "commit", mid_task=True)
