@@ -9,7 +9,9 @@ The mix mimics real logs: 30% share an error signature with 29 others (merge), 1
 earlier experience in a resumed session (dedup), 20% are settings decisions revised over time in
 one workspace (supersession), 40% are unrelated.
 
-Run: .venv/bin/python bench/rules.py [sizes…]      e.g. bench/rules.py 1000 10000 50000
+Run: .venv/bin/python -m bench.rules [sizes…]      e.g. python -m bench.rules 1000 10000 50000
+     .venv/bin/python -m bench.rules --labelled [--misses]   signatures, verification, status and
+     supersession against the hand labels of tests/fixtures/real and tests/fixtures/second_set
 """
 
 from __future__ import annotations
@@ -134,4 +136,9 @@ def main(sizes: list[int]) -> None:
 
 
 if __name__ == "__main__":
+    if "--labelled" in sys.argv[1:]:
+        # Quality against the two hand-labelled sets instead of throughput (see bench/rules_labels.py).
+        from bench.rules_labels import main as labelled
+
+        raise SystemExit(labelled([a for a in sys.argv[1:] if a != "--labelled"]))
     main([int(a) for a in sys.argv[1:]] or [1000, 10000, 50000])
