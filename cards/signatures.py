@@ -1,21 +1,30 @@
-"""Normalised error signatures: the same failure reads the same across sessions and machines."""
+"""Normalised error signatures: the same failure reads the same across sessions, hosts and machines.
+
+`error_signature(text)` finds the failure in a tool output of any shape: a traceback's last line
+wherever it sits (after `tail`, clipped, between progress bars, inside a Codex JSON result with
+escaped newlines), compiler and linter diagnostics, panics, HTTP status lines, cluster and
+container states, shell exits, CI lines a user pasted. Each kind of line has a rank and the most
+specific one wins, so `OperationalError: database is locked` beats `Exit code 1`. Paths, numbers,
+ids and quoted strings are masked, so two machines give one signature.
+"""
 
 from __future__ import annotations
 
 import functools
+import json
 import re
 
-_EXC = re.compile(
-    r"\b((?:[A-Za-z_][\w]*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt|Warning|Fault))\b"
-    r"(?::[ \t]*(.*))?"
-)
-_CODE = re.compile(r"\b(E[A-Z]{3,}|E\d{3,5}|TS\d{4}|[A-Z]{2,5}-?\d{3,5})\b")
-# "0 failed" / "0 errors" are a passing summary, not an error line.
-_ERRLINE = re.compile(
-    r"(?im)^(?!.*\b0 (?:failed|errors?)\b).*\b(error|failed|fatal|panic|cannot|not found|no such)\b.*$"
-)
-_RUNTIME = re.compile(r"(?m)^(?:fatal error|panic|thread '[^']*' panicked at)[: ]\s*(.+)$")
-_GO_FAIL = re.compile(r"(?m)^--- FAIL: (\S+)")
+MAX_SIGNATURE = 160
+# Raw characters of a message kept, cut at a space: a tool that clips lines at 240 characters
+# leaves at least this much after a prefix of up to 90, so clipped and whole lines agree.
+MAX_MESSAGE = 150
+HEAD_CHARS = 2048  # a long output keeps its head (a compiler's first error, a host's exit line)
+TAIL_CHARS = 6144  # ... and its tail (a traceback's last line): 8 KB scanned at most
+
+# Line kinds, most specific last. The best kind present names the failure; within a kind the last
+# line wins where the final line is the verdict (a traceback, `Caused by:`), the first where later
+# lines cascade from it (a compiler's first error).
+EXIT, WARNING, GENERIC, TEST, INFRA, DIAGNOSTIC, EXCEPTION = range(1, 8)
 
 _MASKS = (
     (re.compile(r"(?:[A-Za-z]:)?(?:[\w.~-]*/)+[\w.-]+"), "<path>"),
@@ -27,7 +36,94 @@ _MASKS = (
     (re.compile(r"\s+"), " "),
 )
 
-MAX_SIGNATURE = 160
+# --- decoding: JSON tool results, escaped newlines, carriage returns --------------------------------
+_JSON_TEXT_KEYS = ("output", "stdout", "stderr", "aggregated_output", "formatted_output", "content",
+                   "text", "error", "message", "result")
+_JSON_CODE_KEYS = ("exit_code", "exitCode", "returncode", "return_code")
+_JSON_CODE = re.compile(r'"(?:exit_code|exitCode|returncode|return_code)"\s*:\s*(-?\d+)')
+_UNESCAPES = (("\\r\\n", "\n"), ("\\n", "\n"), ("\\t", "\t"), ('\\"', '"'), ("\\\\", "\\"))
+
+# --- exceptions, panics, Node error codes (EXCEPTION) ------------------------------------------------
+# Found by its suffix (a literal scan), then read back to the start of its name: far cheaper than
+# trying a name pattern at every capital letter.
+_EXC_SUFFIX = re.compile(r"(?:Error|Exception|Exit|Interrupt|Warning|Fault)(?![A-Za-z0-9_])")
+_EXC_NAMES = ("Error", "Exception", "Exit", "Interrupt", "Warning", "Fault")
+_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_IDENT = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.$"
+# What may stand before an exception name that still opens its line: pytest's `E`, Java's
+# `Caused by:` / `Exception in thread "main"`, JS's `Uncaught`, a log's `[`, Elixir's `** (`.
+_EXC_PREFIX = re.compile(
+    r'(?:E|>|\[|\*\* \(|Caused by:|Exception in thread "[^"]*"|Uncaught(?: \(in promise\))?|'
+    r"(?:error|ERROR|Error|FATAL|fatal|raised?):?)"
+)
+_BARE_EXCEPTION = re.compile(r"(?m)^[ \t]*(?:E[ \t]+)?Exception:[ \t]*(\S[^\n]*)")
+_NODE_CODE = re.compile(r"\[(ERR_[A-Z0-9_]+)\]:?[ \t]*([^\n]*)")
+_PANIC = re.compile(r"(?m)^[ \t]*(panic|fatal error): ([^\n]+)")
+_RUST_PANIC = re.compile(r"thread '[^'\n]*' panicked at ([^\n]*)(?:\n([^\n]*))?")
+
+# --- compiler, type-checker and linter diagnostics (DIAGNOSTIC) -------------------------------------
+_RUST_ERR = re.compile(r"error\[(E\d{4})\]: ?([^\n]*)")
+_TS_ERR = re.compile(r"(?m)(?:\berror |^[ \t]*)(TS\d{4,5}): ?([^\n]*)")
+_MYPY = re.compile(r"(?m)^[^\s:][^\n:]*:\d+(?::\d+)?: error: ([^\n]*?)[ \t]+\[([a-z][\w-]*)\][ \t]*$")
+_ESLINT = re.compile(r"(?m)^[ \t]*\d+:\d+[ \t]+error[ \t]+(\S[^\n]*?)[ \t]{2,}(@?[\w/-]+)[ \t]*$")
+# An error code counts only on an error line itself (a printed tsconfig's "ES2022" is no error).
+_CODE = re.compile(r"\b(E(?!RROR\b)[A-Z]{3,}|E\d{3,5}|TS\d{4}|[A-Z]{2,5}-?\d{3,5})\b")  # `ERROR` is no code
+
+# --- HTTP, clusters, containers, the shell (INFRA) --------------------------------------------------
+HTTP_REASONS = {
+    400: "Bad Request", 401: "Unauthorized", 402: "Payment Required", 403: "Forbidden", 404: "Not Found",
+    405: "Method Not Allowed", 406: "Not Acceptable", 408: "Request Timeout", 409: "Conflict", 410: "Gone",
+    411: "Length Required", 412: "Precondition Failed", 413: "Payload Too Large", 414: "URI Too Long",
+    415: "Unsupported Media Type", 422: "Unprocessable Entity", 429: "Too Many Requests",
+    500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway", 503: "Service Unavailable",
+    504: "Gateway Timeout",
+}
+# A bare "404" is a test's "got 404", not a status line: a code counts after `HTTP/x` or with its reason.
+_HTTP_LINE = re.compile(r"HTTP/[\d.]+ ([45]\d\d)\b")
+_HTTP_REASON = re.compile(
+    r"\b([45]\d\d) (?:" + "|".join(sorted(set(HTTP_REASONS.values()) | {
+        "Request Entity Too Large", "Content Too Large", "Unprocessable Content", "Server Error"})) + r")\b"
+)
+_HTTP_CURL = re.compile(r"returned error: ([45]\d\d)\b")
+_HTTP_HINT = re.compile(r"[45]\d\d [A-Z]")  # one cheap pass before the reasons' long alternation
+_K8S = re.compile(
+    r"\b(CrashLoopBackOff|ImagePullBackOff|ErrImagePull|OOMKilled|CreateContainerConfigError|"
+    r"CreateContainerError|InvalidImageName|RunContainerError)\b"
+)
+_K8S_HINTS = ("BackOff", "ErrImagePull", "OOMKilled", "Container", "InvalidImageName")
+_DOCKER = re.compile(r"Error response from daemon: ([^\n]*)")
+_NOT_FOUND = re.compile(
+    r"(?m)(?:^|[\s:])([\w.+-]+): command not found\b(?!:)|command not found: ([\w.+-]+)|^sh: \d+: ([\w.+-]+): not found"
+)
+_SIGNAL = re.compile(r"\b(Segmentation fault|Bus error|Illegal instruction|Aborted \(core dumped\))")
+
+# --- failing tests by name (TEST) -------------------------------------------------------------------
+_TEST_FAIL = re.compile(
+    r"(?m)^[ \t]*--- FAIL: (?P<go>\S+)|^(?P<py_kind>FAILED|ERROR) (?P<py>[^\s]+?)(?: - |[ \t]*$)|"
+    r"^[ \t]*FAIL[ \t]+(?P<js>\S+\.\w+)\b|^test (?P<rs>\S+) \.\.\. FAILED|"
+    r"^[ \t]*\d+\) test (?P<ex>.+?) \((?P<ex_mod>[\w.]+)\)[ \t]*$"
+)
+
+# --- generic error lines (GENERIC) ------------------------------------------------------------------
+# Scanned on the lowercased text without `\b` (a plain alternation is several times faster than an
+# (?i) one with word boundaries); the boundaries are checked on the few hits.
+_ERRWORD = re.compile(r"error|failed|fatal|panic|cannot|not found|no such|traceback")
+_ERRWORD_HINTS = ("error", "fail", "fatal", "panic", "cannot", "not found", "no such", "traceback")
+MAX_ERROR_LINES = 64  # lines naming an error examined per output; the first that opens with one ends it
+# "0 failed" / "0 errors" / "no errors" are a passing summary, not an error line.
+_ZERO = re.compile(r"(?i)\b(?:0|no|zero|without) (?:failed|errors?|failures?)\b")
+# Decoration before a line's message: a CI timestamp, `##[error]`, terraform's box, a marker.
+_LEAD = re.compile(r"^(?:\d{4}-\d\d-\d\dT[\d:.]+Z?\s+)?(?:##\[error\])?[\s│╷╵|>✘✖×•*!-]*")
+_LOCATION = re.compile(r"^(?:[A-Za-z]:)?[^\s:()]+(?:\(\d+,\d+\)|:\d+(?::\d+)?)[ \t]*[:-]?[ \t]*")
+# A line that opens with the error (after `tool: file: ` prefixes) is an error; one with the word
+# mid-prose ("logger.error(...)", "the error handler") only mentions it.
+_STRONG_HEAD = re.compile(r"(?:[^\s:]+:[ \t]*)*[\W_]*(?:npm ERR!|E)?[\W_]*")
+
+# --- exits (EXIT) -----------------------------------------------------------------------------------
+# On the lowercased text: `Exit code 1`, `exit status 1`, `Process exited with code 2`, CI's `Process
+# completed with exit code 1`, `non-zero exit status 1`; and make's `*** [target] Error 2`.
+_EXIT = re.compile(r"exit(?:ed)?(?: with)? (?:code|status)[: ]\s*(-?\d+)")
+_MAKE_EXIT = re.compile(r"\*\*\* \[[^\]\n]*\] Error (\d+)")
 
 
 def mask(text: str) -> str:
@@ -36,31 +132,315 @@ def mask(text: str) -> str:
     return text.strip()
 
 
+def _message(raw: str) -> str:
+    """The first MAX_MESSAGE chars of a message, cut at a space so a clipped line agrees, masked.
+
+    A quote the cut left open is dropped with what follows: half a quoted string is not stable.
+    """
+    raw = raw.strip()
+    if len(raw) > MAX_MESSAGE:
+        cut = raw.rfind(" ", 0, MAX_MESSAGE + 1)
+        raw = raw[: cut if cut > MAX_MESSAGE // 2 else MAX_MESSAGE]
+        text = mask(raw)
+        opened = max(text.rfind('"') if text.count('"') % 2 else -1, text.rfind("'") if text.count("'") % 2 else -1)
+        if opened > 0:
+            text = text[:opened].rstrip(" ,:;([{")
+        return text[:MAX_SIGNATURE].rstrip()
+    return mask(raw)[:MAX_SIGNATURE].rstrip()
+
+
+def _json_parts(obj: object, parts: list[str], depth: int = 0) -> int | None:
+    """Collect the text fields of a JSON tool result into `parts`; return its exit code if it has one."""
+    code = None
+    if depth > 3:
+        return None
+    if isinstance(obj, str):
+        parts.append(obj)
+    elif isinstance(obj, list):
+        for item in obj[:50]:
+            c = _json_parts(item, parts, depth + 1)
+            code = c if code is None else code
+    elif isinstance(obj, dict):
+        for key in _JSON_CODE_KEYS:
+            value = obj.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                code = value
+        for key in _JSON_TEXT_KEYS:
+            if key in obj:
+                c = _json_parts(obj[key], parts, depth + 1)
+                code = c if code is None else code
+        meta = obj.get("metadata")
+        if isinstance(meta, dict):
+            c = _json_parts(meta, [], depth + 1)
+            code = c if code is None else code
+    return code
+
+
+@functools.lru_cache(maxsize=8192)
+def decode_output(text: str) -> tuple[str, int | None]:
+    """(the output's text with real newlines, bounded to about 8 KB; its exit code if JSON gave one).
+
+    Codex results are often `{"output":"…\\n…","metadata":{"exit_code":1}}`; a clipped one no
+    longer parses, so escaped newlines are also undone by hand and the exit code found by regex.
+    """
+    code = None
+    stripped = text.lstrip()
+    if stripped[:1] in ("{", "[") and '"' in stripped[:40]:
+        try:
+            obj = json.loads(stripped)
+        except ValueError:
+            obj = None
+        if obj is not None:
+            parts: list[str] = []
+            code = _json_parts(obj, parts)
+            if parts:
+                text = "\n".join(p for p in parts if p)
+    if code is None and ('"exit_code"' in text or '"exitCode"' in text or '"returncode"' in text):
+        m = _JSON_CODE.search(text)
+        code = int(m.group(1)) if m else code
+    if "\\n" in text and text.count("\\n") > text.count("\n"):
+        for escaped, real in _UNESCAPES:
+            text = text.replace(escaped, real)
+    if len(text) > HEAD_CHARS + TAIL_CHARS:
+        text = f"{text[:HEAD_CHARS]}\n{text[-TAIL_CHARS:]}"
+    if "\r" in text:  # progress bars redraw with \r: each redraw is a line of its own
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text, code
+
+
+def _line_at(text: str, start: int, end: int) -> tuple[int, int]:
+    return text.rfind("\n", 0, start) + 1, (text.find("\n", end) + 1 or len(text) + 1) - 1
+
+
+def _exceptions(t: str) -> tuple[str, str]:
+    """(last exception/panic signature, last warning signature): the final such line names the failure."""
+    best, best_at, warning = "", -1, ""
+    if any(name in t for name in _EXC_NAMES):
+        taken = -1
+        for m in _EXC_SUFFIX.finditer(t):
+            begin = m.start()
+            while begin and t[begin - 1] in _WORD:
+                begin -= 1
+            if begin == m.start() or not "A" <= t[begin] <= "Z":
+                continue  # a bare `Error`, or `myError`: not an exception class name
+            start, end = _line_at(t, begin, m.end())
+            if start == taken:
+                continue
+            head = t[start:begin].rstrip(_IDENT).strip()
+            at_start = not head or bool(_EXC_PREFIX.fullmatch(head))
+            rest = t[m.end():end]
+            kind = t[begin:m.end()]
+            if rest.startswith(" [ERR_"):
+                continue  # Node's `TypeError [ERR_X]: …`: the code is the specific part, taken below
+            if head.endswith("** (") and rest.startswith(")"):
+                message = rest[1:]  # Elixir: ** (RuntimeError) message
+            elif rest.startswith(":") and (at_start or rest[1:].strip()):
+                message = rest[1:]
+            elif not rest.strip() and at_start:
+                message = ""
+            else:
+                continue  # `raise ValueError(...)`, `except ValueError:`, prose naming an exception
+            message = message.strip()
+            if head.endswith("[") and message.endswith("]"):
+                message = message[:-1]
+            taken = start
+            sig = f"{kind}: {_message(message)}".rstrip(": ")
+            if kind.endswith("Warning"):
+                warning = sig
+            elif begin > best_at:
+                best, best_at = sig, begin
+    if "Exception:" in t:
+        for m in _BARE_EXCEPTION.finditer(t):
+            if m.start() > best_at:
+                best, best_at = f"Exception: {_message(m.group(1))}", m.start()
+    if "[ERR_" in t:
+        for m in _NODE_CODE.finditer(t):
+            if m.start() > best_at:
+                best, best_at = f"{m.group(1)}: {_message(m.group(2))}".rstrip(": "), m.start()
+    if "panic" in t or "fatal error" in t:
+        for m in _PANIC.finditer(t):
+            if m.start() > best_at:
+                kind = "panic" if m.group(1) == "panic" else "fatal"
+                best, best_at = f"{kind}: {_message(m.group(2))}", m.start()
+        for m in _RUST_PANIC.finditer(t):
+            if m.start() > best_at:
+                where, after = m.group(1), m.group(2) or ""
+                # Rust >= 1.73 prints `panicked at src/x.rs:1:2:` and the message on the next line.
+                message = after if where.endswith(":") else where.rsplit("', ", 1)[0].strip("'")
+                best, best_at = f"panicked: {_message(message)}", m.start()
+    return best, warning
+
+
+def _first(found: list[tuple[int, str]]) -> str:
+    return min(found)[1] if found else ""
+
+
+def _last(found: list[tuple[int, str]]) -> str:
+    return max(found)[1] if found else ""
+
+
+def _diagnostics(t: str, lines: list[tuple[int, str, bool]]) -> str:
+    """The first compiler/type-checker/linter diagnostic with a code: later ones often cascade from it."""
+    found: list[tuple[int, str]] = []
+    if "error[" in t:
+        found += [(m.start(), f"{m.group(1)}: {_message(m.group(2))}") for m in _RUST_ERR.finditer(t)]
+    if "TS" in t:
+        found += [(m.start(), f"{m.group(1)}: {_message(m.group(2))}") for m in _TS_ERR.finditer(t)]
+    if ": error: " in t and "]" in t:
+        found += [(m.start(), f"{m.group(2)}: {_message(m.group(1))}") for m in _MYPY.finditer(t)]
+    if "error  " in t:
+        found += [(m.start(), f"{m.group(2)}: {_message(m.group(1))}") for m in _ESLINT.finditer(t)]
+    if not found:
+        for at, line, strong in lines:
+            code = _CODE.search(line) if strong else None  # "error computing SHA256" names no code
+            if code:
+                after = line[code.end():]
+                message = after[1:] if after.startswith(":") else line
+                found.append((at, f"{code.group(1)}: {_message(message)}"))
+                break
+    return _first(found)
+
+
+def _infra(t: str) -> str:
+    """The last HTTP error status, cluster state, daemon error, missing command or fatal signal."""
+    found: list[tuple[int, str]] = []
+    for pattern, hint in ((_HTTP_LINE, "HTTP/" in t), (_HTTP_CURL, "returned error" in t),
+                          (_HTTP_REASON, bool(_HTTP_HINT.search(t)))):
+        for m in pattern.finditer(t) if hint else ():
+            code = int(m.group(1))
+            found.append((m.start(), f"HTTP {code} {HTTP_REASONS.get(code, '')}".rstrip()))
+    if any(h in t for h in _K8S_HINTS):
+        found += [(m.start(), m.group(1)) for m in _K8S.finditer(t)]
+    if "Error response from daemon" in t:
+        found += [(m.start(), f"docker: {_message(m.group(1))}") for m in _DOCKER.finditer(t)]
+    if "command not found" in t or ": not found" in t:
+        found += [(m.start(), f"command not found: {m.group(1) or m.group(2) or m.group(3)}")
+                  for m in _NOT_FOUND.finditer(t)]
+    if "Segmentation fault" in t or "Bus error" in t or "Illegal instruction" in t or "core dumped" in t:
+        found += [(m.start(), m.group(1)) for m in _SIGNAL.finditer(t)]
+    return _last(found)
+
+
+def _test_failure(t: str) -> str:
+    """The first failing test named by go test, pytest, jest, cargo or ExUnit."""
+    if "FAIL" not in t and "ERROR " not in t and ") test " not in t:
+        return ""
+    m = _TEST_FAIL.search(t)
+    if not m:
+        return ""
+    if m.group("py"):
+        # pytest node ids differ by checkout root; the file's name and the test's do not.
+        node = m.group("py")
+        path, sep, name = node.partition("::")
+        label = "FAIL" if m.group("py_kind") == "FAILED" else "ERROR"
+        return f"{label}: {path.rsplit('/', 1)[-1]}{sep}{name}"
+    if m.group("ex"):
+        return f"FAIL: {m.group('ex_mod')}: {_message(m.group('ex'))}"
+    name = m.group("go") or m.group("rs") or m.group("js").rsplit("/", 1)[-1]
+    return f"FAIL: {name}"
+
+
+def _error_lines(t: str, low: str) -> list[tuple[int, str, bool]]:
+    """Lines that name an error, up to the first that opens with one: (offset, text, opens with it)."""
+    if not any(h in low for h in _ERRWORD_HINTS):
+        return []
+    out: list[tuple[int, str, bool]] = []
+    taken, size = -1, len(low)
+    for m in _ERRWORD.finditer(low):
+        s, e = m.start(), m.end()
+        if (s and low[s - 1] in _WORD) or (e < size and low[e] in _WORD):
+            continue  # `error_handler.py`, `ErrorBoundary`: part of a name
+        start, end = _line_at(t, s, e)
+        if start == taken:
+            continue
+        taken = start
+        line = t[start:end]
+        if _ZERO.search(line) or _exit_in(low[start:end], line) is not None:
+            continue  # a passing summary, or an exit line (ranked below every other kind)
+        lead = _LEAD.match(line)
+        body = line[lead.end() if lead else 0:]
+        loc = _LOCATION.match(body)
+        body = body[loc.end():] if loc else body
+        strong = bool(_STRONG_HEAD.fullmatch(line[: s - start]))
+        out.append((start, body.strip(), strong))
+        if strong or len(out) >= MAX_ERROR_LINES:
+            break
+    return out
+
+
+def _exit_in(low: str, text: str) -> int | None:
+    """The first non-zero exit code `low` (the lowercased `text`) reports, else 0 if one says 0, else None."""
+    found = None
+    if "exit" in low:
+        for m in _EXIT.finditer(low):
+            value = int(m.group(1))
+            if value:
+                return value  # any failing exit decides; a later `exit 0` is a cleanup step
+            found = value
+    if "***" in text:
+        m = _MAKE_EXIT.search(text)
+        if m and int(m.group(1)):
+            return int(m.group(1))
+    return found
+
+
+@functools.lru_cache(maxsize=8192)
+def _analyse(text: str) -> tuple[int, str, bool]:
+    """(kind of the best failure line, its signature, whether it is an error rather than a mention)."""
+    if not text:
+        return 0, "", False
+    t, code = decode_output(text)
+    exception, warning = _exceptions(t)
+    if exception:
+        return EXCEPTION, exception, True
+    low = t.lower()
+    if len(low) != len(t):  # a few characters lowercase to two; keep offsets shared
+        low = "".join(c if len(c.lower()) != 1 else c.lower() for c in t)
+    lines = _error_lines(t, low)
+    sig = _diagnostics(t, lines)
+    if sig:
+        return DIAGNOSTIC, sig, True
+    sig = _infra(t)
+    if sig:
+        return INFRA, sig, True
+    sig = _test_failure(t)
+    if sig:
+        return TEST, sig, True
+    if lines:
+        # The first line that opens with the error; a line that only mentions one is a last resort.
+        at, body, strong = next((x for x in lines if x[2]), lines[0])
+        return GENERIC, _message(body), strong
+    if warning:
+        return WARNING, warning, False
+    exit_code = code if code is not None else _exit_in(low, t)
+    if exit_code:
+        return EXIT, f"exit code {exit_code}", True
+    return 0, "", False
+
+
 @functools.lru_cache(maxsize=8192)  # segmenting, drafting and the rules all ask about the same turns
 def error_signature(text: str) -> str:
     """Exception type + message with paths, numbers and ids masked; '' when nothing looks like an error.
 
-    The last exception line wins: in a traceback it is the one that names the failure.
+    The most specific kind of line wins (exception > coded diagnostic > HTTP/cluster/shell >
+    failing test > error line > warning > exit status); among exceptions the last line wins, as
+    in a traceback.
     """
-    if not text:
-        return ""
-    matches = list(_EXC.finditer(text))
-    if matches:
-        m = matches[-1]
-        kind = m.group(1).rsplit(".", 1)[-1]
-        message = mask((m.group(2) or "").strip())[:MAX_SIGNATURE]
-        return f"{kind}: {message}".rstrip(": ").strip()
-    runtime = _RUNTIME.search(text)
-    if runtime:
-        return f"{runtime.group(0).split(':', 1)[0].split(' ', 1)[0]}: {mask(runtime.group(1))[:MAX_SIGNATURE]}"
-    line = _ERRLINE.search(text)
-    # An error code counts only on the error line itself (a printed tsconfig's "ES2022" is no error).
-    code = _CODE.search(line.group(0)) if line else None
-    if code and line:
-        return f"{code.group(1)}: {mask(line.group(0))[:MAX_SIGNATURE]}"
-    go_fail = _GO_FAIL.search(text)
-    if go_fail:
-        return f"FAIL: {go_fail.group(1)}"
-    if line:
-        return mask(line.group(0))[:MAX_SIGNATURE]
-    return ""
+    return _analyse(text)[1]
+
+
+@functools.lru_cache(maxsize=8192)
+def exit_code(text: str) -> int | None:
+    """The exit code an output reports (`Exit code 1`, `exit status 2`, JSON `exit_code`), if any."""
+    t, code = decode_output(text)
+    if code is not None or not ("xit" in t or "XIT" in t or "***" in t):
+        return code
+    return _exit_in(t.lower(), t)
+
+
+def is_error_output(text: str) -> bool:
+    """True when the output reports a failure: an error line, failing test or non-zero exit, not a mention."""
+    kind, _sig, strong = _analyse(text)
+    if kind >= TEST or (kind == GENERIC and strong):
+        return True
+    return bool(exit_code(text))
