@@ -12,7 +12,8 @@ from datetime import datetime, timezone
 from cards.conclude import choose_conclusion
 from cards.distill.rules import Disproval, Statement, conclusion_statement, find_disproved
 from cards.model import Card, Experience, Source, Turn
-from cards.segment import commit_subject, is_chatter
+from cards.outcomes import Verification, failure_conditions, verification
+from cards.segment import commit_subject, is_chatter, is_tooling_error
 from cards.signatures import error_signature
 from cards.title import make_title, strip_boilerplate
 
@@ -115,7 +116,7 @@ def conclusion_problem(conclusion: str, min_chars: int) -> str:
     return ""
 
 
-def _evidence(exp: Experience) -> str:
+def _evidence(exp: Experience, fix: Verification | None = None) -> str:
     items: list[str] = []
     for t in exp.turns:
         if t.kind == "tool_call":
@@ -128,6 +129,10 @@ def _evidence(exp: Experience) -> str:
     if len(items) > MAX_EVIDENCE_ITEMS:
         half = MAX_EVIDENCE_ITEMS // 2
         items = items[:half] + [f"- … {len(items) - 2 * half} more steps …"] + items[-half:]
+    if fix is not None:
+        again = "passes again" if fix.same_command else "passes after the change"
+        cleared = f" (it failed at t{fix.failed_seq} with `{_one_line(fix.signature, 120)}`)" if fix.signature else ""
+        items.append(f"- [t{fix.seq}] confirmed: `{_one_line(fix.command, 160)}` {again}{cleared}")
     return "\n".join(items)
 
 
@@ -146,14 +151,20 @@ def _disproved_line(turn: Turn, d: Disproval) -> str:
     return f"- [t{turn.seq}] disproved ({_DISPROVED_BY[d.reason].format(by=d.by)}): {_one_line(turn.text)}"
 
 
+_CONDITION_PREFIX = {"condition": "appears when: ", "attempt": "did not help: ", "error": ""}
+
+
 def _counterexamples(exp: Experience) -> str:
+    """Failure conditions by rule: what the user said made it appear, attempts that did not help,
+    disproved claims, and the error the fix removed (or every distinct error seen)."""
     dead = find_disproved(exp.turns)
-    lines = [_disproved_line(t, dead[t.seq]) for t in exp.turns if t.seq in dead]
-    seen: set[str] = set()
+    lines = [f"- {_CONDITION_PREFIX.get(c.kind, '')}{_one_line(c.text)} (t{c.seq})" for c in failure_conditions(exp.turns)]
+    lines += [_disproved_line(t, dead[t.seq]) for t in exp.turns if t.seq in dead]
+    seen: set[str] = {ln.split("`")[1] for ln in lines if ln.count("`") >= 2}
     for t in exp.turns:
         if t.kind == "error":
             sig = error_signature(t.text)
-            if sig and sig not in seen:
+            if sig and sig not in seen and not is_tooling_error(t):
                 seen.add(sig)
                 lines.append(f"- fails with `{_one_line(sig, 160)}` (t{t.seq})")
     return "\n".join(lines[:MAX_EVIDENCE_ITEMS])
@@ -253,8 +264,11 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40) -> Card:
     if not goal and exp.error_signature:
         goal = f"Get past `{exp.error_signature}` (continued from the previous task)."
     found = choose_conclusion(exp.turns)
+    fix = verification(exp.turns)
     conclusion = _clip(found.text, MAX_CONCLUSION) if found.settled else ""
     verified = found.verified_by if found.settled else None
+    if found.settled and fix is not None and (verified is None or fix.same_command):
+        verified = fix.seq  # the failing command re-run green is the strongest confirmation
     if found.settled:
         problem = conclusion_problem(conclusion, min_conclusion_chars)
         status = "incomplete" if problem else "active"
@@ -290,7 +304,7 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40) -> Card:
         verified_by=f"t{verified}" if verified is not None else "",
         background=_background(exp),
         goal=_clip(goal, MAX_GOAL),
-        evidence=_evidence(exp),
+        evidence=_evidence(exp, fix),
         conclusion=conclusion,
         counterexamples=_counterexamples(exp),
         follow_up=_follow_up(exp),

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from cards.model import Experience, Turn
+from cards.outcomes import is_failing, is_passing, verification
 from cards.signatures import error_signature
 
 _SWITCH = re.compile(
@@ -42,19 +43,12 @@ _USER_DONE = re.compile(
     r"all good|ship it|we'?re done|done for (?:now|today))\b",
     re.I,
 )
-_WRAP_TOOL = re.compile(
-    r"\b(?:\d+ passed|all tests pass(?:ed)?|tests? passed|OK \(\d+ tests?\)|"
-    r"Ran \d+ tests?[\s\S]{0,40}\bOK\b|build succeeded|compiled successfully)",
-    re.I,
-)
-_WRAP_WORDS = ("pass", "ok (", "ran ", "succeeded", "successfully")  # one is in every _WRAP_TOOL match
 _COMMIT_OUTPUT = re.compile(r"\[[\w./@+-]+(?: \([^)\n]{1,40}\))? [0-9a-f]{7,}\] ")  # "[main 1a2b3c4] message"
 _WRAP_SAY = re.compile(
     r"\b(?:all (?:tests|checks) (?:now )?pass|(?:it|this|that|everything) (?:now )?works|"
     r"works now|is (?:now )?fixed|fixed it|committed|done[.!]|that'?s done|all set)\b",
     re.I,
 )
-_STILL_FAILING = re.compile(r"\b(?:[1-9]\d* (?:failed|errors?)|FAILED|FAIL:|Traceback)\b")
 _COMMIT = re.compile(r"\bgit\b(?:\s+-[Cc]\s+\S+)*\s+commit\b(?!\S*\s+--dry-run)")
 _TRACKER_CLOSE = re.compile(
     r"\bbd close\b|\bgh issue close\b|\bbd update\b[^\n]*--status[= ](?:closed|done)|\bjira issue move\b[^\n]*\bdone\b",
@@ -132,10 +126,7 @@ def is_wrap_up(turn: Turn) -> bool:
     if turn.kind == "tool_call":
         return bool(_COMMIT.search(turn.text))
     if turn.kind == "tool_result":
-        tail = turn.text[-2000:]
-        low = tail.lower()
-        wrapped = (any(w in low for w in _WRAP_WORDS) and _WRAP_TOOL.search(tail)) or _COMMIT_OUTPUT.search(tail)
-        return bool(wrapped) and not _STILL_FAILING.search(tail)
+        return is_passing(turn.text) or (is_commit_output(turn.text) and not is_failing(turn.text))
     if turn.role == "assistant" and turn.kind == "text":
         return bool(_WRAP_SAY.search(turn.text))
     return False
@@ -259,10 +250,14 @@ class _Builder:
 
 
 def experience_signature(turns: list[Turn] | tuple[Turn, ...]) -> str:
-    """The failure an experience is about: an error the user pasted, else the first real error seen."""
+    """The failure an experience is about: an error the user pasted, else the one a verified fix
+    cleared, else the first real error seen."""
     for t in turns:
         if _is_user_text(t) and (sig := _pasted_signature(t.text)):
             return sig
+    fix = verification(turns)
+    if fix is not None and fix.signature:
+        return fix.signature
     for t in turns:
         if sig := problem_signature(t):
             return sig
@@ -441,7 +436,7 @@ def _observe(b: _Builder, turn: Turn) -> None:
         if is_wrap_up(turn):
             b.red = False
             b.wrapped = b.wrapped or "tests_green"
-        elif _STILL_FAILING.search(turn.text[-2000:]):
+        elif is_failing(turn.text):
             b.red = True
         return
     if turn.role == "assistant" and turn.kind == "text":

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from cards.model import Card, Experience, Source, Turn
+from cards.outcomes import is_change, is_failing, is_passing  # one verdict on pass/fail for every stage
 from cards.signatures import error_signature
 
 # --- explicit conclusions and disproved judgments (within one experience) ------------------------
@@ -40,19 +41,6 @@ DISPROVAL = re.compile(
     r"claim) was wrong|not the (?:cause|problem|issue)|revert(?:ed|ing)?)\b"
 )
 _REVERT_CALL = re.compile(r"\bgit (?:revert|reset --hard|restore|checkout --)|\bundo\b", re.I)
-_CHANGE_TOOLS = frozenset({
-    "edit", "multiedit", "write", "notebookedit", "apply_patch", "str_replace_editor",
-    "str_replace_based_edit_tool", "create_file", "edit_file", "write_file",
-})
-_CHANGE_CMD = re.compile(
-    r"\bsed -i\b|\bpatch\b|\bgit apply\b|\bapply_patch\b|(?<![<>2&])>>?\s*[\w./-]+\.\w+|"
-    r"\b(?:pip|npm|pnpm|yarn) (?:install|add)\b|\b(?:uv|poetry|cargo) add\b"
-)
-_PASSING = re.compile(
-    r"(?i)\b\d+ passed\b|all tests pass(?:ed)?|\bOK \(\d+ tests?\)|Ran \d+ tests?[\s\S]{0,40}\bOK\b|"
-    r"\btests? passed\b|test result: ok|\b0 failures\b"
-)
-_FAILING = re.compile(r"(?i)\b[1-9]\d* (?:failed|errors?)\b|^FAILED\b|\bTraceback\b|test result: FAILED", re.M)
 _FAILED_TEST = re.compile(r"(?m)(?:^FAILED |^ERROR |--- FAIL: |✗ |✕ )(\S+)")
 _FAILED_TEST_MARKERS = ("FAILED ", "ERROR ", "--- FAIL: ", "✗ ", "✕ ")
 
@@ -84,38 +72,6 @@ def _is_text(turn: Turn, role: str | None = None) -> bool:
 
 def is_claim(turn: Turn) -> bool:
     return _is_text(turn, "assistant") and bool(CONCLUSION_CUE.search(turn.text) or HYPOTHESIS_CUE.search(turn.text))
-
-
-def is_change(turn: Turn) -> bool:
-    """An edit to the workspace: an edit tool, or a shell command that writes files or dependencies."""
-    if turn.kind != "tool_call":
-        return False
-    return turn.tool_name.lower() in _CHANGE_TOOLS or bool(_CHANGE_CMD.search(turn.text))
-
-
-# Each tool output is asked about several times per card (claims, disproval, conclusions).
-@functools.lru_cache(maxsize=8192)
-def is_passing(text: str) -> bool:
-    tail = text[-2000:]
-    low = tail.lower()
-    # Substring checks first: every _PASSING alternative contains one of these.
-    if not ("pass" in low or "ok (" in low or "test result: ok" in low or "0 failures" in low
-            or ("ran " in low and "ok" in low)):
-        return False
-    return bool(_PASSING.search(tail)) and not _has_failure(tail, low)
-
-
-@functools.lru_cache(maxsize=8192)
-def is_failing(text: str) -> bool:
-    tail = text[-4000:]
-    return _has_failure(tail, tail.lower())
-
-
-def _has_failure(text: str, low: str) -> bool:
-    # Every _FAILING alternative contains "fail", "error" or "traceback"; most outputs contain none.
-    if "fail" not in low and "error" not in low and "traceback" not in low:
-        return False
-    return bool(_FAILING.search(text))
 
 
 @functools.lru_cache(maxsize=8192)
