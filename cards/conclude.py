@@ -34,7 +34,7 @@ from cards.distill.rules import (
     is_passing,
 )
 from cards.model import Turn
-from cards.segment import commit_subject, is_commit_output, is_tooling_error
+from cards.segment import commit_subject, is_commit_output, is_go_ahead, is_tooling_error
 
 MIN_SETTLED_CHARS = 40
 
@@ -216,7 +216,7 @@ def _explanation(turns: Sequence[Turn], dead: set[int], upto: int) -> Conclusion
     if change is None:
         return None
     for t in reversed(turns[:change]):
-        if t.role == "user" and t.kind == "text":
+        if t.role == "user" and t.kind == "text" and not is_go_ahead(t.text):
             break
         if t.role == "assistant" and t.kind == "text" and t.seq not in dead:
             text = settled_text(t.text)

@@ -13,7 +13,7 @@ from cards.conclude import choose_conclusion
 from cards.distill.rules import Disproval, Statement, conclusion_statement, find_disproved
 from cards.model import Card, Experience, Source, Turn
 from cards.outcomes import Verification, failure_conditions, verification
-from cards.segment import commit_subject, is_chatter, is_tooling_error
+from cards.segment import commit_subject, is_chatter, is_tooling_error, pasted_signature
 from cards.signatures import error_signature
 from cards.title import make_title, strip_boilerplate
 
@@ -161,6 +161,12 @@ def _counterexamples(exp: Experience) -> str:
     lines = [f"- {_CONDITION_PREFIX.get(c.kind, '')}{_one_line(c.text)} (t{c.seq})" for c in failure_conditions(exp.turns)]
     lines += [_disproved_line(t, dead[t.seq]) for t in exp.turns if t.seq in dead]
     seen: set[str] = {ln.split("`")[1] for ln in lines if ln.count("`") >= 2}
+    pasted = next((t for t in exp.turns if t.role == "user" and t.kind == "text"
+                   and exp.error_signature and pasted_signature(t.text) == exp.error_signature), None)
+    if pasted is not None and exp.error_signature not in seen:
+        # The user pasted the failure: that is the error the session set out to remove.
+        seen.add(exp.error_signature)
+        lines.append(f"- fails with `{_one_line(exp.error_signature, 160)}` (t{pasted.seq}, pasted by the user)")
     for t in exp.turns:
         if t.kind == "error":
             sig = error_signature(t.text)

@@ -39,7 +39,7 @@ _PASS_CHECKS = (
     (("ok ", "ok\t"), re.compile(r"^ok[ \t]+\S+[ \t]+(?:\(cached\)|[\d.]+s)", re.M)),  # go test
     (("PASS",), re.compile(r"^PASS\b", re.M)),  # go test -v, jest
     ((" ok", " succeeded", " green"), re.compile(r"\b(\d+)/\1 [\w ]{0,30}?\b(?:ok|succeeded|green)\b")),
-    (("0 error", "0 Error", "0 fail"), re.compile(r"\b0 (?:[Ee]rrors?|failures?|failed)\b")),  # tsc, ExUnit
+    (("0 error", "0 Error", "0 fail", "0 issue"), re.compile(r"\b0 (?:[Ee]rrors?|failures?|failed|issues)\b")),  # tsc, ExUnit, golangci-lint
     (("HTTP/",), re.compile(r"HTTP/[\d.]+ 2\d\d\b")),
     (("OK",), re.compile(r"\bOK \(\d+ tests?\)|\bRan \d+ tests? in [\d.]+s\s+OK\b|^[ \t]*2\d\d OK\b", re.M)),
     (("ll tests pass", "LL TESTS PASS"), None),
@@ -73,10 +73,11 @@ _CHANGE_CMD = re.compile(
 _PATCH_FILE = re.compile(r"\*\*\* (?:Update|Add|Delete) File: (\S+)")
 # At a command position (the start, or after `&&`, `;`, `|`), so a heredoc's text naming `pytest` is no run.
 _TEST_OR_BUILD = re.compile(
-    r"(?:^|[;&|(]\s*)(?:pytest|py\.test|tox|nox|unittest|go (?:test|build|vet)|"
+    r"(?:^|[;&|('\"]\s*)(?:pytest|py\.test|tox|nox|unittest|go (?:test|build|vet)|"
     r"cargo (?:test|build|check|clippy|nextest)|"
     r"(?:npm|pnpm|yarn|bun) (?:run )?(?:test|build|lint|typecheck|check|tsc)\b|"
-    r"npm t\b|jest|vitest|mocha|mix (?:test|compile)|make(?:\s|$)|tsc\b|mypy|pyright|ruff|flake8|pylint|eslint|"
+    r"npm t\b|jest|vitest|mocha|mix (?:test|compile)|make(?:\s|$)|tsc\b|mypy|pyright|ruff|flake8|pylint|eslint|golangci-lint|"
+    r"kubectl rollout status|helm (?:lint|template)|"
     r"gradle|gradlew|mvn|dotnet (?:test|build)|bazel (?:test|build)|ctest|rspec|phpunit|deno test|"
     r"terraform (?:plan|apply|validate)|docker (?:build|compose)|curl\b)"
 )

@@ -253,7 +253,7 @@ def experience_signature(turns: list[Turn] | tuple[Turn, ...]) -> str:
     """The failure an experience is about: an error the user pasted, else the one a verified fix
     cleared, else the first real error seen."""
     for t in turns:
-        if _is_user_text(t) and (sig := _pasted_signature(t.text)):
+        if _is_user_text(t) and (sig := pasted_signature(t.text)):
             return sig
     fix = verification(turns)
     if fix is not None and fix.signature:
@@ -267,7 +267,9 @@ def experience_signature(turns: list[Turn] | tuple[Turn, ...]) -> str:
 # Output pasted into a prompt, not prose that names an error ("ImportError on startup").
 _PASTED_HINT = re.compile(
     r"\b\w*(?:Error|Exception)\b(?: \[\w+\])?: \S|error(?:\[\w+\])?: \S|panic: |Traceback \(most recent|"
-    r"^FAILED |CrashLoopBackOff|command not found|^HTTP/[\d.]+ [45]\d\d|^Error: ",
+    r"^FAILED |CrashLoopBackOff|command not found|^HTTP/[\d.]+ [45]\d\d|^Error: |"
+    r"\b[45]\d\d (?:Bad Gateway|Service Unavailable|Gateway Timeout|Request Entity Too Large|Payload Too Large|"
+    r"Internal Server Error|Too Many Requests)\b",
     re.M,
 )
 
@@ -275,7 +277,7 @@ _PASTED_HINT = re.compile(
 _QUOTED = re.compile(r"`([^`\n]{8,300})`")
 
 
-def _pasted_signature(text: str) -> str:
+def pasted_signature(text: str) -> str:
     """A signature from an error the user pasted into the prompt (not from a plain request).
 
     A quoted error in a sentence ("crashed with `fatal error: concurrent map writes`") counts
@@ -289,6 +291,12 @@ def _pasted_signature(text: str) -> str:
                 return sig
     output = "\n".join(ln for ln in text.splitlines() if _PASTED_HINT.search(ln) or ln.startswith((" ", "\t")))
     return error_signature(output) if output else ""
+
+
+def is_go_ahead(text: str) -> bool:
+    """A short reply that lets the assistant go on ("yes go", "do it", "ok apply"), not a new request."""
+    text = text.strip()
+    return len(text) <= 80 and bool(_FOLLOWS_ON.match(text))
 
 
 def _answered_question(turns: list[Turn]) -> bool:
