@@ -210,6 +210,12 @@ _HEDGED = re.compile(r"(?i)\b(?:might|maybe|perhaps|probably|possibly|i think|i 
 MIN_REPORT_EXPLAINS = 160  # a closing report this long that gives a reason stands on its own
 
 
+def _hedged(text: str) -> bool:
+    """A guess rather than an account: hedges in a third or more of its sentences."""
+    parts = [p for p in _SENTENCE.split(text) if p.strip()]
+    return sum(bool(_HEDGED.search(p)) for p in parts) * 3 >= max(len(parts), 1)
+
+
 def _explanation(turns: Sequence[Turn], dead: set[int], upto: int) -> Conclusion | None:
     """The assistant's account of the cause given before the last change that precedes `upto`."""
     change = next((i for i in range(upto - 1, -1, -1) if is_change(turns[i])), None)
@@ -220,7 +226,7 @@ def _explanation(turns: Sequence[Turn], dead: set[int], upto: int) -> Conclusion
             break
         if t.role == "assistant" and t.kind == "text" and t.seq not in dead:
             text = settled_text(t.text)
-            if text and _EXPLAINS.search(text) and not _HEDGED.search(text):
+            if text and _EXPLAINS.search(text) and not _hedged(text):
                 return Conclusion(text, t.seq, "pre_fix_explanation", None)
     return None
 

@@ -34,7 +34,7 @@ MAX_SENTENCE = 160
 # is enough): a few `in` checks rule most outputs out before any regex runs.
 _PASS_CHECKS = (
     (("test result: ok", "no issues found", "All checks passed", "Build succeeded", "BUILD SUCCESS",
-      "Apply complete!", "ompiled successfully", "✓", "✔", "200 OK"), None),
+      "Apply complete!", "ompiled successfully", "successfully rolled out", "✓", "✔", "200 OK"), None),
     ((" passed", " passing"), re.compile(r"\b[1-9]\d* pass(?:ed|ing)\b")),  # pytest, jest, vitest, mocha
     (("ok ", "ok\t"), re.compile(r"^ok[ \t]+\S+[ \t]+(?:\(cached\)|[\d.]+s)", re.M)),  # go test
     (("PASS",), re.compile(r"^PASS\b", re.M)),  # go test -v, jest

@@ -31,7 +31,7 @@ _SWITCH = re.compile(
     r"(?:now\b|next\b|new task|another (?:thing|question|task|issue)|moving on|move on|"
     r"let'?s (?:move on|switch|now|turn to|look at something else)|switch(?:ing)? to|unrelated|"
     r"different (?:topic|question|task)|separately|one more thing|on another note|also,? can you|"
-    r"new question|back (?:after|from|again)\b|next up\b|on to\b)",
+    r"new question|next up\b|on to\b)",
     re.I,
 )
 # Only these mild openers wait for a red check to go green; any other switch phrase ("ok, next:",
@@ -293,6 +293,14 @@ def pasted_signature(text: str) -> str:
     return error_signature(output) if output else ""
 
 
+# A follow-up on the same work ("still up?", "and the other test?", "but it still fails"): a green
+# check before it did not end the task.
+_FOLLOW_UP = re.compile(
+    r"(?i)^\W*(?:still|and\b|but\b|it\b|its\b|it'?s\b|that\b|this\b|does it|did it|is it|hmm|wait|same|again|"
+    r"what about|how about|why)"
+)
+
+
 def is_go_ahead(text: str) -> bool:
     """A short reply that lets the assistant go on ("yes go", "do it", "ok apply"), not a new request."""
     text = text.strip()
@@ -374,7 +382,8 @@ def segment_with_skips(turns: list[Turn] | tuple[Turn, ...],
             paused = last_ts and turn.timestamp and turn.timestamp - last_ts > rules.pause
             if paused:
                 close("pause")
-            elif b.committed or b.plan_accepted or (b.wrapped and not b.red):
+            elif b.committed or b.plan_accepted or (b.wrapped and not b.red and not (
+                    b.wrapped in ("tests_green", "said_done") and _FOLLOW_UP.match(turn.text))):
                 close(b.wrapped or ("plan_accepted" if b.plan_accepted else "commit"))
             elif _is_request(turn) and not _FOLLOWS_ON.match(turn.text) and (b.interrupted or _answered_question(b.turns)):
                 close("interrupted" if b.interrupted else "question_answered")

@@ -266,11 +266,12 @@ def signature_family(card: Card) -> str:
 
 
 def related_workspaces(a: str, b: str) -> bool:
-    """The same project folder, or one inside the other (a monorepo and its package)."""
+    """The same project folder, one inside the other (a monorepo and its package), or folders of
+    the same name (one project seen from two machines, or through an Aider history's folder)."""
     if not a or not b:
         return False
-    a, b = a.rstrip("/\\") + "/", b.rstrip("/\\") + "/"
-    return a.startswith(b) or b.startswith(a)
+    a, b = a.replace("\\", "/").rstrip("/") + "/", b.replace("\\", "/").rstrip("/") + "/"
+    return a.startswith(b) or b.startswith(a) or a.rsplit("/", 2)[-2] == b.rsplit("/", 2)[-2]
 
 
 SAME_FIX_OVERLAP = 0.5
