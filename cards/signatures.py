@@ -93,7 +93,9 @@ _K8S = re.compile(
 _K8S_HINTS = ("BackOff", "ErrImagePull", "OOMKilled", "Container", "InvalidImageName")
 _DOCKER = re.compile(r"Error response from daemon: ([^\n]*)")
 _NOT_FOUND = re.compile(
-    r"(?m)(?:^|[\s:])([\w.+-]+): command not found\b(?!:)|command not found: ([\w.+-]+)|^sh: \d+: ([\w.+-]+): not found"
+    r"(?m)(?:^|[\s:])([\w.+-]+): command not found\b(?!:)|command not found: ([\w.+-]+)|^sh: \d+: ([\w.+-]+): not found|"
+    # make runs a recipe's program directly: a missing program is "No such file or directory", exit 127
+    r"^make(?:\[\d+\])?: ([\w.+-]+): No such file or directory"
 )
 _SIGNAL = re.compile(r"\b(Segmentation fault|Bus error|Illegal instruction|Aborted \(core dumped\))")
 
@@ -313,8 +315,8 @@ def _infra(t: str) -> str:
         found += [(m.start(), m.group(1)) for m in _K8S.finditer(t)]
     if "Error response from daemon" in t:
         found += [(m.start(), f"docker: {_message(m.group(1))}") for m in _DOCKER.finditer(t)]
-    if "command not found" in t or ": not found" in t:
-        found += [(m.start(), f"command not found: {m.group(1) or m.group(2) or m.group(3)}")
+    if "command not found" in t or ": not found" in t or ("make" in t and "No such file or directory" in t):
+        found += [(m.start(), f"command not found: {m.group(1) or m.group(2) or m.group(3) or m.group(4)}")
                   for m in _NOT_FOUND.finditer(t)]
     if "Segmentation fault" in t or "Bus error" in t or "Illegal instruction" in t or "core dumped" in t:
         found += [(m.start(), m.group(1)) for m in _SIGNAL.finditer(t)]

@@ -179,3 +179,9 @@ def test_outputs_that_are_not_failures(text):
 def test_exit_code_from_any_host(text, code):
     assert exit_code(text) == code
     assert is_error_output(text) == bool(code)
+
+
+def test_a_program_make_cannot_find_reads_like_the_shell_saying_command_not_found():
+    make = "golangci-lint run ./...\nmake: golangci-lint: No such file or directory\nmake: *** [Makefile:14: lint] Error 127"
+    assert error_signature(make) == error_signature("bash: line 1: golangci-lint: command not found") \
+        == "command not found: golangci-lint"

@@ -194,6 +194,9 @@ IDENT_OVERLAP = 0.5
 _SEQ_REF = re.compile(r"\[t\d+\]|\(t\d+\)|\bt\d+(?:[–-]\d+)?\b")
 _PLACEHOLDER = re.compile(r"<(?:path|id|hex|n|str)>")
 _NAMED_FAILURE = re.compile(r"[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Warning|Fault)")
+_NAMED_STATE = re.compile(r"CrashLoopBackOff|OOMKilled|ImagePullBackOff|ErrImagePull|CreateContainerConfigError|"
+                          r"HTTP [45]\d\d(?: [A-Z][\w ]+)?")
+_NAMED_KIND = re.compile(r"panic|fatal|fatal error|command not found|HTTP [45]\d\d|Segmentation fault")
 _ERROR_CODE = re.compile(r"E[A-Z]{3,}|E\d{3,5}|TS\d{4}|[A-Z]{2,5}-?\d{3,5}")
 _IDENT = re.compile(
     r"(?:--?)?[A-Za-z_][\w-]*(?:[./:][\w-]+)+|[A-Za-z][A-Za-z0-9]*_\w+|[a-z]+[A-Z]\w*|[A-Za-z]+\d+\w*|`([^`\s]{3,60})`"
@@ -244,8 +247,12 @@ def merge_signature(card: Card) -> str:
     the message must keep words once paths, ids and quoted names are masked ("KeyError: <str>"
     says nothing on its own).
     """
-    kind, _, message = card.error_signature.partition(":")
-    if not (_NAMED_FAILURE.fullmatch(kind.strip()) or _ERROR_CODE.fullmatch(kind.strip())):
+    sig = card.error_signature.strip()
+    if _NAMED_STATE.fullmatch(sig):
+        return _norm(sig)  # a state that names the failure by itself: CrashLoopBackOff, OOMKilled
+    kind, _, message = sig.partition(":")
+    if not (_NAMED_FAILURE.fullmatch(kind.strip()) or _ERROR_CODE.fullmatch(kind.strip())
+            or _NAMED_KIND.fullmatch(kind.strip())):
         return ""
     norm = _norm(card.error_signature)
     return norm if len(re.findall(r"[a-z]{2,}", _PLACEHOLDER.sub(" ", message.casefold()))) >= 2 else ""
