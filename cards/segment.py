@@ -269,7 +269,7 @@ _PASTED_HINT = re.compile(
     r"\b\w*(?:Error|Exception)\b(?: \[\w+\])?: \S|error(?:\[\w+\])?: \S|panic: |Traceback \(most recent|"
     r"^FAILED |CrashLoopBackOff|command not found|^HTTP/[\d.]+ [45]\d\d|^Error: |"
     r"\b[45]\d\d (?:Bad Gateway|Service Unavailable|Gateway Timeout|Request Entity Too Large|Payload Too Large|"
-    r"Internal Server Error|Too Many Requests)\b",
+    r"Internal Server Error|Too Many Requests)\b|\"statusCode\"\s*:\s*[45]\d\d",
     re.M,
 )
 

@@ -27,7 +27,8 @@ TAIL_CHARS = 6144  # ... and its tail (a traceback's last line): 8 KB scanned at
 EXIT, WARNING, GENERIC, TEST, INFRA, DIAGNOSTIC, EXCEPTION = range(1, 8)
 
 _MASKS = (
-    (re.compile(r"(?:[A-Za-z]:)?(?:[\w.~-]*/)+[\w.-]+"), "<path>"),
+    # Paths vary by machine; an npm scoped package (`@rollup/rollup-linux-x64-gnu`) names the failure.
+    (re.compile(r"(?<![@\w.~-])(?:[A-Za-z]:)?(?:[\w.~-]*/)+[\w.-]+"), "<path>"),
     (re.compile(r"\b[0-9a-f]{7,64}\b"), "<id>"),
     (re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"), "<id>"),
     (re.compile(r"0x[0-9a-fA-F]+"), "<hex>"),
@@ -97,6 +98,11 @@ _NOT_FOUND = re.compile(
     # make runs a recipe's program directly: a missing program is "No such file or directory", exit 127
     r"^make(?:\[\d+\])?: ([\w.+-]+): No such file or directory"
 )
+# An API's JSON error body: `{"statusCode":413,"code":"FST_ERR_CTP_BODY_TOO_LARGE",…,"message":"…"}`.
+_JSON_ERROR_CODE = re.compile(r'"(?:code|errorCode|error_code)"\s*:\s*"([A-Z][A-Z0-9]*(?:_[A-Z0-9]+){2,})"')
+_JSON_MESSAGE = re.compile(r'"message"\s*:\s*"([^"\n]{1,200})"')
+# A line that opens with `Error: …` (Node's generic Error, terraform's boxed diagnostics, CLIs).
+_ERROR_HEADLINE = re.compile(r"(?m)^[ \t│╷|>]*Error: ([^\n]+)")
 _SIGNAL = re.compile(r"\b(Segmentation fault|Bus error|Illegal instruction|Aborted \(core dumped\))")
 
 # --- failing tests by name (TEST) -------------------------------------------------------------------
@@ -320,7 +326,25 @@ def _infra(t: str) -> str:
                   for m in _NOT_FOUND.finditer(t)]
     if "Segmentation fault" in t or "Bus error" in t or "Illegal instruction" in t or "core dumped" in t:
         found += [(m.start(), m.group(1)) for m in _SIGNAL.finditer(t)]
-    return _last(found)
+    if found:
+        return _last(found)
+    if "Error: " in t:
+        # The first `Error:` headline names the failure; later ones are usually its consequences.
+        for m in _ERROR_HEADLINE.finditer(t):
+            if not _EXIT.search(m.group(1).lower()):  # CI's "Error: Process completed with exit code 1"
+                return f"Error: {_message(m.group(1))}"
+    return ""
+
+
+def _json_error(raw: str) -> str:
+    """The code and message of an API's JSON error body, read from the raw text (keys kept)."""
+    if '"code"' not in raw and "rror_code" not in raw and '"errorCode"' not in raw:
+        return ""
+    m = _JSON_ERROR_CODE.search(raw)
+    if not m:
+        return ""
+    message = _JSON_MESSAGE.search(raw, max(0, m.start() - 300), min(len(raw), m.end() + 300))
+    return f"{m.group(1)}: {_message(message.group(1))}" if message else m.group(1)
 
 
 def _test_failure(t: str) -> str:
@@ -402,7 +426,7 @@ def _analyse(text: str) -> tuple[int, str, bool]:
     sig = _diagnostics(t, lines)
     if sig:
         return DIAGNOSTIC, sig, True
-    sig = _infra(t)
+    sig = _json_error(text) or _infra(t)
     if sig:
         return INFRA, sig, True
     sig = _test_failure(t)

@@ -185,3 +185,14 @@ def test_a_program_make_cannot_find_reads_like_the_shell_saying_command_not_foun
     make = "golangci-lint run ./...\nmake: golangci-lint: No such file or directory\nmake: *** [Makefile:14: lint] Error 127"
     assert error_signature(make) == error_signature("bash: line 1: golangci-lint: command not found") \
         == "command not found: golangci-lint"
+
+
+def test_an_api_json_error_body_gives_its_code_and_message():
+    body = '{"statusCode":413,"code":"FST_ERR_CTP_BODY_TOO_LARGE","error":"Payload Too Large","message":"Request body is too large"}'
+    assert error_signature(body) == "FST_ERR_CTP_BODY_TOO_LARGE: Request body is too large"
+
+
+def test_an_error_headline_beats_a_generic_failed_line():
+    out = ("failed to load config from /home/runner/work/app/vitest.config.ts\n"
+           "Error: Cannot find module @rollup/rollup-linux-x64-gnu. npm has a bug related to optional dependencies")
+    assert error_signature(out).startswith("Error: Cannot find module")
