@@ -216,18 +216,30 @@ def _hedged(text: str) -> bool:
     return sum(bool(_HEDGED.search(p)) for p in parts) * 3 >= max(len(parts), 1)
 
 
+MIN_NEAREST_EXPLANATION = 80  # the text right before the change may explain without a cue word
+
+
+def _changed(turn: Turn) -> bool:
+    # Aider logs its edit as a result ("Applied edit to x.py") of the reply that explained it.
+    return is_change(turn) or (turn.kind == "tool_result" and turn.tool_name == "edit")
+
+
 def _explanation(turns: Sequence[Turn], dead: set[int], upto: int) -> Conclusion | None:
-    """The assistant's account of the cause given before the last change that precedes `upto`."""
-    change = next((i for i in range(upto - 1, -1, -1) if is_change(turns[i])), None)
+    """The assistant's account of the cause given before the last change that precedes `upto`:
+    the nearest settled text when it says enough, else an earlier one that gives a reason."""
+    change = next((i for i in range(upto - 1, -1, -1) if _changed(turns[i])), None)
     if change is None:
         return None
-    for t in reversed(turns[:change]):
+    nearest = True
+    for t in reversed(turns[:change + 1]):
         if t.role == "user" and t.kind == "text" and not is_go_ahead(t.text):
             break
         if t.role == "assistant" and t.kind == "text" and t.seq not in dead:
             text = settled_text(t.text)
-            if text and _EXPLAINS.search(text) and not _hedged(text):
+            if text and not _hedged(text) and (
+                    _EXPLAINS.search(text) or (nearest and len(text) >= MIN_NEAREST_EXPLANATION)):
                 return Conclusion(text, t.seq, "pre_fix_explanation", None)
+            nearest = False
     return None
 
 

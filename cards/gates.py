@@ -298,7 +298,8 @@ def no_unsupported_specifics(card: Card, evidence: EvidenceView) -> GateResult:
     support_text = "\n".join((evidence.text, card.background, card.goal, card.evidence))
     support = _Support(support_text)
     claims = "\n".join((card.conclusion, card.counterexamples))
-    unsupported = [(k, t) for k, t in specifics(claims) if not support.has(k, t)]
+    # A quoted error clipped for length ("…") is supported when what is left of it is.
+    unsupported = [(k, t) for k, t in specifics(claims) if not support.has(k, t.rstrip("…").rstrip())]
     if any(k == "code" for k, _ in unsupported):
         # Rule cards quote error signatures with paths and numbers masked (`<path>`, `<n>`).
         masked = mask(support_text)

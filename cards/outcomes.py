@@ -200,8 +200,12 @@ def _has_fail_summary(tail: str) -> bool:
 
 @functools.lru_cache(maxsize=8192)
 def is_failing(text: str) -> bool:
-    """A failure summary (`2 failed`, `FAILED`, `BUILD FAILED`, `✗`), an error line or a non-zero exit."""
-    return _has_fail_summary(decode_output(text)[0][-PASS_TAIL:]) or is_error_output(text)
+    """A failure summary (`2 failed`, `FAILED`, `BUILD FAILED`, `✗`), a non-zero exit, or an error line
+    in an output that does not end in a pass summary (a green test run may log the errors it tests)."""
+    tail = decode_output(text)[0][-PASS_TAIL:]
+    if _has_fail_summary(tail) or (exit_code(text) or 0) != 0:
+        return True
+    return is_error_output(text) and not _has_pass_summary(tail)
 
 
 @functools.lru_cache(maxsize=8192)

@@ -334,3 +334,9 @@ def test_searches_and_patches_are_neither_failures_nor_checks():
 def test_context_words_count_only_in_a_sentence_about_the_problem():
     s = Script().user("1.2 After Print: executes after switching tools. Since I upgraded to Node 20 the build is broken on CI.")
     assert [c.text for c in failure_conditions(s.turns)] == ["Since I upgraded to Node 20 the build is broken on CI."]
+
+
+def test_a_green_run_that_logs_the_errors_it_tests_is_passing():
+    out = ("=== RUN   TestReadingsRetriesOn502\n2026/11/12 14:16:43 retry 1/3 after 502 Bad Gateway\n"
+           "--- PASS: TestReadingsRetriesOn502 (1.50s)\nPASS\nok  \texample.org/feed\t1.512s")
+    assert is_passing(out) and not is_failing(out)
