@@ -151,6 +151,7 @@ def _disproved_line(turn: Turn, d: Disproval) -> str:
     return f"- [t{turn.seq}] disproved ({_DISPROVED_BY[d.reason].format(by=d.by)}): {_one_line(turn.text)}"
 
 
+_BARE_EXIT = re.compile(r"`exit code -?\d+`")  # says that something failed, not what or when
 _CONDITION_PREFIX = {"condition": "appears when: ", "attempt": "did not help: ", "error": ""}
 
 
@@ -158,7 +159,8 @@ def _counterexamples(exp: Experience) -> str:
     """Failure conditions by rule: what the user said made it appear, attempts that did not help,
     disproved claims, and the error the fix removed (or every distinct error seen)."""
     dead = find_disproved(exp.turns)
-    lines = [f"- {_CONDITION_PREFIX.get(c.kind, '')}{_one_line(c.text)} (t{c.seq})" for c in failure_conditions(exp.turns)]
+    lines = [f"- {_CONDITION_PREFIX.get(c.kind, '')}{_one_line(c.text)} (t{c.seq})" for c in failure_conditions(exp.turns)
+             if not _BARE_EXIT.search(c.text)]
     lines += [_disproved_line(t, dead[t.seq]) for t in exp.turns if t.seq in dead]
     seen: set[str] = {ln.split("`")[1] for ln in lines if ln.count("`") >= 2}
     pasted = next((t for t in exp.turns if t.role == "user" and t.kind == "text"
@@ -170,7 +172,7 @@ def _counterexamples(exp: Experience) -> str:
     for t in exp.turns:
         if t.kind == "error":
             sig = error_signature(t.text)
-            if sig and sig not in seen and not is_tooling_error(t):
+            if sig and sig not in seen and not is_tooling_error(t) and not sig.startswith("exit code"):
                 seen.add(sig)
                 lines.append(f"- fails with `{_one_line(sig, 160)}` (t{t.seq})")
     return "\n".join(lines[:MAX_EVIDENCE_ITEMS])

@@ -117,6 +117,8 @@ def make_title(*, commit_subject: str = "", signature: str = "", conclusion: str
     """One line naming what the card teaches; see the module docstring for the order."""
     subject = commit_subject.strip()
     gist = first_sentence(conclusion) if settled else ""
+    if re.fullmatch(r"exit code -?\d+", signature.strip()):
+        signature = ""  # a bare exit status names no failure
     if signature:
         tail = subject or (_gist(conclusion, signature) if settled else "") or clean_request(request)
         if tail:
