@@ -233,8 +233,7 @@ def _explanation(turns: Sequence[Turn], dead: set[int], upto: int) -> Conclusion
     nearest = True
     for t in reversed(turns[:change + 1]):
         if t.role == "user" and t.kind == "text" and not is_go_ahead(t.text):
-            nearest = False  # the user steered ("just pin it for now"): the reason before still holds
-            continue
+            continue  # the user steered ("just pin it for now"): the reason before it still holds
         if t.role == "assistant" and t.kind == "text" and t.seq not in dead:
             text = settled_text(t.text)
             if text and not _hedged(text) and (
