@@ -40,6 +40,7 @@ class SetReport:
     matched: int = 0
     signature_labelled: int = 0
     signature_found: int = 0
+    signature_any: int = 0
     verified_labelled: int = 0
     verified_found: int = 0
     verified_at_line: int = 0
@@ -59,7 +60,8 @@ class SetReport:
 
     def to_dict(self) -> dict:
         out = asdict(self)
-        out.update(signature_share=round(self.share(self.signature_found, self.signature_labelled), 3),
+        out.update(signature_any_share=round(self.share(self.signature_any, self.signature_labelled), 3),
+                   signature_share=round(self.share(self.signature_found, self.signature_labelled), 3),
                    verified_share=round(self.share(self.verified_found, self.verified_labelled), 3),
                    status_share=round(self.share(self.status_match, self.status_labelled), 3))
         return out
@@ -125,6 +127,7 @@ def evaluate_set(name: str, folder: Path) -> SetReport:
             card_of[lb["id"]] = card
         if lb.get("signature"):
             report.signature_labelled += 1
+            report.signature_any += bool(card.error_signature)
             if signature_matches(lb["signature"], card.error_signature):
                 report.signature_found += 1
             else:
@@ -137,6 +140,8 @@ def evaluate_set(name: str, folder: Path) -> SetReport:
                 line = line_of.get((src.host, src.session_id, int(card.verified_by[1:])), 0)
                 if not verified_line or abs(line - verified_line) <= LINE_SLACK:
                     report.verified_at_line += 1
+                else:
+                    report.misses.append(f"{lb.get('id', lb['file'])}: verified at line {line}, label line {verified_line}")
             else:
                 report.misses.append(f"{lb.get('id', lb['file'])}: not verified (label line {verified_line})")
         if lb.get("status") in ("active", "candidate"):
@@ -172,7 +177,8 @@ def print_reports(reports: list[SetReport]) -> None:
     rows = [
         ("experiences (with a card)", lambda r: f"{r.experiences} ({r.with_card})"),
         ("matched to a card", lambda r: f"{r.matched}/{r.with_card}"),
-        ("signature found", lambda r: f"{r.share(r.signature_found, r.signature_labelled):.2f} ({r.signature_found}/{r.signature_labelled})"),
+        ("has a signature", lambda r: f"{r.share(r.signature_any, r.signature_labelled):.2f} ({r.signature_any}/{r.signature_labelled})"),
+        ("  … that matches the label", lambda r: f"{r.share(r.signature_found, r.signature_labelled):.2f} ({r.signature_found}/{r.signature_labelled})"),
         ("verified_by found", lambda r: f"{r.share(r.verified_found, r.verified_labelled):.2f} ({r.verified_found}/{r.verified_labelled})"),
         ("  … at the labelled turn", lambda r: f"{r.verified_at_line}/{r.verified_labelled}"),
         ("status as labelled", lambda r: f"{r.share(r.status_match, r.status_labelled):.2f} ({r.status_match}/{r.status_labelled})"),

@@ -34,6 +34,7 @@ from cards.distill.rules import (
     is_passing,
 )
 from cards.model import Turn
+from cards.outcomes import command_of, is_inspection
 from cards.segment import commit_subject, is_commit_output, is_go_ahead, is_tooling_error
 
 MIN_SETTLED_CHARS = 40
@@ -123,8 +124,15 @@ def _checks(turns: Sequence[Turn]) -> list[int]:
     """Indexes of turns that show a passing check: a green test/build run or a successful commit."""
     out = []
     for i, t in enumerate(turns):
-        if t.kind == "tool_result" and (is_passing(t.text) or is_commit_output(t.text)):
+        if t.kind != "tool_result":
+            continue
+        if is_commit_output(t.text):
             out.append(i)
+        elif is_passing(t.text):
+            call = next((c for c in reversed(turns[:i]) if c.kind == "tool_call" and c.tool_name == t.tool_name), None)
+            # `gh run list` printing ✓ for old runs checks nothing: a command that only looks is no check.
+            if call is None or not is_inspection(command_of(call)):
+                out.append(i)
     return out
 
 
@@ -143,7 +151,9 @@ def _closing_report(turns: Sequence[Turn], checks: list[int], dead: set[int]) ->
         if t.role == "assistant" and t.kind == "text" and t.seq not in dead:
             text = settled_text(t.text, allow_trim=False)
             if text:
-                return Conclusion(text, t.seq, "closing_report", turns[last].seq)
+                # A commit closes the task but proves nothing: the last green check verifies it.
+                green = [i for i in checks if is_passing(turns[i].text)]
+                return Conclusion(text, t.seq, "closing_report", turns[green[-1]].seq if green else None)
     return None
 
 
@@ -186,7 +196,8 @@ def _closing_words(turns: Sequence[Turn]) -> Conclusion | None:
         if t.kind == "tool_result" and is_commit_output(t.text):
             subject = commit_subject(t.text)
             if len(subject) >= 12:
-                return Conclusion(subject, t.seq, "commit_message", t.seq)
+                green = next((x.seq for x in reversed(turns[:i]) if x.kind == "tool_result" and is_passing(x.text)), None)
+                return Conclusion(subject, t.seq, "commit_message", green)
         if t.kind == "tool_call" and ("--reason" in t.text or "--body" in t.text):
             command = _command_of(t)
             if "bd close" in command and _BD_REASON.search(command):

@@ -50,6 +50,7 @@ _FAIL_WORDS = (" failed", " failing", " failure", " error")  # after a count: `2
 
 # --- commands ---------------------------------------------------------------------------------------
 _SHELL_TOOLS = frozenset({
+    "run", "lint",  # Aider's /run, /test, ! and proposed commands
     "bash", "shell", "exec_command", "local_shell", "run_terminal_cmd", "run_command", "execute_command",
     "terminal", "run_shell_command", "shell_command", "container.exec",
 })
@@ -73,7 +74,7 @@ _CHANGE_CMD = re.compile(
 _PATCH_FILE = re.compile(r"\*\*\* (?:Update|Add|Delete) File: (\S+)")
 # At a command position (the start, or after `&&`, `;`, `|`), so a heredoc's text naming `pytest` is no run.
 _TEST_OR_BUILD = re.compile(
-    r"(?:^|[;&|('\"]\s*)(?:pytest|py\.test|tox|nox|unittest|go (?:test|build|vet)|"
+    r"(?:^|[;&|('\"]\s*)(?:\./)?(?:pytest|py\.test|tox|nox|unittest|go (?:test|build|vet)|"
     r"cargo (?:test|build|check|clippy|nextest)|"
     r"(?:npm|pnpm|yarn|bun) (?:run )?(?:test|build|lint|typecheck|check|tsc)\b|"
     r"npm t\b|jest|vitest|mocha|mix (?:test|compile)|make(?:\s|$)|tsc\b|mypy|pyright|ruff|flake8|pylint|eslint|golangci-lint|"
@@ -102,7 +103,7 @@ _FILE_NAME = re.compile(r"\.\w{1,5}$")
 _INSPECT = re.compile(
     r"(?:rg|grep|egrep|fgrep|ag|ack|find|fd|ls|cat|head|tail|less|more|wc|echo|printf|pwd|which|type|file|stat|"
     r"tree|du|df|ps|env|nl|sort|uniq|diff|jq|sed(?! -i)|awk|git (?:status|log|diff|show|branch|blame|grep|rev-parse|"
-    r"remote|ls-files))(?:\s|$)"
+    r"remote|ls-files)|gh (?:run|pr|issue|repo) (?:list|view|status))(?:\s|$)"
 )
 _TWO_WORD_RUNNERS = frozenset({"go", "cargo", "npm", "pnpm", "yarn", "bun", "mix", "make", "dotnet", "bazel",
                                "terraform", "docker", "deno", "python", "python3", "node"})
@@ -306,6 +307,11 @@ def same_target(failed: str, passed: str) -> bool:
     return all(any(x == y or x.startswith(y + "/") for y in targets_b) for x in targets_a)
 
 
+def is_inspection(command: str) -> bool:
+    """A command that only looks (`rg`, `ls`, `git log`, `gh run list`): its output proves nothing."""
+    return bool(_INSPECT.match(command_key(command))) and not is_test_or_build(command)
+
+
 def is_test_or_build(command: str) -> bool:
     """A command that runs tests, a build, a type checker or linter, a plan, or a request (`curl`)."""
     first = command.strip().split("\n", 1)[0]
@@ -329,6 +335,8 @@ def _short_path(path: str) -> str:
 
 def describe_change(turn: Turn) -> str:
     """`rm state/state.db-journal` or editing `app/db.py`: what a change did, in a few words."""
+    if turn.kind == "tool_result" and turn.text.startswith("Applied edit to "):
+        return f"editing `{_short_path(turn.text[len('Applied edit to '):].strip())}`"
     command = command_of(turn)
     patched = _PATCH_FILE.findall(command or turn.text)
     if patched:
@@ -385,6 +393,9 @@ def _walk(turns: tuple[Turn, ...]) -> _Walk:
             if is_change(turn):
                 changes.append((i, turn))
         elif turn.role == "tool" and turn.kind in ("tool_result", "error"):
+            if turn.kind == "tool_result" and turn.tool_name == "edit":
+                changes.append((i, turn))  # Aider logs the edit its reply made as "Applied edit to x.py"
+                continue
             # Results carry no call id here: take the oldest open call of the same tool.
             name = turn.tool_name
             k = next((k for k, (_, c) in enumerate(pending) if not name or c.tool_name == name), None)

@@ -383,7 +383,8 @@ def segment_with_skips(turns: list[Turn] | tuple[Turn, ...],
             if paused:
                 close("pause")
             elif b.committed or b.plan_accepted or (b.wrapped and not b.red and not (
-                    b.wrapped in ("tests_green", "said_done") and _FOLLOW_UP.match(turn.text))):
+                    b.wrapped in ("tests_green", "said_done")
+                    and (_FOLLOW_UP.match(turn.text) or is_go_ahead(turn.text)))):
                 close(b.wrapped or ("plan_accepted" if b.plan_accepted else "commit"))
             elif _is_request(turn) and not _FOLLOWS_ON.match(turn.text) and (b.interrupted or _answered_question(b.turns)):
                 close("interrupted" if b.interrupted else "question_answered")

@@ -340,3 +340,19 @@ def test_a_green_run_that_logs_the_errors_it_tests_is_passing():
     out = ("=== RUN   TestReadingsRetriesOn502\n2026/11/12 14:16:43 retry 1/3 after 502 Bad Gateway\n"
            "--- PASS: TestReadingsRetriesOn502 (1.50s)\nPASS\nok  \texample.org/feed\t1.512s")
     assert is_passing(out) and not is_failing(out)
+
+
+def test_an_aider_edit_result_is_the_change_a_re_run_verifies():
+    from cards.model import Turn
+
+    def t(seq, role, kind, text, tool=""):
+        return Turn(host="aider", session_id="a", seq=seq, role=role, kind=kind, text=text, tool_name=tool)
+
+    turns = [t(0, "user", "tool_call", "python -m app.load --workers 6", "run"),
+             t(1, "tool", "error", "sqlite3.IntegrityError: UNIQUE constraint failed: obs.id", "run"),
+             t(2, "assistant", "text", "The workers insert the same rows; ignore duplicates."),
+             t(3, "tool", "tool_result", "Applied edit to app/load.py", "edit"),
+             t(4, "user", "tool_call", "python -m app.load --workers 6", "run"),
+             t(5, "tool", "tool_result", "31/31 partitions ok", "run")]
+    fix = verification(turns)
+    assert fix is not None and (fix.seq, fix.same_command) == (5, True)
