@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from cards.model import Card, Experience, Turn
-from cards.signatures import mask
+from cards.signatures import error_signature, mask
 
 Similarity = Callable[[str, str], float]
 
@@ -301,9 +301,14 @@ def no_unsupported_specifics(card: Card, evidence: EvidenceView) -> GateResult:
     # A quoted error clipped for length ("…") is supported when what is left of it is.
     unsupported = [(k, t) for k, t in specifics(claims) if not support.has(k, t.rstrip("…").rstrip())]
     if any(k == "code" for k, _ in unsupported):
-        # Rule cards quote error signatures with paths and numbers masked (`<path>`, `<n>`).
+        # Rule cards quote error signatures with paths and numbers masked (`<path>`, `<n>`), in the
+        # normalised form `cards.signatures` gives every host ("fatal: …" for Go's "fatal error: …").
         masked = mask(support_text)
-        unsupported = [(k, t) for k, t in unsupported if not (k == "code" and mask(t) in masked)]
+        signatures = {card.error_signature} | {error_signature(t.text) for t in evidence.turns if t.kind == "error"}
+        signatures |= {error_signature(t.text) for t in evidence.turns if t.typed_by_user}
+        unsupported = [(k, t) for k, t in unsupported
+                       if not (k == "code" and (mask(t) in masked or t.rstrip("…").rstrip() in signatures
+                                                or any(s.startswith(t.rstrip("…").rstrip()) for s in signatures if s)))]
     if unsupported:
         return _result(gate, "absent from the evidence: " + ", ".join(f"{k} {t!r}" for k, t in unsupported[:8]))
     return _result(gate, "")

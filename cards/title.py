@@ -89,15 +89,16 @@ def _short_signature(signature: str, limit: int = 36) -> str:
     return f"`{sig}`"
 
 
-_CAUSE = re.compile(r"(?i)\b(?:root cause|because|caused|came from|meant|was|were|fix(?:ed)?|needs?|must|missing|"
-                    r"instead|now|moved|requires?|rejects?|returns?|only)\b")
+_CAUSE = re.compile(r"(?i)\b(?:root cause|because|caused|came from|meant|missed|missing|was|were|wasn'?t|isn'?t|"
+                    r"doesn'?t|no longer|needs?|must|instead|moved|requires?|rejects?|returns?|only)\b")
+_FIXED = re.compile(r"(?i)\b(?:fix(?:es|ed)?|now)\b")
 _DONE_WORDS = re.compile(r"(?i)^(?:fixed|done|works now|this time|all (?:set|good)|committed)\b[^.:]{0,40}[.:,]\s*")
 
 
 def _gist(conclusion: str, signature: str) -> str:
     """The sentence of a conclusion that says what caused or fixed the failure, without restating it."""
     kind = signature.split(":", 1)[0].strip()
-    best = ""
+    best = fixed = ""
     for line in conclusion.splitlines():
         for sentence in re.split(r"(?<=[.!?])\s+", _MARKDOWN.sub("", line).strip()):
             sentence = _DONE_WORDS.sub("", _FLUFF.sub("", sentence)).strip()
@@ -108,8 +109,10 @@ def _gist(conclusion: str, signature: str) -> str:
                 continue
             if _CAUSE.search(sentence):
                 return _capital(sentence.rstrip("."))
+            if _FIXED.search(sentence):
+                fixed = fixed or _capital(sentence.rstrip("."))
             best = best or _capital(sentence.rstrip("."))
-    return best
+    return fixed or best
 
 
 def make_title(*, commit_subject: str = "", signature: str = "", conclusion: str = "",

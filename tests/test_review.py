@@ -17,12 +17,18 @@ from index.db import open_index
 from tests.test_hand_edits import reset_ledger
 from tests.user_cards import SHORTY_LOG, build_home, card, copy_home, store_of
 
-FIRST, SECOND = "c-8aa6394b84a46f49", "c-0ddaea15d5d1a472"  # SHORTY_LOG's candidates, oldest first
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, embedder):
     return build_home(tmp_path_factory.mktemp("built") / "home", [SHORTY_LOG])
+
+
+@pytest.fixture(scope="module")
+def held(built):
+    """SHORTY_LOG's cards awaiting review, oldest first: the two this module confirms and rejects."""
+    cards, _ = store_of(built).load_all()
+    pending = awaiting_review(cards)
+    assert len(pending) == 2, [(c.id, c.status, c.gate) for c in cards]  # the review script below answers two
+    return pending[0], pending[1]
 
 
 def review(settings, keys: str, env: dict | None = None):
@@ -58,24 +64,25 @@ def test_reject_keeps_a_candidate_out_of_review_and_recall_for_good():
 # --- the command ----------------------------------------------------------------------------------------
 
 
-def test_review_json_lists_what_awaits_review(built, memoir_home):
+def test_review_json_lists_what_awaits_review(built, held, memoir_home):
     settings = copy_home(built, memoir_home)
     out = CliRunner().invoke(cli, ["--home", str(settings.home), "review", "--json"])
     assert out.exit_code == 0, out.output
     pending = json.loads(out.output)
-    assert [p["id"] for p in pending] == [FIRST, SECOND]
-    assert {p["gate"] for p in pending} == {"failure_conditions_stated"}
+    assert [p["id"] for p in pending][:2] == [c.id for c in held]
+    assert all(p["gate"] for p in pending)  # each says which gate held it back
     assert pending[0]["sources"][0]["session_id"]
 
 
-def test_confirm_and_reject_change_the_file_and_the_index_together(built, memoir_home, embedder):
+def test_confirm_and_reject_change_the_file_and_the_index_together(built, held, memoir_home, embedder):
+    (FIRST, gate), SECOND = (held[0].id, held[0].gate), held[1].id
     settings = copy_home(built, memoir_home)
     store = store_of(settings)
     assert row(settings, embedder, FIRST).status == "candidate"
 
     out = review(settings, "c\nr\nwrong lesson\n")
     assert out.exit_code == 0, out.output
-    assert "## Supersession chain" in out.output and "held back by: failure_conditions_stated" in out.output
+    assert "## Supersession chain" in out.output and f"held back by: {gate}" in out.output
     assert "1 confirmed, 1 rejected, 0 edited, 0 skipped" in out.output
 
     first, second = store.read(FIRST), store.read(SECOND)
@@ -93,7 +100,8 @@ def test_confirm_and_reject_change_the_file_and_the_index_together(built, memoir
     assert {i: store.path_for(i).read_bytes() for i in (FIRST, SECOND)} == before
 
 
-def test_edit_in_editor_is_a_hand_edit_and_can_then_be_confirmed(built, memoir_home, embedder, tmp_path):
+def test_edit_in_editor_is_a_hand_edit_and_can_then_be_confirmed(built, held, memoir_home, embedder, tmp_path):
+    FIRST = held[0].id
     settings = copy_home(built, memoir_home)
     store = store_of(settings)
     editor = tmp_path / "editor.sh"
