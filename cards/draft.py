@@ -162,7 +162,8 @@ def _counterexamples(exp: Experience) -> str:
     lines = [f"- {_CONDITION_PREFIX.get(c.kind, '')}{_one_line(c.text)} (t{c.seq})" for c in failure_conditions(exp.turns)
              if not _BARE_EXIT.search(c.text)]
     lines += [_disproved_line(t, dead[t.seq]) for t in exp.turns if t.seq in dead]
-    seen: set[str] = {ln.split("`")[1] for ln in lines if ln.count("`") >= 2}
+    said = "\n".join(lines)
+    seen: set[str] = {sig for t in exp.turns if t.kind == "error" and (sig := error_signature(t.text)) and f"`{sig}`" in said}
     pasted = next((t for t in exp.turns if t.role == "user" and t.kind == "text"
                    and exp.error_signature and pasted_signature(t.text) == exp.error_signature), None)
     if pasted is not None and exp.error_signature not in seen:

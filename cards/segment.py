@@ -297,8 +297,13 @@ def pasted_signature(text: str) -> str:
 # check before it did not end the task.
 _FOLLOW_UP = re.compile(
     r"(?i)^\W*(?:still|and\b|but\b|it\b|its\b|it'?s\b|that\b|this\b|does it|did it|is it|hmm|wait|same|again|"
-    r"what about|how about|why)"
+    r"what about|how about|why|works\W+so\b|(?:works\W+)?so what was|what was (?:it|the (?:cause|problem|issue)))"
 )
+
+
+# "works. so what was it exactly?": asking why the committed fix worked is still the same task.
+_ASKS_WHY = re.compile(r"(?i)^\W*(?:(?:ok(?:ay)?|works|great|nice|thanks)\W+)*(?:so\W+)?(?:what was (?:it|the)|why did|why does|"
+                       r"how come|what (?:fixed|caused))")
 
 
 def is_go_ahead(text: str) -> bool:
@@ -382,6 +387,8 @@ def segment_with_skips(turns: list[Turn] | tuple[Turn, ...],
             paused = last_ts and turn.timestamp and turn.timestamp - last_ts > rules.pause
             if paused:
                 close("pause")
+            elif _ASKS_WHY.match(turn.text):
+                pass  # "works. so what was it?": the answer belongs with the fix it explains
             elif b.committed or b.plan_accepted or (b.wrapped and not b.red and not (
                     b.wrapped in ("tests_green", "said_done")
                     and (_FOLLOW_UP.match(turn.text) or is_go_ahead(turn.text)))):

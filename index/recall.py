@@ -585,6 +585,7 @@ class Recaller:
                 similarity = lexical_coverage(terms, retrieval_text(card))
             cards[card_id] = card
             candidates.append(candidate_from(card, hit, similarity, now))
+        self._follow_supersession(candidates, cards, hits, now)
         candidates.sort(key=lambda c: (-c.rrf, -c.similarity, c.id))
         check("gates")
         rq = RecallQuery(text=text, task_type=task_type, workspace=workspace,
@@ -596,6 +597,26 @@ class Recaller:
         if candidates and not any(j.gate == INJECTED for j in judgements):
             reason = "every candidate was rejected by a gate"
         return _Plan(self.mode, task_type, judgements, reason, cards)
+
+    def _follow_supersession(self, candidates: list[Candidate], cards: dict[str, Card], hits: dict[str, dict],
+                             now: datetime) -> None:
+        """A superseded hit brings the card that replaced it: the newer card answers what the older
+        one answered (the rules found the same failure with another cause), even when its own text
+        matches the question less closely. The older one is then rejected by `Superseded`."""
+        for old in list(candidates):
+            new_id, seen, card = old.superseded_by.strip(), {old.id}, None
+            while new_id and new_id not in seen:  # to the newest card of the chain
+                seen.add(new_id)
+                try:
+                    card = self.store.read(new_id)
+                except (OSError, UnicodeDecodeError, CardFileError):
+                    card = None
+                    break
+                new_id = card.superseded_by.strip()
+            if card is None or card.superseded_by.strip() or card.id in cards:
+                continue
+            cards[card.id] = card
+            candidates.append(candidate_from(card, dict(hits.get(old.id, {})), old.similarity, now))
 
     # -- the caller: the only writes --------------------------------------------------------------
 

@@ -57,6 +57,7 @@ from collections import Counter
 from datetime import datetime
 from pathlib import PurePath
 
+from cards.outcomes import is_passing
 from cards.hosts.base import (
     TEXT_CHARS,
     TOOL_CALL_CHARS,
@@ -225,7 +226,8 @@ class _Builder:
             self.emit("tool", "tool_result", text, line, "edit", TOOL_RESULT_CHARS)
         else:
             failed = key in ("test", "lint") or (
-                any(h in text for h in _ERROR_HINTS) and _ERROR_RE.search(text) is not None)
+                any(h in text for h in _ERROR_HINTS) and _ERROR_RE.search(text) is not None
+                and not is_passing(text))  # "19 passed; 0 failed" then the program's own "ERROR 312"
             name = "" if key == "misc" else key if key == "lint" else "run"
             self.emit("tool", "error" if failed else "tool_result", text, line, name, TOOL_RESULT_CHARS)
 
