@@ -13,6 +13,8 @@ Three rules shape this module:
 
 from __future__ import annotations
 
+import dataclasses
+
 import hashlib
 import json
 import math
@@ -600,9 +602,10 @@ class Recaller:
 
     def _follow_supersession(self, candidates: list[Candidate], cards: dict[str, Card], hits: dict[str, dict],
                              now: datetime) -> None:
-        """A superseded hit brings the card that replaced it: the newer card answers what the older
-        one answered (the rules found the same failure with another cause), even when its own text
-        matches the question less closely. The older one is then rejected by `Superseded`."""
+        """A superseded hit brings the card that replaced it, with the older one's similarity when
+        that is higher: the newer card answers what the older one answered (the rules found the
+        same failure with another cause) even when its own words match the question less closely.
+        The older one is then rejected by `Superseded`, so the two are never injected together."""
         for old in list(candidates):
             new_id, seen, card = old.superseded_by.strip(), {old.id}, None
             while new_id and new_id not in seen:  # to the newest card of the chain
@@ -613,10 +616,15 @@ class Recaller:
                     card = None
                     break
                 new_id = card.superseded_by.strip()
-            if card is None or card.superseded_by.strip() or card.id in cards:
+            if card is None or card.superseded_by.strip():
                 continue
-            cards[card.id] = card
-            candidates.append(candidate_from(card, dict(hits.get(old.id, {})), old.similarity, now))
+            at = next((i for i, c in enumerate(candidates) if c.id == card.id), None)
+            if at is None:
+                cards[card.id] = card
+                candidates.append(candidate_from(card, dict(hits.get(old.id, {})), old.similarity, now))
+            elif candidates[at].similarity < old.similarity:
+                candidates[at] = dataclasses.replace(candidates[at], similarity=old.similarity,
+                                                     rrf=max(candidates[at].rrf, old.rrf))
 
     # -- the caller: the only writes --------------------------------------------------------------
 

@@ -189,3 +189,16 @@ def test_cli_recall_says_why_nothing_came_back(settings, embedder):
     res = CliRunner().invoke(cli, ["recall", "how do I center a div", "--timeout-ms", "20000"])
     assert res.exit_code == 0 and res.stdout == ""
     assert "nothing to inject" in res.stderr
+
+
+def test_a_superseded_hit_brings_the_card_that_replaced_it_and_never_itself(settings, embedder):
+    # Worded far from the question: only the chain from the older card can bring it.
+    newer = variant(41, goal="Tidy the dev compose file.", background="", evidence="", topics=(),
+                    conclusion="Pin the base image by digest and rebuild; the earlier explanation was wrong.",
+                    counterexamples="Not for release images, which are pinned already.", supersedes=(BASE.id,))
+    older = BASE.with_(status="superseded", superseded_by=newer.id)
+    index_cards(settings, embedder, [older, newer])
+    with Recaller(settings, embedder) as r:
+        result = r.recall(QUERY, workspace=WORKSPACE, now=NOW, budget_ms=10_000)
+    assert [c.id for c in result.cards] == [newer.id]
+    assert entry(result, older.id)["gate"] != "injected"
