@@ -82,6 +82,8 @@ def clip_title(text: str, limit: int = MAX_TITLE) -> str:
 
 
 def _short_signature(signature: str, limit: int = 36) -> str:
+    if len(re.findall(r"<(?:str|path|id|n|hex)>", signature)) >= 2:
+        signature = signature.split(":", 1)[0]  # mostly masked names: the kind says more on its own
     sig = signature.replace("<str>", "…").replace("<path>", "…").replace("<n>", "N").replace("<id>", "…")
     sig = " ".join(sig.split())
     if len(sig) > limit:
