@@ -15,7 +15,7 @@ from cards.model import Card, Experience, Source, Turn
 from cards.outcomes import Verification, failure_conditions, verification
 from cards.segment import commit_subject, is_chatter, is_tooling_error, pasted_signature
 from cards.signatures import error_signature
-from cards.title import make_title, strip_boilerplate
+from cards.title import make_title, strip_boilerplate, strip_opener
 
 MAX_GOAL = 800
 MAX_CONCLUSION = 1200
@@ -159,8 +159,8 @@ def _counterexamples(exp: Experience) -> str:
     """Failure conditions by rule: what the user said made it appear, attempts that did not help,
     disproved claims, and the error the fix removed (or every distinct error seen)."""
     dead = find_disproved(exp.turns)
-    lines = [f"- {_CONDITION_PREFIX.get(c.kind, '')}{_one_line(c.text)} (t{c.seq})" for c in failure_conditions(exp.turns)
-             if not _BARE_EXIT.search(c.text)]
+    lines = [f"- {_CONDITION_PREFIX.get(c.kind, '')}{_one_line(strip_opener(c.text) if c.kind == 'condition' else c.text)} (t{c.seq})"
+             for c in failure_conditions(exp.turns) if not _BARE_EXIT.search(c.text)]
     lines += [_disproved_line(t, dead[t.seq]) for t in exp.turns if t.seq in dead]
     said = "\n".join(lines)
     seen: set[str] = {sig for t in exp.turns if t.kind == "error" and (sig := error_signature(t.text)) and f"`{sig}`" in said}

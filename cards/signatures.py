@@ -140,12 +140,17 @@ def mask(text: str) -> str:
     return text.strip()
 
 
+_DOT_LEADER = re.compile(r"\.{4,}")  # pre-commit's "ruff......Failed": the dots are layout
+
+
 def _message(raw: str) -> str:
     """The first MAX_MESSAGE chars of a message, cut at a space so a clipped line agrees, masked.
 
     A quote the cut left open is dropped with what follows: half a quoted string is not stable.
     """
     raw = raw.strip()
+    if "...." in raw:
+        raw = _DOT_LEADER.sub(" … ", raw)
     if len(raw) > MAX_MESSAGE:
         cut = raw.rfind(" ", 0, MAX_MESSAGE + 1)
         raw = raw[: cut if cut > MAX_MESSAGE // 2 else MAX_MESSAGE]

@@ -41,6 +41,11 @@ def strip_boilerplate(text: str) -> str:
     return "\n".join(ln for ln in _BOILERPLATE.sub(" ", text).splitlines() if ln.strip()).strip()
 
 
+def strip_opener(text: str) -> str:
+    """`text` without a conversational opener ("ok, next:", "unrelated, but"), else unchanged."""
+    return _OPENER.sub("", text.strip()).strip() or text.strip()
+
+
 def clean_request(text: str) -> str:
     """The user's request as one line, without openers, slash commands or host boilerplate."""
     text = _BOILERPLATE.sub(" ", text)
@@ -94,7 +99,7 @@ def _short_signature(signature: str, limit: int = 36) -> str:
 _CAUSE = re.compile(r"(?i)\b(?:root cause|because|caused|came from|meant|missed|missing|was|were|wasn'?t|isn'?t|"
                     r"doesn'?t|no longer|needs?|must|instead|moved|requires?|rejects?|returns?|only)\b")
 _FIXED = re.compile(r"(?i)\b(?:fix(?:es|ed)?|now)\b")
-_DONE_WORDS = re.compile(r"(?i)^(?:fixed|done|works now|this time|all (?:set|good)|committed)\b[^.:]{0,40}[.:,]\s*")
+_DONE_WORDS = re.compile(r"(?i)^(?:fixed|done|works now|all (?:set|good)|committed)\b[^.:`]{0,40}[.:,]\s*")
 
 
 def _gist(conclusion: str, signature: str) -> str:
@@ -106,8 +111,8 @@ def _gist(conclusion: str, signature: str) -> str:
             sentence = _DONE_WORDS.sub("", _FLUFF.sub("", sentence)).strip()
             if kind and kind in sentence:  # the failure restated: drop its quoted form
                 sentence = re.sub(r"`[^`]*" + re.escape(kind) + r"[^`]*`", "", sentence)
-                sentence = " ".join(re.sub(r"^\W*(?:this|it|here)\b\W*", "", sentence.strip(), flags=re.I).split())
-            if len(sentence) < 15:
+                sentence = " ".join(re.sub(r"^\W*(?:this time|it|here)\b\W*", "", sentence.strip(), flags=re.I).split())
+            if len(sentence) < 15 or len(sentence.split()) < 4:
                 continue
             if _CAUSE.search(sentence):
                 return _capital(sentence.rstrip("."))
