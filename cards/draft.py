@@ -166,7 +166,7 @@ def _counterexamples(exp: Experience) -> str:
     seen: set[str] = {sig for t in exp.turns if t.kind == "error" and (sig := error_signature(t.text)) and f"`{sig}`" in said}
     pasted = next((t for t in exp.turns if t.role == "user" and t.kind == "text"
                    and exp.error_signature and pasted_signature(t.text) == exp.error_signature), None)
-    if pasted is not None and exp.error_signature not in seen:
+    if pasted is not None and exp.error_signature not in seen and f"`{exp.error_signature}`" not in said:
         # The user pasted the failure: that is the error the session set out to remove.
         seen.add(exp.error_signature)
         lines.append(f"- fails with `{_one_line(exp.error_signature, 160)}` (t{pasted.seq}, pasted by the user)")
