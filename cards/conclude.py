@@ -34,7 +34,7 @@ from cards.distill.rules import (
     is_passing,
 )
 from cards.model import Turn
-from cards.outcomes import command_of, is_inspection
+from cards.outcomes import command_of, is_inspection, may_hold_verdict
 from cards.segment import commit_subject, is_commit_output, is_go_ahead, is_tooling_error
 
 MIN_SETTLED_CHARS = 40
@@ -128,7 +128,7 @@ def _checks(turns: Sequence[Turn]) -> list[int]:
             continue
         if is_commit_output(t.text):
             out.append(i)
-        elif is_passing(t.text):
+        elif may_hold_verdict(t) and is_passing(t.text):
             call = next((c for c in reversed(turns[:i]) if c.kind == "tool_call" and c.tool_name == t.tool_name), None)
             # `gh run list` printing ✓ for old runs checks nothing: a command that only looks is no check.
             if call is None or not is_inspection(command_of(call)):
@@ -137,7 +137,8 @@ def _checks(turns: Sequence[Turn]) -> list[int]:
 
 
 def _red(turn: Turn) -> bool:
-    return (turn.kind == "error" and not is_tooling_error(turn)) or (turn.kind == "tool_result" and is_failing(turn.text))
+    return (turn.kind == "error" and not is_tooling_error(turn)) or (
+        turn.kind == "tool_result" and may_hold_verdict(turn) and is_failing(turn.text))
 
 
 def _closing_report(turns: Sequence[Turn], checks: list[int], dead: set[int]) -> Conclusion | None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from cards.model import Turn
 from cards.signatures import decode_output, error_signature, exit_code, is_error_output
 
-PASS_TAIL = 4096  # a verdict sits at the end of an output: the last 4 KB decide
+PASS_TAIL = 1024  # a verdict sits at the end of an output: its last lines decide
 MAX_COMMAND = 200  # a command quoted on one line
 MAX_CONDITIONS = 8
 MAX_SENTENCE = 160
@@ -199,22 +199,64 @@ def _has_fail_summary(tail: str) -> bool:
     return any(_counted(tail, w) for w in _FAIL_WORDS if w in tail)
 
 
+# Tools whose results are file bodies, listings or acknowledgements: no pass/fail verdict in them.
+_NO_VERDICT_TOOLS = frozenset({
+    "read", "glob", "grep", "ls", "edit", "multiedit", "write", "notebookedit", "notebookread", "todowrite",
+    "todoread", "webfetch", "websearch", "web_search", "apply_patch", "str_replace_editor",
+    "str_replace_based_edit_tool", "create_file", "edit_file", "write_file", "read_file", "view_image",
+    "update_plan", "exitplanmode", "enterplanmode", "skill", "edit",
+})
+
+
+def may_hold_verdict(turn: Turn) -> bool:
+    """Could this result say that a check passed or failed? Not a file read, an edit or a plan update."""
+    return turn.kind in ("tool_result", "error") and turn.tool_name.lower() not in _NO_VERDICT_TOOLS
+
+
 @functools.lru_cache(maxsize=8192)
+def shows_failure_summary(text: str) -> bool:
+    """A cheap verdict for hot loops: a failure summary or a non-zero exit, without reading error lines."""
+    return _has_fail_summary(decode_output(text)[0][-PASS_TAIL:]) or (exit_code(text) or 0) != 0
+
+
+# Every failure `cards.signatures` can name holds one of these (lowercased): an output with none
+# of them is no error output, and the full analysis is skipped (most tool output is file bodies).
+# (A warning alone is no error output; an HTTP reason phrase follows its code: `_HTTP_STATUS`.)
+_ERROR_WORDS = ("error", "exception", "fail", "fatal", "panic", "traceback", "cannot", "not found", "no such",
+                "exit", "interrupt", "fault", "backoff", "errimagepull", "oomkilled", "illegal instruction",
+                "core dumped", "http/", "***", '"code"', "bad gateway", "service unavailable", "gateway timeout",
+                "too large", "too many requests", "forbidden", "unauthorized", "bad request")
+
+
+ERROR_HEAD = 512  # a failure shows at the start (the command refused to run) or at the end of an output
+
+
+def _may_be_error(text: str) -> bool:
+    t = decode_output(text)[0]
+    low = (t if len(t) <= ERROR_HEAD + PASS_TAIL else t[:ERROR_HEAD] + "\n" + t[-PASS_TAIL:]).lower()
+    return any(w in low for w in _ERROR_WORDS)
+
+
+@functools.lru_cache(maxsize=8192)
+def _verdict(text: str) -> tuple[bool, bool]:
+    """(passing, failing) of one output, computed once: both questions are asked of every result."""
+    tail = decode_output(text)[0][-PASS_TAIL:]
+    code = exit_code(text)
+    summary = _has_pass_summary(tail)
+    failing = _has_fail_summary(tail) or (code or 0) != 0 or (
+        not summary and _may_be_error(text) and is_error_output(text))
+    return (summary or code == 0) and not failing, failing
+
+
 def is_failing(text: str) -> bool:
     """A failure summary (`2 failed`, `FAILED`, `BUILD FAILED`, `✗`), a non-zero exit, or an error line
     in an output that does not end in a pass summary (a green test run may log the errors it tests)."""
-    tail = decode_output(text)[0][-PASS_TAIL:]
-    if _has_fail_summary(tail) or (exit_code(text) or 0) != 0:
-        return True
-    return is_error_output(text) and not _has_pass_summary(tail)
+    return _verdict(text)[1]
 
 
-@functools.lru_cache(maxsize=8192)
 def is_passing(text: str) -> bool:
     """A pass summary (`5 passed`, `ok  pkg`, `test result: ok`, `Found 0 errors`, `200 OK`) or exit 0; no failure."""
-    if not _has_pass_summary(decode_output(text)[0][-PASS_TAIL:]) and exit_code(text) != 0:
-        return False
-    return not is_failing(text)
+    return _verdict(text)[0]
 
 
 # --- commands ---------------------------------------------------------------------------------------
@@ -382,6 +424,7 @@ def _rejected(text: str) -> bool:
 
 
 @functools.lru_cache(maxsize=64)  # verification and failure_conditions walk the same turns
+@functools.lru_cache(maxsize=256)
 def _walk(turns: tuple[Turn, ...]) -> _Walk:
     runs: list[_Run] = []
     changes: list[tuple[int, Turn]] = []
@@ -477,7 +520,12 @@ def verification(turns: Sequence[Turn]) -> Verification | None:
     `-x -q -v`), passing after at least one change. Without one, a passing test/build command after
     a change that follows the last failure counts, with `same_command=False`.
     """
-    walk = _walk(tuple(turns))
+    return _verification(tuple(turns))
+
+
+@functools.lru_cache(maxsize=256)  # segmenting, drafting and the failure conditions all ask of the same turns
+def _verification(turns: tuple[Turn, ...]) -> Verification | None:
+    walk = _walk(turns)
     return _same_command(walk) or _any_check_after_last_failure(walk)
 
 

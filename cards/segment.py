@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from cards.model import Experience, Turn
-from cards.outcomes import is_failing, is_passing, verification
+from cards.outcomes import is_failing, is_passing, may_hold_verdict, shows_failure_summary, verification
 from cards.signatures import error_signature
 
 _SWITCH = re.compile(
@@ -126,6 +126,8 @@ def is_wrap_up(turn: Turn) -> bool:
     if turn.kind == "tool_call":
         return bool(_COMMIT.search(turn.text))
     if turn.kind == "tool_result":
+        if not may_hold_verdict(turn):
+            return False
         return is_passing(turn.text) or (is_commit_output(turn.text) and not is_failing(turn.text))
     if turn.role == "assistant" and turn.kind == "text":
         return bool(_WRAP_SAY.search(turn.text))
@@ -255,13 +257,12 @@ def experience_signature(turns: list[Turn] | tuple[Turn, ...]) -> str:
     for t in turns:
         if _is_user_text(t) and (sig := pasted_signature(t.text)):
             return sig
-    fix = verification(turns)
-    if fix is not None and fix.signature:
-        return fix.signature
-    for t in turns:
-        if sig := problem_signature(t):
-            return sig
-    return ""
+    seen = list(dict.fromkeys(sig for t in turns if (sig := problem_signature(t))))
+    if len(seen) > 1:  # several failures: the one the fix cleared is what the experience is about
+        fix = verification(turns)
+        if fix is not None and fix.signature:
+            return fix.signature
+    return seen[0] if seen else ""
 
 
 # Output pasted into a prompt, not prose that names an error ("ImportError on startup").
@@ -461,7 +462,7 @@ def _observe(b: _Builder, turn: Turn) -> None:
         if is_wrap_up(turn):
             b.red = False
             b.wrapped = b.wrapped or "tests_green"
-        elif is_failing(turn.text):
+        elif may_hold_verdict(turn) and shows_failure_summary(turn.text):
             b.red = True
         return
     if turn.role == "assistant" and turn.kind == "text":

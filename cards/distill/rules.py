@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from cards.model import Card, Experience, Source, Turn
-from cards.outcomes import is_change, is_failing, is_passing  # one verdict on pass/fail for every stage
+from cards.outcomes import is_change, is_failing, is_passing, may_hold_verdict  # one verdict on pass/fail for every stage
 from cards.signatures import error_signature
 
 # --- explicit conclusions and disproved judgments (within one experience) ------------------------
@@ -114,6 +114,8 @@ def _find_disproved(turns: tuple[Turn, ...]) -> dict[int, Disproval]:
             continue
         if turn.kind not in ("error", "tool_result"):
             continue
+        if turn.kind == "tool_result" and not may_hold_verdict(turn):
+            continue  # a file body or an edit's acknowledgement neither confirms nor disproves
         bad = turn.kind == "error" or is_failing(turn.text)
         sig = error_signature(turn.text) if bad else ""
         tests = failed_tests(turn.text)
@@ -135,13 +137,13 @@ def _confirmation(turns: Sequence[Turn], i: int) -> int | None:
     for turn in turns[i + 1:]:
         if _is_text(turn, "user"):
             return None
-        if turn.kind == "error" or (turn.kind == "tool_result" and is_failing(turn.text)):
+        if turn.kind == "error" or (turn.kind == "tool_result" and may_hold_verdict(turn) and is_failing(turn.text)):
             return None
         if not changed and _is_text(turn, "assistant") and len(turn.text.strip()) >= 40:
             return None  # a later statement is closer to the change than this one
         if is_change(turn):
             changed = True
-        elif changed and turn.kind == "tool_result" and is_passing(turn.text):
+        elif changed and turn.kind == "tool_result" and may_hold_verdict(turn) and is_passing(turn.text):
             return turn.seq
     return None
 
