@@ -152,6 +152,30 @@ class Card:
         return getattr(self, name)
 
 
+def per_turns(fn):
+    """Cache `fn(turns)` by the identity of one tuple of turns (kept alive so its id is not reused).
+
+    Segmenting, drafting and the rules ask several questions of the same experience; hashing every
+    turn's text to look it up in an `lru_cache` costs more than some of the answers.
+    """
+    cache: dict[int, tuple[tuple, object]] = {}
+
+    def wrapper(turns: tuple):
+        hit = cache.get(id(turns))
+        if hit is not None and hit[0] is turns:
+            return hit[1]
+        value = fn(turns)
+        if len(cache) >= 512:
+            cache.pop(next(iter(cache)))
+        cache[id(turns)] = (turns, value)
+        return value
+
+    wrapper.cache_clear = cache.clear  # type: ignore[attr-defined]
+    wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
 def card_id(host: str, session_id: str, first_seq: int, last_seq: int) -> str:
     """Stable id from the source session and turn range, never from the title."""
     digest = hashlib.sha256(f"{host}\0{session_id}\0{first_seq}\0{last_seq}".encode()).hexdigest()

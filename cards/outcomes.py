@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cards.model import Turn
+from cards.model import Turn, per_turns
 from cards.signatures import decode_output, error_signature, exit_code, is_error_output
 
 PASS_TAIL = 1024  # a verdict sits at the end of an output: its last lines decide
@@ -231,32 +231,49 @@ _ERROR_WORDS = ("error", "exception", "fail", "fatal", "panic", "traceback", "ca
 ERROR_HEAD = 512  # a failure shows at the start (the command refused to run) or at the end of an output
 
 
-def _may_be_error(text: str) -> bool:
+@functools.lru_cache(maxsize=8192)
+def _window(text: str) -> tuple[str, str]:
+    """(the last lines, the first and last lines) of an output, lowercased once for every word test."""
     t = decode_output(text)[0]
-    low = (t if len(t) <= ERROR_HEAD + PASS_TAIL else t[:ERROR_HEAD] + "\n" + t[-PASS_TAIL:]).lower()
+    tail = t[-PASS_TAIL:].lower()
+    return tail, tail if len(t) <= ERROR_HEAD + PASS_TAIL else t[:ERROR_HEAD].lower() + "\n" + tail
+
+
+def _may_be_error(text: str) -> bool:
+    low = _window(text)[1]
     return any(w in low for w in _ERROR_WORDS)
 
 
 @functools.lru_cache(maxsize=8192)
-def _verdict(text: str) -> tuple[bool, bool]:
-    """(passing, failing) of one output, computed once: both questions are asked of every result."""
-    tail = decode_output(text)[0][-PASS_TAIL:]
-    code = exit_code(text)
-    summary = _has_pass_summary(tail)
-    failing = _has_fail_summary(tail) or (code or 0) != 0 or (
-        not summary and _may_be_error(text) and is_error_output(text))
-    return (summary or code == 0) and not failing, failing
-
-
 def is_failing(text: str) -> bool:
     """A failure summary (`2 failed`, `FAILED`, `BUILD FAILED`, `✗`), a non-zero exit, or an error line
     in an output that does not end in a pass summary (a green test run may log the errors it tests)."""
-    return _verdict(text)[1]
+    if shows_failure_summary(text):
+        return True
+    return _may_be_error(text) and not _has_pass_summary(decode_output(text)[0][-PASS_TAIL:]) and is_error_output(text)
 
 
+# Every pass summary holds one of these in its last lines (lowercased); most outputs hold none.
+_PASS_ANCHORS = ("pass", " ok", "ok ", "ok\t", "\tok", "ok\n", "\nok", "ok.", "ok!", "(ok", "ok)", "succe", "complete", "✓", "✔", "0 error", "0 issue", "0 fail", "http/", "rolled out",
+                 "valid", "no issues", "all checks", "exit", "green")
+
+
+@functools.lru_cache(maxsize=8192)
+def _may_pass(text: str) -> bool:
+    if '"exit_code"' in text or "exitCode" in text or "returncode" in text:
+        return True  # an exit status in JSON is read by `exit_code`, wherever it sits
+    low = _window(text)[0]
+    return any(a in low for a in _PASS_ANCHORS)
+
+
+@functools.lru_cache(maxsize=8192)
 def is_passing(text: str) -> bool:
     """A pass summary (`5 passed`, `ok  pkg`, `test result: ok`, `Found 0 errors`, `200 OK`) or exit 0; no failure."""
-    return _verdict(text)[0]
+    if not _may_pass(text):
+        return False
+    if not _has_pass_summary(decode_output(text)[0][-PASS_TAIL:]) and exit_code(text) != 0:
+        return False
+    return not is_failing(text)
 
 
 # --- commands ---------------------------------------------------------------------------------------
@@ -366,7 +383,11 @@ def is_change(turn: Turn) -> bool:
         return False
     if turn.tool_name.lower() in _EDIT_TOOLS:
         return True
-    command = command_of(turn)
+    return _changes_files(command_of(turn))
+
+
+@functools.lru_cache(maxsize=8192)
+def _changes_files(command: str) -> bool:
     return bool(command) and bool(_CHANGE_CMD.search(command))
 
 
@@ -424,7 +445,7 @@ def _rejected(text: str) -> bool:
 
 
 @functools.lru_cache(maxsize=64)  # verification and failure_conditions walk the same turns
-@functools.lru_cache(maxsize=256)
+@per_turns
 def _walk(turns: tuple[Turn, ...]) -> _Walk:
     runs: list[_Run] = []
     changes: list[tuple[int, Turn]] = []
@@ -523,7 +544,7 @@ def verification(turns: Sequence[Turn]) -> Verification | None:
     return _verification(tuple(turns))
 
 
-@functools.lru_cache(maxsize=256)  # segmenting, drafting and the failure conditions all ask of the same turns
+@per_turns  # segmenting, drafting and the failure conditions all ask of the same turns
 def _verification(turns: tuple[Turn, ...]) -> Verification | None:
     walk = _walk(turns)
     return _same_command(walk) or _any_check_after_last_failure(walk)

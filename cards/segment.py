@@ -17,6 +17,7 @@ command, interrupted before any tool ran, Aider's start-up banner); the run coun
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -195,7 +196,12 @@ def is_tooling_error(turn: Turn) -> bool:
         return False
     if turn.tool_name.lower() in _EDIT_TOOLS:
         return True
-    return bool(_TOOLING_ERROR.search(turn.text[:2000]))
+    return _tooling_text(turn.text[:2000])
+
+
+@functools.lru_cache(maxsize=4096)
+def _tooling_text(head: str) -> bool:
+    return bool(_TOOLING_ERROR.search(head))
 
 
 def problem_signature(turn: Turn) -> str:
@@ -278,6 +284,7 @@ _PASTED_HINT = re.compile(
 _QUOTED = re.compile(r"`([^`\n]{8,300})`")
 
 
+@functools.lru_cache(maxsize=4096)  # segmenting and drafting both ask of every prompt
 def pasted_signature(text: str) -> str:
     """A signature from an error the user pasted into the prompt (not from a plain request).
 

@@ -19,8 +19,8 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from cards.model import Card, Experience, Source, Turn
-from cards.outcomes import is_change, is_failing, is_passing, may_hold_verdict  # one verdict on pass/fail for every stage
+from cards.model import Card, Experience, Source, Turn, per_turns
+from cards.outcomes import is_change, is_passing, may_hold_verdict, shows_failure_summary  # one verdict for every stage
 from cards.signatures import error_signature
 
 # --- explicit conclusions and disproved judgments (within one experience) ------------------------
@@ -89,7 +89,7 @@ def find_disproved(turns: Sequence[Turn]) -> dict[int, Disproval]:
     return dict(_find_disproved(tuple(turns)))
 
 
-@functools.lru_cache(maxsize=64)  # drafting one card asks this of the same turns three times
+@per_turns  # drafting one card asks this of the same turns three times
 def _find_disproved(turns: tuple[Turn, ...]) -> dict[int, Disproval]:
     out: dict[int, Disproval] = {}
     claim: Turn | None = None
@@ -116,7 +116,7 @@ def _find_disproved(turns: tuple[Turn, ...]) -> dict[int, Disproval]:
             continue
         if turn.kind == "tool_result" and not may_hold_verdict(turn):
             continue  # a file body or an edit's acknowledgement neither confirms nor disproves
-        bad = turn.kind == "error" or is_failing(turn.text)
+        bad = turn.kind == "error" or shows_failure_summary(turn.text)
         sig = error_signature(turn.text) if bad else ""
         tests = failed_tests(turn.text)
         if claim is not None and ((sig and sig == target_sig) or (tests & target_tests)):
@@ -137,7 +137,7 @@ def _confirmation(turns: Sequence[Turn], i: int) -> int | None:
     for turn in turns[i + 1:]:
         if _is_text(turn, "user"):
             return None
-        if turn.kind == "error" or (turn.kind == "tool_result" and may_hold_verdict(turn) and is_failing(turn.text)):
+        if turn.kind == "error" or (turn.kind == "tool_result" and may_hold_verdict(turn) and shows_failure_summary(turn.text)):
             return None
         if not changed and _is_text(turn, "assistant") and len(turn.text.strip()) >= 40:
             return None  # a later statement is closer to the change than this one
