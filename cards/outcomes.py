@@ -260,8 +260,8 @@ _PASS_ANCHORS = ("pass", " ok", "ok ", "ok\t", "\tok", "ok\n", "\nok", "ok.", "o
 
 @functools.lru_cache(maxsize=8192)
 def _may_pass(text: str) -> bool:
-    if '"exit_code"' in text or "exitCode" in text or "returncode" in text:
-        return True  # an exit status in JSON is read by `exit_code`, wherever it sits
+    if decode_output(text)[1] is not None:
+        return True  # an exit status in JSON (Codex) is read by `exit_code`, wherever it sits
     low = _window(text)[0]
     return any(a in low for a in _PASS_ANCHORS)
 
