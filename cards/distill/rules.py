@@ -118,7 +118,7 @@ def _find_disproved(turns: tuple[Turn, ...]) -> dict[int, Disproval]:
             continue  # a file body or an edit's acknowledgement neither confirms nor disproves
         bad = turn.kind == "error" or shows_failure_summary(turn.text)
         sig = error_signature(turn.text) if bad else ""
-        tests = failed_tests(turn.text)
+        tests = failed_tests(turn.text) if bad else frozenset()  # a run that lists FAILED tests is bad
         if claim is not None and ((sig and sig == target_sig) or (tests & target_tests)):
             disprove(turn, "still_failing")
         elif claim is not None and not bad and is_passing(turn.text):
