@@ -228,15 +228,20 @@ _ERROR_WORDS = ("error", "exception", "fail", "fatal", "panic", "traceback", "ca
                 "too large", "too many requests", "forbidden", "unauthorized", "bad request")
 
 
-ERROR_HEAD = 512  # a failure shows at the start (the command refused to run) or at the end of an output
+GATE_TAIL = 400  # the word gates read the last lines only; the summaries themselves read PASS_TAIL
+ERROR_HEAD = 200  # a failure shows at the start (the command refused to run) or at the end of an output
 
 
 @functools.lru_cache(maxsize=8192)
 def _window(text: str) -> tuple[str, str]:
-    """(the last lines, the first and last lines) of an output, lowercased once for every word test."""
+    """(the last lines, the first and last lines) of an output, lowercased once for the word gates.
+
+    The gates only decide whether the full analysis runs: a verdict, or the error line an output
+    piped through `tail` ends in, sits in its last few lines.
+    """
     t = decode_output(text)[0]
-    tail = t[-PASS_TAIL:].lower()
-    return tail, tail if len(t) <= ERROR_HEAD + PASS_TAIL else t[:ERROR_HEAD].lower() + "\n" + tail
+    tail = t[-GATE_TAIL:].lower()
+    return tail, tail if len(t) <= ERROR_HEAD + GATE_TAIL else t[:ERROR_HEAD].lower() + "\n" + tail
 
 
 def _may_be_error(text: str) -> bool:
