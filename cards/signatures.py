@@ -28,7 +28,7 @@ EXIT, WARNING, GENERIC, TEST, INFRA, DIAGNOSTIC, EXCEPTION = range(1, 8)
 
 _MASKS = (
     # Paths vary by machine; an npm scoped package (`@rollup/rollup-linux-x64-gnu`) names the failure.
-    (re.compile(r"(?<![@\w.~-])(?:[A-Za-z]:)?(?:[\w.~-]*/)+[\w.-]+"), "<path>"),
+    (re.compile(r"(?:[A-Za-z]:)?(?:[\w.~-]*/)+[\w.-]+"), lambda m: m.group(0) if m.string[m.start() - 1:m.start()] == "@" else "<path>"),
     (re.compile(r"\b[0-9a-f]{7,64}\b"), "<id>"),
     (re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"), "<id>"),
     (re.compile(r"0x[0-9a-fA-F]+"), "<hex>"),
@@ -208,7 +208,8 @@ def decode_output(text: str) -> tuple[str, int | None]:
             code = _json_parts(obj, parts)
             if parts:
                 text = "\n".join(p for p in parts if p)
-    if code is None and ('"exit_code"' in text or '"exitCode"' in text or '"returncode"' in text):
+    if code is None and stripped[:1] in ("{", "[") and (
+            '"exit_code"' in text or '"exitCode"' in text or '"returncode"' in text):  # a clipped JSON result
         m = _JSON_CODE.search(text)
         code = int(m.group(1)) if m else code
     if "\\n" in text and text.count("\\n") > text.count("\n"):
@@ -460,12 +461,20 @@ def error_signature(text: str) -> str:
     return _analyse(text)[1]
 
 
+EXIT_EDGE = 1500
+
+
 @functools.lru_cache(maxsize=8192)
 def exit_code(text: str) -> int | None:
     """The exit code an output reports (`Exit code 1`, `exit status 2`, JSON `exit_code`), if any."""
     t, code = decode_output(text)
-    if code is not None or not ("xit" in t or "XIT" in t or "***" in t):
+    if code is not None:
         return code
+    # `Exit code 1` leads a Claude Code result; `exit status 2` and make's `***` close an output.
+    if len(t) > 2 * EXIT_EDGE:
+        t = t[:EXIT_EDGE] + "\n" + t[-EXIT_EDGE:]
+    if not ("xit" in t or "XIT" in t or "***" in t):
+        return None
     return _exit_in(t.lower(), t)
 
 
