@@ -273,14 +273,17 @@ def experience_signature(turns: list[Turn] | tuple[Turn, ...]) -> str:
 
 # Output pasted into a prompt, not prose that names an error ("ImportError on startup").
 _PASTED_HINT = re.compile(
-    r"\b\w*(?:Error|Exception)\b(?: \[\w+\])?: \S|error(?:\[\w+\])?: \S|panic: |Traceback \(most recent|"
-    r"^FAILED |CrashLoopBackOff|command not found|^HTTP/[\d.]+ [45]\d\d|^Error: |"
-    r"\b[45]\d\d (?:Bad Gateway|Service Unavailable|Gateway Timeout|Request Entity Too Large|Payload Too Large|"
+    r"(?:Error|Exception)(?: \[\w+\])?: \S|error(?:\[\w+\])?: \S|panic: |Traceback \(most recent|"
+    r"^FAILED |CrashLoopBackOff|command not found|^HTTP/[\d.]+ [45]\d\d|"
+    r"[45]\d\d (?:Bad Gateway|Service Unavailable|Gateway Timeout|Request Entity Too Large|Payload Too Large|"
     r"Internal Server Error|Too Many Requests)\b|\"statusCode\"\s*:\s*[45]\d\d",
     re.M,
 )
 
 
+# Every _PASTED_HINT match holds one of these; most prompts hold none.
+_PASTED_WORDS = ("rror", "xception", "panic", "Traceback", "FAIL", "CrashLoop", "not found", "HTTP/", "Gateway",
+                 "Unavailable", "Too Large", "Too Many", "statusCode")
 _QUOTED = re.compile(r"`([^`\n]{8,300})`")
 
 
@@ -291,7 +294,7 @@ def pasted_signature(text: str) -> str:
     A quoted error in a sentence ("crashed with `fatal error: concurrent map writes`") counts
     alone, without the sentence around it; otherwise only pasted output lines do.
     """
-    if len(text) < 20 or not _PASTED_HINT.search(text):
+    if len(text) < 20 or not any(h in text for h in _PASTED_WORDS) or not _PASTED_HINT.search(text):
         return ""
     for m in _QUOTED.finditer(text):
         if _PASTED_HINT.search(m.group(1)) or "error" in m.group(1).lower():
