@@ -303,12 +303,18 @@ def no_unsupported_specifics(card: Card, evidence: EvidenceView) -> GateResult:
     if any(k == "code" for k, _ in unsupported):
         # Rule cards quote error signatures with paths and numbers masked (`<path>`, `<n>`), in the
         # normalised form `cards.signatures` gives every host ("fatal: …" for Go's "fatal error: …").
-        masked = mask(support_text)
         signatures = {card.error_signature} | {error_signature(t.text) for t in evidence.turns if t.kind == "error"}
         signatures |= {error_signature(t.text) for t in evidence.turns if t.typed_by_user}
-        unsupported = [(k, t) for k, t in unsupported
-                       if not (k == "code" and (mask(t) in masked or t.rstrip("…").rstrip() in signatures
-                                                or any(s.startswith(t.rstrip("…").rstrip()) for s in signatures if s)))]
+        signatures.discard("")
+
+        def quoted_signature(token: str) -> bool:
+            token = token.rstrip("…").rstrip()
+            return token in signatures or any(s.startswith(token) for s in signatures)
+
+        unsupported = [(k, t) for k, t in unsupported if not (k == "code" and quoted_signature(t))]
+        if any(k == "code" for k, _ in unsupported):
+            masked = mask(support_text)  # costly on a merged card's evidence: only when still needed
+            unsupported = [(k, t) for k, t in unsupported if not (k == "code" and mask(t) in masked)]
     if unsupported:
         return _result(gate, "absent from the evidence: " + ", ".join(f"{k} {t!r}" for k, t in unsupported[:8]))
     return _result(gate, "")
