@@ -135,16 +135,22 @@ def is_wrap_up(turn: Turn) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=8192)  # segmenting, concluding and titling all ask of every result
+def _commit_line(text: str) -> str | None:
+    """The subject after git's "[main 1a2b3c4] " in the first 4,000 characters; None without one."""
+    m = _COMMIT_OUTPUT.search(text, 0, 4000)
+    if not m:
+        return None
+    return text[m.end():m.end() + 400].split("\n", 1)[0].strip().strip('"\\').strip()
+
+
 def is_commit_output(text: str) -> bool:
-    return bool(_COMMIT_OUTPUT.search(text[:4000]))
+    return _commit_line(text) is not None
 
 
 def commit_subject(text: str) -> str:
     """The subject line of a successful commit's output ('[main 1a2b3c4] subject'), else ''."""
-    m = _COMMIT_OUTPUT.search(text[:4000])
-    if not m:
-        return ""
-    return text[m.end():].split("\n", 1)[0].strip().strip('"\\').strip()
+    return _commit_line(text) or ""
 
 
 def plan_completed(turn: Turn) -> bool:

@@ -471,10 +471,11 @@ def exit_code(text: str) -> int | None:
     if code is not None:
         return code
     # `Exit code 1` leads a Claude Code result; `exit status 2` and make's `***` close an output.
+    tail = max(0, len(t) - EXIT_EDGE)
+    if not any(t.find(w, 0, EXIT_EDGE) >= 0 or t.find(w, tail) >= 0 for w in ("xit", "XIT", "***")):
+        return None
     if len(t) > 2 * EXIT_EDGE:
         t = t[:EXIT_EDGE] + "\n" + t[-EXIT_EDGE:]
-    if not ("xit" in t or "XIT" in t or "***" in t):
-        return None
     return _exit_in(t.lower(), t)
 
 
