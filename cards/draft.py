@@ -10,7 +10,7 @@ import re
 from datetime import datetime, timezone
 
 from cards.conclude import choose_conclusion
-from cards.distill.rules import Disproval, Statement, conclusion_statement, find_disproved
+from cards.distill.rules import Disproval, find_disproved
 from cards.model import Card, Experience, Source, Turn
 from cards.outcomes import Verification, failure_conditions, verification
 from cards.segment import commit_subject, is_chatter, is_tooling_error, pasted_signature
@@ -73,33 +73,6 @@ def _iso(ts: datetime | None) -> str:
     if ts.tzinfo is None:
         ts = ts.replace(tzinfo=timezone.utc)
     return ts.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _assistant_texts(exp: Experience) -> list[Turn]:
-    return [t for t in exp.turns if t.role == "assistant" and t.kind == "text" and t.text.strip()]
-
-
-def disproved_turns(exp: Experience) -> set[int]:
-    """Seqs of assistant claims that a later turn contradicted ("that wasn't it", same error again, a revert)."""
-    return set(find_disproved(exp.turns))
-
-
-def pick_conclusion(exp: Experience) -> tuple[str, int | None]:
-    """An explicit conclusion statement if the session made one, else the closing assistant turn.
-
-    Disproved claims are never candidates (see `cards.distill.rules.find_disproved`).
-    """
-    return _pick(exp, conclusion_statement(exp.turns))
-
-
-def _pick(exp: Experience, statement: Statement | None) -> tuple[str, int | None]:
-    if statement is not None:
-        return _clip(statement.text, MAX_CONCLUSION), statement.seq
-    dead = disproved_turns(exp)
-    texts = [t for t in _assistant_texts(exp) if t.seq not in dead]
-    if not texts:
-        return "", None
-    return _clip(texts[-1].text, MAX_CONCLUSION), texts[-1].seq
 
 
 def conclusion_problem(conclusion: str, min_chars: int) -> str:

@@ -1,6 +1,7 @@
 import pytest
 
-from cards.draft import conclusion_problem, draft_card, pick_conclusion
+from cards.conclude import choose_conclusion
+from cards.draft import conclusion_problem, draft_card
 from cards.model import SECTIONS
 from cards.segment import segment_session
 from tests.turns import Script
@@ -12,15 +13,15 @@ def _only(script):
     return exps[0]
 
 
-def test_explicit_conclusion_statement_wins_over_the_closing_turn():
+def test_an_explanation_confirmed_by_the_rerun_wins_over_a_closing_pleasantry():
     s = (Script().user("the worker crashes with MemoryError on big uploads")
          .runs("python worker.py big.csv").error("MemoryError")
          .says("Turns out the whole CSV is read into memory; streaming it with csv.reader in chunks of 10k rows keeps memory flat.")
          .runs("python worker.py big.csv").result("processed 2000000 rows OK")
          .says("Let me know if you need anything else!"))
-    conclusion, seq = pick_conclusion(_only(s))
-    assert conclusion.startswith("Turns out the whole CSV")
-    assert seq == 3
+    found = choose_conclusion(_only(s).turns)
+    assert found.text.startswith("Turns out the whole CSV")
+    assert found.seq == 3
 
 
 def test_disproved_guess_never_becomes_the_conclusion():
