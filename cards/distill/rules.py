@@ -1,7 +1,8 @@
 """Rule distillation (DESIGN stage 5): deterministic, no model, and nothing invented.
 
 Two halves. Per experience: `extract_conclusions` finds explicit conclusion statements and
-`find_disproved` finds claims a later turn contradicted (drafting uses both). Across cards:
+`find_disproved` finds claims a later turn contradicted (`cards.conclude` ranks them with the
+closing report and the commit message). Across cards:
 `apply_rules` dedups, merges by error signature and sets supersession or conflict, returning a
 `RulesPlan` the pipeline applies with the card store.
 
@@ -173,13 +174,6 @@ def extract_conclusions(turns: Sequence[Turn]) -> tuple[Statement, ...]:
         elif confirmed is not None:
             found.append(Statement(turn.seq, turn.text.strip(), CONFIRMED_CUE, confirmed))
     return tuple(found)
-
-
-def conclusion_statement(turns: Sequence[Turn]) -> Statement | None:
-    """The statement a card's Conclusion should quote: the last cue statement, else the last confirmed one."""
-    found = extract_conclusions(turns)
-    explicit = [s for s in found if s.cue != CONFIRMED_CUE]
-    return (explicit or list(found) or [None])[-1]
 
 
 # --- across cards: keys --------------------------------------------------------------------------
