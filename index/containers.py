@@ -43,8 +43,32 @@ def fence(text: object) -> str:
     return _TAG.sub(lambda m: m.group(0).replace("<", "‹"), str(text))
 
 
+_FENCE = "```"
+
+
+def close_fences(text: object) -> str:
+    """Text with no code fence left open: one a cut (or a card) left open is closed at the end."""
+    text = str(text)
+    return text + "\n" + _FENCE if text.count(_FENCE) % 2 else text
+
+
+def clip(text: object, limit: int, end: str = "…") -> str:
+    """At most `limit` chars plus `end`, cut at a block boundary: a cut inside a code block goes
+    back to just before the block when text is left, and otherwise closes the fence."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rstrip()
+    if cut.count(_FENCE) % 2:
+        before = cut[: cut.rfind(_FENCE)].rstrip()
+        cut = before if before else cut + "\n" + _FENCE
+    return cut + end
+
+
 env = template_environment("index")
 env.filters["fence"] = fence
+env.filters["clip"] = clip
+env.filters["close_fences"] = close_fences
 
 
 def render(template: str, **context) -> str:
@@ -95,8 +119,9 @@ def immediate_context(cards: Sequence) -> str:
     if not cards:
         return ""
     shown = [
-        _Shown(c.id, c.conclusion.strip(),
-               "\n".join(c.counterexamples.strip().splitlines()[:MAX_FAILURE_LINES]),
+        _Shown(c.id, close_fences(c.conclusion.strip()),
+               # the first lines only; a code block they open is closed, never left to swallow the rest
+               close_fences("\n".join(c.counterexamples.strip().splitlines()[:MAX_FAILURE_LINES])),
                source_id(c), age_text(c.age_days))
         for c in cards
     ]

@@ -22,7 +22,9 @@ INJECTED = "injected"  # what the debug log says instead of a gate name for a ca
 OVER_LIMIT = "MaxInjectedReached"  # passed every gate, but `max_injected` better cards went first
 
 # Topics whose facts go stale fast: pins, flags and config keys change with every release, so an
-# old card about them is more likely wrong than helpful. Days; topics not listed never expire.
+# old card about them is more likely wrong than helpful. Days; topics not listed never expire. The
+# tag alone is not enough (most cards that mention a package carry one, issue 16): the card must
+# also state the fast-changing fact itself, a pinned version or a config key set to a value.
 MAX_AGE_DAYS: dict[str, int] = {
     "configuration": 90,
     "config": 90,
@@ -34,10 +36,13 @@ MAX_AGE_DAYS: dict[str, int] = {
 
 # Card task types a query of each task type may receive. A question can use anything; a debugging
 # session can use fixes and setup notes but not refactoring advice; unknown types always pass.
+# A feature query may receive fixes: its cue words ("build", "add") also name the step that fails
+# ("toc build attempt to subtract with overflow"), and a known failure met while adding a feature
+# is exactly what its card is for.
 COMPATIBLE_TASK_TYPES: dict[str, frozenset[str]] = {
     "debug": frozenset({"debug", "config", "feature", "question"}),
     "config": frozenset({"config", "debug", "feature", "question"}),
-    "feature": frozenset({"feature", "config", "refactor", "question"}),
+    "feature": frozenset({"feature", "config", "refactor", "debug", "question"}),
     "refactor": frozenset({"refactor", "feature", "question"}),
 }
 
@@ -61,6 +66,9 @@ class Candidate:
     age_days: float | None
     similarity: float  # cosine similarity to the query, or lexical coverage when no model is warm
     confirmed_by: str = ""  # "user" when a person confirmed the card (review or a hand edit)
+    hand_edited: bool = False  # the file differs from what memoir last wrote: a person renewed it
+    verified: bool = False  # a re-run after the change passed (`verified_by` is set)
+    coverage: float = 0.0  # share of the query's search terms in the card's retrieval text
     rrf: float = 0.0  # reciprocal-rank fusion of both paths: the order survivors are injected in
     knn_rank: int | None = None
     fts_rank: int | None = None
@@ -95,6 +103,17 @@ class GatePolicy:
     # closer: on the retrieval set every right card was found by both paths, and the wrong cards
     # that cleared the plain minimum were vector-only neighbours from the same stack.
     vector_only_margin: float = 0.25  # so 0.70 with the default min_score: a near-paraphrase
+    # The card both paths rank first needs only this much: a pasted one-line error against a long
+    # conclusion scores 0.28-0.43 while the right card tops both lists (issue 16). Calibrated with
+    # `python -m bench.recall_quality --sweep` on both labelled sets: 0.30 is the highest value
+    # that keeps every right card the agreement finds (a pasted E0502 at 0.303; from 0.33 up
+    # recall@2 on the second set falls 0.942 -> 0.923 -> 0.904); at 0.28 and below an unrelated
+    # top card gets into an example question that must get nothing (correct-empty 1.0 -> 0.94).
+    agreed_min_similarity: float = 0.30
+    # ... and only when the card holds this share of the query's search terms (two at least): in a
+    # small index every card FTS finds at all ranks first on both paths, so rank alone agrees too
+    # easily. The right cards the agreement finds on both sets hold 0.33-1.0 of the terms.
+    agreed_min_coverage: float = 0.25
 
 
 class RecallGate(Protocol):
@@ -131,6 +150,10 @@ def _gate(why: str) -> Callable[[Callable[[Candidate, RecallQuery, GatePolicy], 
 def SimilarityBelowMinimum(c: Candidate, q: RecallQuery, p: GatePolicy) -> bool:
     if q.lexical:
         return c.similarity < p.min_lexical
+    if c.knn_rank == 1 and c.fts_rank == 1 and c.coverage >= p.agreed_min_coverage:
+        # Both paths agree it is the best card: no neighbour is closer, so the relative margin
+        # (about neighbours) does not apply, and a lower floor still keeps unrelated tops out.
+        return c.similarity < p.agreed_min_similarity
     floor = p.min_similarity + (p.vector_only_margin if c.fts_rank is None else 0.0)
     return c.similarity < max(floor, q.best_similarity - p.relative_margin)
 
@@ -161,11 +184,13 @@ def UnsanitizedContent(c: Candidate, q: RecallQuery, p: GatePolicy) -> bool:
     return contains_sensitive(c.body)
 
 
-@_gate("older than the age limit of one of its fast-changing topics")
+@_gate("older than the age limit of a fast-changing fact it states (a pinned version, a config value)")
 def TooOldForFastChangingTopic(c: Candidate, q: RecallQuery, p: GatePolicy) -> bool:
     limits = [p.max_age_days[t.lower()] for t in c.topics if t.lower() in p.max_age_days]
-    if not limits:
+    if not limits or not fast_changing_fact(c.conclusion):
         return False
+    if c.confirmed_by == "user" or c.hand_edited:
+        return False  # a person looked at it since: their confirmation or edit renews the card
     # An undated card on a fast-changing topic cannot be shown to be fresh.
     return c.age_days is None or c.age_days > min(limits)
 
@@ -205,6 +230,54 @@ CANDIDATE_GATES: tuple[_Gate, ...] = (
     QualityCandidate,
     TooFarFromWorkspace,
 )
+
+
+# --- fast-changing facts -------------------------------------------------------------------------
+
+# A version pinned or moved to: `==1.2`, `~> 2.17`, `^4.5.0`, `@1.4.0`, `pin ... 3.12`, `bumped to 2.9`.
+_VERSION_PIN = re.compile(
+    r"(?:==|~>|>=|<=|\^|~|@)\s*v?\d+(?:\.\d+)+"
+    r"|(?i:\b(?:pin(?:s|ned|ning)?|bump(?:s|ed)?|upgrad(?:e|es|ed|ing)|downgrad(?:e|es|ed|ing)|version)\b)"
+    r"[^.\n]{0,40}?\bv?\d+\.\d+(?:\.\d+)*\b"
+)
+
+
+def fast_changing_fact(conclusion: str) -> str:
+    """The pinned version or config assignment a conclusion states ('' if none): what goes stale."""
+    m = _VERSION_PIN.search(conclusion)
+    if m:
+        return m.group(0)
+    return next((f"{k}={v}" for k, v in assignments(conclusion).items()), "")
+
+
+def prefer_newer(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """Two cards for the same error signature in the same workspace: the older one counts as
+    superseded by the newer verified one (recall then never injects both, and the newer one takes
+    the older one's similarity and ranks when higher, so the margin rule cannot cut it)."""
+    out = list(candidates)
+    for i, old in enumerate(out):
+        if not old.error_signature.strip() or old.superseded_by.strip() or old.age_days is None:
+            continue
+        for j, new in enumerate(out):
+            if (j == i or not new.verified or new.status != ACTIVE or new.superseded_by.strip()
+                    or new.error_signature.strip() != old.error_signature.strip()
+                    or new.age_days is None or new.age_days >= old.age_days
+                    or not (new.workspace and old.workspace and workspaces_near(new.workspace, old.workspace))):
+                continue
+            out[i] = replace(old, superseded_by=new.id)
+            out[j] = take_place(new, old)
+            break
+    return out
+
+
+def take_place(new: Candidate, old: Candidate) -> Candidate:
+    """`new` with `old`'s similarity, fused score and ranks where those are better."""
+    def best(a: int | None, b: int | None) -> int | None:
+        return min((r for r in (a, b) if r is not None), default=None)
+
+    return replace(new, similarity=max(new.similarity, old.similarity), rrf=max(new.rrf, old.rrf),
+                   coverage=max(new.coverage, old.coverage),
+                   knn_rank=best(new.knn_rank, old.knn_rank), fts_rank=best(new.fts_rank, old.fts_rank))
 
 
 # --- workspace distance -------------------------------------------------------------------------

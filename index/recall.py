@@ -13,8 +13,6 @@ Three rules shape this module:
 
 from __future__ import annotations
 
-import dataclasses
-
 import hashlib
 import json
 import math
@@ -31,7 +29,10 @@ from cards.config import Settings
 from cards.model import SECTIONS, Card, Source
 from cards.sanitize import sanitize
 from cards.store import CardFileError, CardStore
-from index.gates import INJECTED, Candidate, GatePolicy, Judgement, RecallQuery, judge, workspaces_near
+from index.gates import (
+    INJECTED, Candidate, GatePolicy, Judgement, RecallQuery, fast_changing_fact, judge,
+    prefer_newer, take_place, workspaces_near,
+)
 from index.plan import choose_fts_terms, fts_match_expression, fts_terms, quote_terms, retrieval_text, term_tokens
 from index.rewrite import query_task_type, rewrite_query
 
@@ -182,13 +183,14 @@ def lexical_coverage(terms: list[str], card_text: str) -> float:
     return hits / len(terms) if hits >= LEXICAL_MIN_TERMS else 0.0
 
 
-def candidate_from(card: Card, hit: dict, similarity: float, now: datetime) -> Candidate:
+def candidate_from(card: Card, hit: dict, similarity: float, now: datetime, hand_edited: bool = False) -> Candidate:
     return Candidate(
         id=card.id, status=card.status, quality=card.quality, gate=card.gate, task_type=card.task_type,
         workspace=card.workspace, topics=card.topics, error_signature=card.error_signature,
         superseded_by=card.superseded_by, conclusion=card.conclusion, counterexamples=card.counterexamples,
         body="\n".join(card.section(s) for s in SECTIONS),
         age_days=age_days(card, now), similarity=similarity, confirmed_by=card.confirmed_by,
+        hand_edited=hand_edited, verified=bool(card.verified_by.strip()), coverage=hit.get("coverage", 0.0),
         rrf=hit.get("rrf", 0.0),
         knn_rank=hit.get("knn_rank"), fts_rank=hit.get("fts_rank"), bm25=hit.get("bm25"),
     )
@@ -581,13 +583,13 @@ class Recaller:
                 card = missing_card(card_id)
             except (OSError, UnicodeDecodeError, CardFileError):
                 continue  # a broken hand edit: `memoir index check` reports it, recall skips it
-            if self.embedder is not None:
-                similarity = hit.get("cosine", 0.0)
-            else:
-                similarity = lexical_coverage(terms, retrieval_text(card))
+            coverage = lexical_coverage(terms, retrieval_text(card))
+            similarity = hit.get("cosine", 0.0) if self.embedder is not None else coverage
             cards[card_id] = card
-            candidates.append(candidate_from(card, hit, similarity, now))
+            candidates.append(candidate_from(card, dict(hit, coverage=coverage), similarity, now,
+                                             self._renewed_by_hand(card)))
         self._follow_supersession(candidates, cards, hits, now)
+        candidates = prefer_newer(candidates)
         candidates.sort(key=lambda c: (-c.rrf, -c.similarity, c.id))
         check("gates")
         rq = RecallQuery(text=text, task_type=task_type, workspace=workspace,
@@ -600,12 +602,19 @@ class Recaller:
             reason = "every candidate was rejected by a gate"
         return _Plan(self.mode, task_type, judgements, reason, cards)
 
+    def _renewed_by_hand(self, card: Card) -> bool:
+        """Whether a person edited this card's file since memoir wrote it; asked only where the age
+        gate could apply, with the manifest read afresh (a long-lived recaller's copy goes stale)."""
+        if not any(t.lower() in self.policy.max_age_days for t in card.topics) or not fast_changing_fact(card.conclusion):
+            return False
+        return CardStore(self.settings.cards_dir, self.settings.state_dir).is_hand_edited(card.id)
+
     def _follow_supersession(self, candidates: list[Candidate], cards: dict[str, Card], hits: dict[str, dict],
                              now: datetime) -> None:
-        """A superseded hit brings the card that replaced it, with the older one's similarity when
-        that is higher: the newer card answers what the older one answered (the rules found the
-        same failure with another cause) even when its own words match the question less closely.
-        The older one is then rejected by `Superseded`, so the two are never injected together."""
+        """A superseded hit brings the card that replaced it, with the older one's similarity and
+        ranks when those are better: the newer card answers what the older one answered (the rules
+        found the same failure with another cause) even when its own words match the question less
+        closely. The older one is then rejected by `Superseded`, so the two are never injected together."""
         for old in list(candidates):
             new_id, seen, card = old.superseded_by.strip(), {old.id}, None
             while new_id and new_id not in seen:  # to the newest card of the chain
@@ -621,10 +630,11 @@ class Recaller:
             at = next((i for i, c in enumerate(candidates) if c.id == card.id), None)
             if at is None:
                 cards[card.id] = card
-                candidates.append(candidate_from(card, dict(hits.get(old.id, {})), old.similarity, now))
-            elif candidates[at].similarity < old.similarity:
-                candidates[at] = dataclasses.replace(candidates[at], similarity=old.similarity,
-                                                     rrf=max(candidates[at].rrf, old.rrf))
+                candidates.append(candidate_from(card, dict(hits.get(old.id, {}), coverage=old.coverage),
+                                                 old.similarity, now,
+                                                 self._renewed_by_hand(card)))
+            else:
+                candidates[at] = take_place(candidates[at], old)
 
     # -- the caller: the only writes --------------------------------------------------------------
 
@@ -649,7 +659,9 @@ class Recaller:
             "session": sanitize(session_id),
             "policy": {"min_similarity": self.policy.min_similarity, "min_lexical": self.policy.min_lexical,
                        "relative_margin": self.policy.relative_margin,
-                       "vector_only_margin": self.policy.vector_only_margin, "max_injected": self.policy.max_injected},
+                       "vector_only_margin": self.policy.vector_only_margin,
+                       "agreed_min_similarity": self.policy.agreed_min_similarity,
+                       "agreed_min_coverage": self.policy.agreed_min_coverage, "max_injected": self.policy.max_injected},
             "candidates": [_candidate_record(j) for j in judgements],
             "injected": [c.id for c in cards],
             "timings_ms": dict(progress.timings),
@@ -675,7 +687,8 @@ def _candidate_record(j: Judgement) -> dict:
     return {
         "id": c.id, "gate": j.gate, "failed": list(j.failed), "detail": j.detail,
         "similarity": r(c.similarity), "rrf": r(c.rrf, 5), "knn_rank": c.knn_rank, "fts_rank": c.fts_rank,
-        "bm25": r(c.bm25), "age_days": r(c.age_days, 1), "status": c.status, "task_type": c.task_type,
+        "bm25": r(c.bm25), "coverage": r(c.coverage, 3), "age_days": r(c.age_days, 1), "status": c.status,
+        "task_type": c.task_type,
     }
 
 

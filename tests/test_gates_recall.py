@@ -167,3 +167,87 @@ def test_contradiction_heuristics_cover_polarity(settings, embedder, query, a, b
     assert result.cards == ()
     assert entry(result, one.id)["gate"] == "ContradictsCandidate"
     assert entry(result, two.id)["gate"] == "ContradictsCandidate"
+
+
+# --- issue 16: the gates decide on evidence, not on tags (pure: Candidate literals, no model) ------
+
+from index.gates import (  # noqa: E402
+    Candidate, GatePolicy, RecallQuery, SimilarityBelowMinimum, TooOldForFastChangingTopic, fast_changing_fact,
+    judge, prefer_newer,
+)
+
+
+def cand(card_id: str = "c-1", **changes) -> Candidate:
+    base = dict(id=card_id, status="active", quality="rule", gate="", task_type="debug", workspace=WORKSPACE,
+                topics=(), error_signature="", superseded_by="", conclusion=BASE.conclusion,
+                counterexamples="", body="", age_days=5.0, similarity=0.6, rrf=0.03, knn_rank=1, fts_rank=1,
+                coverage=0.5)
+    base.update(changes)
+    return Candidate(**base)
+
+
+def test_the_card_both_paths_rank_first_clears_the_lower_agreed_floor():
+    # A pasted one-line error against a long conclusion: 0.30-0.43 while both paths rank it first.
+    p, q = GatePolicy(), RecallQuery(text="E0502", best_similarity=0.6)
+    assert not SimilarityBelowMinimum(cand(similarity=0.31), q, p)
+    assert SimilarityBelowMinimum(cand(similarity=0.29), q, p)
+    assert SimilarityBelowMinimum(cand(similarity=0.40, knn_rank=2), q, p)  # not agreed: plain floor
+    assert SimilarityBelowMinimum(cand(similarity=0.40, fts_rank=None), q, p)
+    # In a small index any card FTS finds ranks first on both paths: it must share the query's terms.
+    assert SimilarityBelowMinimum(cand(similarity=0.40, coverage=0.0), q, p)
+
+
+@pytest.mark.parametrize("conclusion, fact", [
+    ("Pin the helm provider with version = \"~> 2.17\" until the set blocks are rewritten.", "2.17"),
+    ("Set WATCHFILES_FORCE_POLLING=true in the compose service.", "watchfiles_force_polling=true"),
+    ("Bumped pydantic to 2.9 and moved BaseSettings to pydantic-settings.", "2.9"),
+    ("Add flyway-database-postgresql; Flyway 10 split the database support into modules.", ""),
+    ("The dependency tree lost the linux optional packages; regenerate the lockfile on linux.", ""),
+])
+def test_a_fast_changing_fact_is_a_pinned_version_or_a_config_value(conclusion, fact):
+    found = fast_changing_fact(conclusion)
+    assert (fact in found) if fact else found == ""
+
+
+def test_an_old_card_tagged_configuration_expires_only_when_it_states_a_fast_changing_fact():
+    p, q = GatePolicy(), RecallQuery(text="x")
+    tagged = dict(topics=("configuration", "dependencies"), age_days=200.0)
+    assert not TooOldForFastChangingTopic(cand(conclusion="Regenerate the lockfile on linux so the optional "
+                                                          "native packages for every platform are listed.",
+                                               **tagged), q, p)
+    assert TooOldForFastChangingTopic(cand(conclusion="Pin the provider to ~> 2.17.", **tagged), q, p)
+    assert not TooOldForFastChangingTopic(cand(conclusion="Pin the provider to ~> 2.17.", topics=("docker",),
+                                               age_days=200.0), q, p)
+
+
+def test_a_persons_confirmation_or_edit_renews_a_fast_changing_card():
+    p, q = GatePolicy(), RecallQuery(text="x")
+    old = cand(conclusion="Pin the provider to ~> 2.17.", topics=("versions",), age_days=200.0)
+    assert TooOldForFastChangingTopic(old, q, p)
+    assert not TooOldForFastChangingTopic(old.__class__(**{**_fields(old), "confirmed_by": "user"}), q, p)
+    assert not TooOldForFastChangingTopic(old.__class__(**{**_fields(old), "hand_edited": True}), q, p)
+
+
+def _fields(c: Candidate) -> dict:
+    return {f: getattr(c, f) for f in c.__slots__}
+
+
+def test_the_newer_verified_card_for_the_same_signature_wins_and_both_are_never_injected():
+    sig = "panic: runtime error: index out of range [3] with length 1"
+    older = cand("c-old", error_signature=sig, age_days=30.0, similarity=0.62, knn_rank=1, fts_rank=1, rrf=0.033)
+    newer = cand("c-new", error_signature=sig, age_days=3.0, similarity=0.50, knn_rank=2, fts_rank=2, rrf=0.032,
+                 verified=True)
+    ranked = prefer_newer([older, newer])
+    assert ranked[0].superseded_by == "c-new"
+    assert (ranked[1].similarity, ranked[1].knn_rank, ranked[1].fts_rank) == (0.62, 1, 1)
+    out = judge(ranked, RecallQuery(text=sig, workspace=WORKSPACE), GatePolicy())
+    assert [j.candidate.id for j in out if j.gate == INJECTED] == ["c-new"]
+    assert [j.gate for j in out if j.candidate.id == "c-old"] == ["Superseded"]
+
+
+def test_an_unverified_newer_card_or_another_workspace_does_not_replace_the_older_one():
+    sig = "Error acquiring the state lock"
+    older = cand("c-old", error_signature=sig, age_days=30.0)
+    assert prefer_newer([older, cand("c-new", error_signature=sig, age_days=3.0)])[0].superseded_by == ""
+    elsewhere = cand("c-new", error_signature=sig, age_days=3.0, verified=True, workspace="/work/other")
+    assert prefer_newer([older, elsewhere])[0].superseded_by == ""
