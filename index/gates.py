@@ -85,6 +85,8 @@ class RecallQuery:
     injected: frozenset[str] = frozenset()  # already injected into this session
     lexical: bool = False  # True when similarity is lexical coverage (no warm model)
     best_similarity: float = 0.0  # best similarity among otherwise-eligible candidates (set by `judge`)
+    signature: str = ""  # the error signature the prompt quotes, normalised as cards store theirs
+    signature_matched: bool = False  # an otherwise-eligible card names that very error (set by `judge`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,14 +148,20 @@ def _gate(why: str) -> Callable[[Callable[[Candidate, RecallQuery, GatePolicy], 
 # --- the ten per-candidate gates, in the order the debug log lists them -------------------------
 
 
-@_gate("too far from the query in meaning, or far below the best match (lexical-only: too few query terms)")
+@_gate("too far from the query in meaning, far below the best match, or about another error than the one "
+       "the prompt pastes while a card names that one (lexical-only: too few query terms)")
 def SimilarityBelowMinimum(c: Candidate, q: RecallQuery, p: GatePolicy) -> bool:
     if q.lexical:
         return c.similarity < p.min_lexical
-    if c.knn_rank == 1 and c.fts_rank == 1 and c.coverage >= p.agreed_min_coverage:
-        # Both paths agree it is the best card: no neighbour is closer, so the relative margin
-        # (about neighbours) does not apply, and a lower floor still keeps unrelated tops out.
+    agreed = c.knn_rank == 1 and c.fts_rank == 1 and c.coverage >= p.agreed_min_coverage
+    same_error = bool(q.signature) and c.error_signature.strip() == q.signature
+    if agreed or same_error:
+        # Both paths agree it is the best card, or it names the very error the prompt pastes: the
+        # margins (about neighbours) do not apply, and a lower floor still keeps unrelated cards out.
         return c.similarity < p.agreed_min_similarity
+    if q.signature_matched and c.error_signature.strip():
+        return True  # another card names the pasted error; this one is about a different error
+
     floor = p.min_similarity + (p.vector_only_margin if c.fts_rank is None else 0.0)
     return c.similarity < max(floor, q.best_similarity - p.relative_margin)
 
@@ -427,8 +435,10 @@ def judge(candidates: Sequence[Candidate], query: RecallQuery, policy: GatePolic
     a superseded or inactive near-duplicate cannot push the card that replaced it out.
     """
     others = CANDIDATE_GATES[1:]
-    eligible = [c.similarity for c in candidates if not any(g(c, query, policy) for g in others)]
-    query = replace(query, best_similarity=max(eligible, default=0.0))
+    eligible = [c for c in candidates if not any(g(c, query, policy) for g in others)]
+    matched = bool(query.signature) and any(c.error_signature.strip() == query.signature for c in eligible)
+    query = replace(query, best_similarity=max((c.similarity for c in eligible), default=0.0),
+                    signature_matched=matched)
     failed = {c.id: tuple(g.name for g in CANDIDATE_GATES if g(c, query, policy)) for c in candidates}
     survivors = [c for c in candidates if not failed[c.id]]
     clash = ContradictsCandidate(survivors)

@@ -28,6 +28,7 @@ from pathlib import Path
 from cards.config import Settings
 from cards.model import SECTIONS, Card, Source
 from cards.sanitize import sanitize
+from cards.signatures import error_signature
 from cards.store import CardFileError, CardStore
 from index.gates import (
     INJECTED, Candidate, GatePolicy, Judgement, RecallQuery, fast_changing_fact, judge,
@@ -594,7 +595,7 @@ class Recaller:
         check("gates")
         rq = RecallQuery(text=text, task_type=task_type, workspace=workspace,
                          injected=injected_in_session(self.settings.state_dir, session_id),
-                         lexical=self.embedder is None)
+                         lexical=self.embedder is None, signature=error_signature(clean).strip())
         judgements = judge(candidates, rq, self.policy)
         progress.mark("done")
         reason = "" if candidates else "no candidates from either path"
@@ -605,7 +606,8 @@ class Recaller:
     def _renewed_by_hand(self, card: Card) -> bool:
         """Whether a person edited this card's file since memoir wrote it; asked only where the age
         gate could apply, with the manifest read afresh (a long-lived recaller's copy goes stale)."""
-        if not any(t.lower() in self.policy.max_age_days for t in card.topics) or not fast_changing_fact(card.conclusion):
+        tagged = any(t.lower() in self.policy.max_age_days for t in card.topics)
+        if not tagged or not fast_changing_fact(card.conclusion):
             return False
         return CardStore(self.settings.cards_dir, self.settings.state_dir).is_hand_edited(card.id)
 
@@ -661,7 +663,8 @@ class Recaller:
                        "relative_margin": self.policy.relative_margin,
                        "vector_only_margin": self.policy.vector_only_margin,
                        "agreed_min_similarity": self.policy.agreed_min_similarity,
-                       "agreed_min_coverage": self.policy.agreed_min_coverage, "max_injected": self.policy.max_injected},
+                       "agreed_min_coverage": self.policy.agreed_min_coverage,
+                       "max_injected": self.policy.max_injected},
             "candidates": [_candidate_record(j) for j in judgements],
             "injected": [c.id for c in cards],
             "timings_ms": dict(progress.timings),

@@ -251,3 +251,18 @@ def test_an_unverified_newer_card_or_another_workspace_does_not_replace_the_olde
     assert prefer_newer([older, cand("c-new", error_signature=sig, age_days=3.0)])[0].superseded_by == ""
     elsewhere = cand("c-new", error_signature=sig, age_days=3.0, verified=True, workspace="/work/other")
     assert prefer_newer([older, elsewhere])[0].superseded_by == ""
+
+
+def test_the_card_that_names_the_pasted_error_clears_the_agreed_floor_and_cards_for_other_errors_go():
+    sig = "panic: runtime error: index out of range [<n>] with length <n>"
+    right = cand("c-right", error_signature=sig, similarity=0.43, knn_rank=3, fts_rank=1, rrf=0.0323)
+    other = cand("c-other", error_signature="panic: assignment to entry in nil map", similarity=0.46,
+                 knn_rank=2, fts_rank=5, rrf=0.0315)
+    plain = cand("c-plain", similarity=0.47, knn_rank=4, fts_rank=4, rrf=0.0312)
+    out = judge([right, other, plain], RecallQuery(text=sig, signature=sig), GatePolicy())
+    assert {j.candidate.id: j.gate for j in out} == {
+        "c-right": INJECTED, "c-other": "SimilarityBelowMinimum", "c-plain": INJECTED}
+    # Without the pasted error nothing names it: the usual floor and margin decide.
+    out = judge([right, other, plain], RecallQuery(text="the tides import panics"), GatePolicy())
+    assert {j.candidate.id: j.gate for j in out} == {
+        "c-right": "SimilarityBelowMinimum", "c-other": INJECTED, "c-plain": INJECTED}
