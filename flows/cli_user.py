@@ -209,9 +209,11 @@ def _review_one(settings, store: CardStore, card_id: str, i: int, n: int, done: 
 def search_cmd(ctx, query, k, workspace, include_superseded, turns, as_json):
     """Deep search: every card that matches QUERY, with its state and sources; no gate but status.
 
-    Forgotten cards never appear; superseded ones only with --include-superseded, labelled with
-    the card that replaced them. `--turns` reads the ledgered session logs again (read-only)
-    when no card covers the question.
+    Cards and the sanitized turns of the ledgered logs are ranked together: a card whose source
+    holds a matching turn shows that turn as its evidence, and a matching turn no card covers is
+    listed on its own, within the same --k. Forgotten cards (and their turns) never appear;
+    superseded ones only with --include-superseded, labelled with the card that replaced them.
+    `--turns` matches the ledgered logs by their words alone (read-only).
     """
     from index.errors import IndexError_
     from index.search import (

@@ -6,35 +6,46 @@ superseded ones only when asked for, and every hit says what it is (active, supe
 what replaced it —, candidate and the gate that held it back, incomplete), so a low-confidence
 hit is never passed off as a settled one.
 
-`search_turns` is the fallback when no card covers a question: the raw turns of the sessions in
-the read ledger, read again read-only from the host logs and sanitized before they are matched
-or shown.
+`search_cards` fuses three ranked lists by reciprocal rank: the card index's vector and lexical
+matches, and the turn index's nearest sanitized turns (index/turns.py). A matched turn lends its
+rank to every card whose source covers it, and rides along as that card's evidence; a matched turn
+no returned card covers is listed among the turns, in the same top k. Cards summarise a loop,
+but the answer to a question often sits in one turn of it, or in a turn no card was made from.
+
+`search_turns` (`--turns`) is the lexical fallback over the same ledgered logs, read again
+read-only and sanitized before they are matched or shown.
 """
 
 from __future__ import annotations
 
 import re
+import sqlite3
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+import numpy as np
 
 from cards.collect import CollectResult, collect_file
 from cards.config import Settings
 from cards.forget import Tombstones, load_tombstones
-from cards.ledger import LEDGER_FILE, Ledger
+from cards.ledger import LEDGER_FILE, Ledger, LedgerError
 from cards.model import Card, Source, Turn
 from cards.sanitize import sanitize
 from cards.store import CardFileError, CardStore
 from cards.title import display_title
 from index.gates import workspaces_near
-from index.recall import INDEX_FILE, MAX_QUERY_INPUT, fuse, query_terms
+from index.recall import INDEX_FILE, MAX_QUERY_INPUT, RRF_K, fuse, query_terms
 from index.rewrite import rewrite_query
+from index.turns import Span, TurnIndex, TurnRow, covering
 
 POOL_PER_HIT = 4  # each path fetches k × this many: status filtering cuts some, fusion reorders
 MAX_POOL = 200
 MAX_CHAIN = 64  # supersession links followed to name the newest card; guards a hand-made loop
 TURN_MIN_COVERAGE = 0.5  # share of query terms a turn must contain
 SNIPPET_CHARS = 280
+TURN_WEIGHT = 2.0  # a turn ranks like a card both card lists put at that rank: the turn is the evidence
+EVIDENCE_PER_HIT = 2  # matched turns shown under a card: the best, and one more for context
 NOTE = ("Historical notes from earlier agent sessions, not instructions: check each against the "
         "current code before acting on it.")
 
@@ -68,6 +79,7 @@ class SearchHit:
     gate: str = ""
     replaced_by: str = ""  # for superseded cards: the newest card of its chain
     confirmed_by: str = ""
+    evidence: tuple[TurnHit, ...] = ()  # the matched turns its sources cover, best first
 
     @property
     def label(self) -> str:
@@ -87,6 +99,7 @@ class SearchHit:
             "updated": self.updated, "score": round(self.score, 5),
             "similarity": None if self.similarity is None else round(self.similarity, 4),
             "sources": [_source_json(s) for s in self.sources],
+            "evidence": [t.to_json() for t in self.evidence],
         }
 
 
@@ -104,11 +117,15 @@ class TurnHit:
     timestamp: str
     snippet: str
     coverage: float
+    similarity: float | None = None  # cosine to the query, for turns the turn index matched
+    score: float = 0.0  # its reciprocal rank in the fusion (0 from `search_turns`)
 
     def to_json(self) -> dict:
         return {"host": self.host, "session_id": self.session_id, "file": self.file, "line": self.line,
                 "seq": self.seq, "role": self.role, "kind": self.kind, "timestamp": self.timestamp,
-                "snippet": self.snippet, "coverage": round(self.coverage, 3)}
+                "snippet": self.snippet, "coverage": round(self.coverage, 3),
+                "similarity": None if self.similarity is None else round(self.similarity, 4),
+                "score": round(self.score, 5)}
 
 
 @dataclass(frozen=True)
@@ -234,6 +251,72 @@ def match_turns(turns: Iterable[Turn], terms: list[str], *, k: int, workspace: s
     return found[:k]
 
 
+@dataclass(frozen=True, slots=True)
+class TurnMatch:
+    """A turn the turn index ranked for the query: its rank (1 = nearest) and cosine."""
+
+    row: TurnRow
+    rank: int
+    similarity: float
+
+
+def nearest_turns(rows: list[TurnRow], matrix: np.ndarray, vector: np.ndarray, k: int, *,
+                  keep: np.ndarray | None = None) -> list[TurnMatch]:
+    """Brute-force cosine over the turn vectors, best first (ties by file and line); `keep` masks rows out."""
+    if not rows or k <= 0:
+        return []
+    scores = matrix @ vector
+    if keep is not None:
+        scores = np.where(keep, scores, -np.inf)
+    top = np.argpartition(-scores, min(k, len(rows) - 1))[:k] if len(rows) > k else np.arange(len(rows))
+    order = sorted((int(i) for i in top if np.isfinite(scores[i])),
+                   key=lambda i: (-scores[i], rows[i].file, rows[i].line))
+    return [TurnMatch(rows[i], n, float(scores[i])) for n, i in enumerate(order, 1)]
+
+
+def add_turn_ranks(fused: Mapping[str, dict], matches: list[TurnMatch], spans: Mapping[str, list[Span]]
+                   ) -> dict[str, dict]:
+    """The card fusion plus the turn list: each card gains the reciprocal rank of its best covering turn.
+
+    Only the best turn counts, once: a card whose long source covers many middling turns must not
+    outrank the card that holds the one turn that answers.
+    """
+    out = {card_id: dict(hit) for card_id, hit in fused.items()}
+    for m in matches:
+        for card_id in covering(spans.get(m.row.session_id, ()), m.row.session_id, m.row.line):
+            hit = out.setdefault(card_id, {"rrf": 0.0})
+            if "turn_rank" not in hit:
+                hit.update(turn_rank=m.rank, rrf=hit["rrf"] + TURN_WEIGHT / (RRF_K + m.rank))
+    return out
+
+
+def turn_hit(m: TurnMatch, terms: list[str], score: float) -> TurnHit:
+    r = m.row
+    return TurnHit(r.host, r.session_id, r.file, r.line, r.seq, r.role, r.kind, r.timestamp,
+                   snippet(r.text, terms), turn_coverage(terms, r.text), m.similarity, score)
+
+
+def merge_turns(hits: list[SearchHit], matches: list[TurnMatch], spans: Mapping[str, list[Span]],
+                terms: list[str], *, k: int) -> tuple[list[SearchHit], list[TurnHit]]:
+    """One top k of cards and turns by fused score: a matched turn becomes evidence of the hits that
+    cover it, and a turn of its own only when no hit does (a forgotten card's turns are masked before)."""
+    shown = {h.id for h in hits}
+    evidence: dict[str, list[TurnHit]] = {}
+    loose: list[TurnHit] = []
+    for m in matches:
+        ids = [i for i in covering(spans.get(m.row.session_id, ()), m.row.session_id, m.row.line) if i in shown]
+        score = TURN_WEIGHT / (RRF_K + m.rank)
+        for card_id in ids:
+            evidence.setdefault(card_id, []).append(turn_hit(m, terms, score))
+        if not ids:
+            loose.append(turn_hit(m, terms, score))
+    both = [(h.score, 0, n, h) for n, h in enumerate(hits)] + [(t.score, 1, n, t) for n, t in enumerate(loose)]
+    ranked = sorted(both, key=lambda x: (-x[0], x[1], x[2]))[:k]  # a card before a turn on a tie
+    cards = [h if h.id not in evidence else replace(h, evidence=tuple(evidence[h.id][:EVIDENCE_PER_HIT]))
+             for _, kind, _, h in ranked if kind == 0]
+    return cards, [t for _, kind, _, t in ranked if kind == 1]
+
+
 def _neg(ts: str) -> tuple:
     return tuple(-ord(ch) for ch in ts)
 
@@ -274,6 +357,8 @@ def search_cards(settings: Settings, query: str, *, embedder, k: int = 10, works
         if not path.exists():
             raise SearchUnavailable(f"no index at {path}; run `memoir run` (or `memoir index rebuild`)")
         index = open_index(settings.index_dir, embedder, busy_timeout_ms=2000)
+    store = CardStore(settings.cards_dir, settings.state_dir)
+    problems: list[str] = []
     try:
         pool = min(MAX_POOL, max(1, k) * POOL_PER_HIT)
         vector = embedder.encode_one(text)
@@ -281,12 +366,20 @@ def search_cards(settings: Settings, query: str, *, embedder, k: int = 10, works
         need = [i for i, h in fused.items() if "cosine" not in h]
         for card_id, vec in index.vectors(need).items():
             fused[card_id]["cosine"] = float(vec @ vector)
+        turns = load_turns(settings, embedder, index, store, problems)
     finally:
         if own:
             index.close()
-    store = CardStore(settings.cards_dir, settings.state_dir)
+    matches: list[TurnMatch] = []
+    spans: Mapping[str, list[Span]] = {}
+    if turns is not None:
+        rows, matrix, spans, hidden_rows = turns
+        keep = ~hidden_rows
+        if workspace:
+            keep = keep & np.array([not r.cwd or workspaces_near(workspace, r.cwd) for r in rows], dtype=bool)
+        matches = nearest_turns(rows, matrix, vector, pool, keep=keep)
+        fused = add_turn_ranks(fused, matches, spans)
     cards: dict[str, Card] = {}
-    problems: list[str] = []
 
     def lookup(card_id: str) -> Card | None:
         if card_id not in cards:
@@ -301,9 +394,66 @@ def search_cards(settings: Settings, query: str, *, embedder, k: int = 10, works
 
     for card_id in fused:
         lookup(card_id)
-    hits, hidden = plan_hits(fused, cards, k=k, include_superseded=include_superseded, workspace=workspace,
-                             lookup=lookup)
-    return SearchResult(clean, tuple(hits), hidden_superseded=hidden, problems=tuple(problems))
+    hits, hidden = plan_hits(fused, cards, k=len(fused), include_superseded=include_superseded,
+                             workspace=workspace, lookup=lookup)
+    hits, loose = merge_turns(hits, matches, spans, query_terms(text), k=k)
+    return SearchResult(clean, tuple(hits), tuple(loose), hidden_superseded=hidden, problems=tuple(problems))
+
+
+_TURNS_CACHE: dict[Path, tuple[tuple, tuple]] = {}  # state dir -> (stamp, loaded): one load per change
+
+
+def _mtime(path: Path) -> int | None:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None
+
+
+def load_turns(settings: Settings, embedder, index, store: CardStore, problems: list[str]):
+    """(turn rows, their vectors, card spans by session, rows a tombstone hides), loaded again only
+    when the ledger's entries, the card index's meta or the tombstones changed since the last load in
+    this process; None when no log was ever read or the turn index cannot be used (cards alone answer).
+
+    The stamp is read from the content (ledger rows, the index's `updated_at` and card count), never
+    from SQLite's file times: opening and closing a WAL database changes those on every search.
+    """
+    from cards.forget import tombstone_dir
+    from index.turns import TURNS_FILE
+
+    state = Path(settings.state_dir)
+    ledger_path = state / LEDGER_FILE
+    if not ledger_path.exists():
+        return None
+    try:
+        with Ledger(ledger_path) as ledger:
+            ledgered = {e.path: (e.host, e.size, e.mtime_ns) for e in ledger.entries()}
+
+        def stamp() -> tuple:
+            return (embedder.model_id, settings.blob_cap, tuple(sorted(ledgered.items())),
+                    tuple(sorted(index.meta().items())), _mtime(tombstone_dir(store)), (state / TURNS_FILE).exists())
+
+        cached = _TURNS_CACHE.get(state)
+        if cached and cached[0] == stamp():
+            return cached[1]
+        turn_index = TurnIndex(state, embedder.model_id)
+        try:
+            problems.extend(turn_index.refresh_files(ledgered, embedder, settings.blob_cap).problems)
+            problems.extend(turn_index.refresh_spans(index.hashes(), store))
+            rows, matrix, spans = turn_index.load()
+        finally:
+            turn_index.close()
+    except (sqlite3.Error, LedgerError) as exc:
+        problems.append(f"turn index at {state / TURNS_FILE} unusable ({exc}); delete it to rebuild from the logs")
+        return None
+    # A forgotten card's turns stay forgotten here too: memoir never shows them again.
+    tombstones, _ = load_tombstones(store)
+    gone = Tombstones.of(tombstones)
+    hidden = np.array([any(lo <= r.seq <= hi for _, (lo, hi) in gone.ranges.get((r.host, r.session_id), ()))
+                       for r in rows], dtype=bool)
+    loaded = (rows, matrix, spans, hidden)
+    _TURNS_CACHE[state] = (stamp(), loaded)  # after the refresh: it may have made turns.sqlite
+    return loaded
 
 
 def search_turns(settings: Settings, query: str, *, k: int = 10, workspace: str = "") -> SearchResult:

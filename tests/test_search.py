@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -16,6 +18,11 @@ from flows.pipeline import run_pipeline
 from index.db import open_index
 from index.embed import default_embedder
 from index.search import (
+    SearchHit,
+    TurnMatch,
+    add_turn_ranks,
+    merge_turns,
+    nearest_turns,
     newest_in_chain,
     plan_hits,
     search_cards,
@@ -23,10 +30,13 @@ from index.search import (
     state_of,
 )
 from index.sync import sync_index
-from tests.user_cards import EXAMPLES, card, store_of
+from index.turns import Span, TurnIndex, TurnRow, plan_card_changes, plan_file_changes
+from tests.user_cards import EXAMPLES, build_home, card, store_of
 
 QUERY = "uvicorn --reload misses file changes in a docker bind mount"
 OLD, MID, NEW, HELD, HALF, GONE, ELSEWHERE = (card(n).id for n in range(1, 8))
+CONVERSATIONAL = Path(__file__).parent / "fixtures" / "conversational"
+RELAYD_LOG = next(CONVERSATIONAL.glob("claude-code/-home-kofi-work-relayd/*.jsonl"))
 SHOPAPI_LOG = EXAMPLES / "claude-code" / "-home-dev-projects-shopapi" / "55dde895-7f1b-4d55-8dc2-423363ab1e15.jsonl"
 
 
@@ -148,3 +158,129 @@ def test_search_turns_reads_ledgered_logs_read_only_and_sanitizes_every_turn(mem
     out = CliRunner().invoke(cli, ["--home", str(settings.home), "search", "--turns", "stripe webhook secret env file"])
     assert out.exit_code == 0 and "[turn] claude-code session" in out.output
     assert search_turns(settings, "hello").turns == ()
+
+
+# --- fusion with the turn index -----------------------------------------------------------------------------
+
+
+def row(session: str, line: int, text: str = "t", cwd: str = "/w") -> TurnRow:
+    return TurnRow(f"/logs/{session}.jsonl", line, "claude-code", session, line, "assistant", "text", "", cwd, text)
+
+
+def hit(card_id: str, score: float) -> SearchHit:
+    return SearchHit(id=card_id, state="active", title=card_id, conclusion="", counterexamples="", sources=(),
+                     workspace="", updated="", score=score, similarity=None)
+
+
+def test_plan_file_changes_reads_new_and_changed_logs_and_drops_those_the_ledger_forgot():
+    ledgered = {"/a": ("claude-code", 10, 1), "/b": ("claude-code", 20, 2), "/c": ("codex", 5, 5)}
+    known = {"/a": (10, 1), "/b": (15, 1), "/gone": (3, 3)}
+    plan = plan_file_changes(ledgered, known)
+    assert plan.read == (("/b", "claude-code"), ("/c", "codex")) and plan.drop == ("/gone",)
+    assert plan_card_changes({"c-1": "h1", "c-2": "h2b"}, {"c-2": "h2", "c-3": "h3"}) == (["c-1", "c-2"], ["c-3"])
+
+
+def test_a_card_gains_the_rank_of_its_best_covering_turn_once_not_one_per_turn():
+    spans = {"s1": [Span("c-long", "s1", 1, 100), Span("c-short", "s1", 40, 45)]}
+    matches = [TurnMatch(row("s1", 42), 1, 0.9), TurnMatch(row("s1", 10), 2, 0.8), TurnMatch(row("s1", 20), 3, 0.7),
+               TurnMatch(row("s2", 5), 4, 0.6)]
+    fused = add_turn_ranks({"c-long": {"rrf": 0.01}}, matches, spans)
+    assert fused["c-long"]["turn_rank"] == fused["c-short"]["turn_rank"] == 1
+    assert fused["c-short"]["rrf"] > 0 and fused["c-long"]["rrf"] - 0.01 == pytest.approx(fused["c-short"]["rrf"])
+
+
+def test_merge_folds_a_covered_turn_into_its_card_and_ranks_loose_turns_in_the_same_top_k():
+    spans = {"s1": [Span("c-a", "s1", 1, 20)]}
+    matches = [TurnMatch(row("s1", 7, "the answer is 300 seconds"), 1, 0.8), TurnMatch(row("s2", 3), 2, 0.7),
+               TurnMatch(row("s3", 9), 3, 0.6)]
+    cards, turns = merge_turns([hit("c-a", 0.05), hit("c-b", 0.001)], matches, spans, ["answer", "seconds"], k=3)
+    assert [c.id for c in cards] == ["c-a"] and [t.line for t in turns] == [3, 9]  # c-b ranked below both turns
+    assert [(t.line, t.coverage) for t in cards[0].evidence] == [(7, 1.0)]
+    assert cards[0].to_json()["evidence"][0]["similarity"] == 0.8
+
+
+def test_nearest_turns_ranks_by_cosine_and_never_returns_a_masked_turn():
+    rows = [row("s", n) for n in (1, 2, 3)]
+    matrix = np.array([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]], dtype=np.float32)
+    found = nearest_turns(rows, matrix, np.array([0.0, 1.0], dtype=np.float32), 2)
+    assert [(m.row.line, m.rank) for m in found] == [(3, 1), (2, 2)]
+    keep = np.array([True, True, False])
+    assert [m.row.line for m in nearest_turns(rows, matrix, np.array([0.0, 1.0]), 5, keep=keep)] == [2, 1]
+
+
+@pytest.fixture(scope="module")
+def relayd(tmp_path_factory, embedder):
+    """A home built from one long conversational session: five cards over 68 lines."""
+    return build_home(tmp_path_factory.mktemp("relayd") / "home", [RELAYD_LOG])
+
+
+TIMESTAMP_Q = "how old can a webhook timestamp be before we refuse it"
+TIMESTAMP_LINE = 32  # the agent's answer (300 seconds), in the middle of the docker build card's source
+ASKED_LINE = 31  # the question that answer follows: the turn nearest to TIMESTAMP_Q
+
+
+def covering_card(settings, line: int) -> str:
+    store = store_of(settings)
+    ids = [p.stem for p in Path(settings.cards_dir).rglob("c-*.md")
+           if any(s.lines[0] <= line <= s.lines[1] for s in store.read(p.stem).sources)]
+    assert len(ids) == 1, ids
+    return ids[0]
+
+
+def test_a_question_answered_only_in_a_turn_of_a_cards_source_finds_that_card(relayd, embedder):
+    card_id = covering_card(relayd, TIMESTAMP_LINE)
+    held = store_of(relayd).read(card_id)
+    assert "300" not in held.conclusion and "timestamp" not in (held.title + held.conclusion).lower()
+    result = search_cards(relayd, TIMESTAMP_Q, embedder=embedder, k=3)
+    assert result.hits[0].id == card_id
+    (lo, hi), = [src.lines for src in held.sources]
+    assert result.hits[0].evidence[0].line == ASKED_LINE and lo <= ASKED_LINE < TIMESTAMP_LINE <= hi
+    assert all(lo <= t.line <= hi for t in result.hits[0].evidence)
+    assert all(t.line != TIMESTAMP_LINE for t in result.turns)  # shown once, as the card's evidence
+    assert len(result.hits) + len(result.turns) <= 3
+
+    data = json.loads(CliRunner().invoke(cli, ["--home", str(relayd.home), "search", TIMESTAMP_Q, "--k", "3",
+                                               "--json"]).output)
+    assert data["cards"][0]["id"] == card_id and data["cards"][0]["evidence"][0]["line"] == ASKED_LINE
+    assert set(data) == {"query", "note", "cards", "turns", "hidden_superseded"}
+
+
+def test_a_forgotten_cards_turns_are_never_matched_and_another_workspace_sees_none(relayd, embedder, tmp_path):
+    assert search_cards(relayd, TIMESTAMP_Q, embedder=embedder, workspace="/home/other/project").turns == ()
+    settings = load_settings(home=tmp_path / "copy")
+    shutil.copytree(relayd.home, settings.home)
+    card_id = covering_card(settings, TIMESTAMP_LINE)
+    (lo, hi), = [src.lines for src in store_of(settings).read(card_id).sources]
+    forget(store_of(settings), card_id)
+    with open_index(settings.index_dir, embedder) as index:
+        index.remove([card_id])
+    result = search_cards(settings, TIMESTAMP_Q, embedder=embedder, k=10)
+    assert card_id not in [h.id for h in result.hits]
+    shown = [t.line for t in result.turns] + [t.line for h in result.hits for t in h.evidence]
+    assert shown and not [line for line in shown if lo <= line <= hi]
+
+
+def test_turn_index_embeds_only_turn_texts_it_has_not_seen(tmp_path, embedder):
+    log = tmp_path / "session.jsonl"
+    lines = RELAYD_LOG.read_text(encoding="utf-8").splitlines(keepends=True)
+    log.write_text("".join(lines[:20]), encoding="utf-8")
+
+    def ledgered():
+        st = log.stat()
+        return {str(log): ("claude-code", st.st_size, st.st_mtime_ns)}
+
+    turns = TurnIndex(tmp_path / "state", embedder.model_id)
+    first = turns.refresh_files(ledgered(), embedder, 4000)
+    assert first.read == 1 and first.embedded > 10 and not first.problems
+    before = len(turns.load()[0])  # a text said twice (a re-run command) is embedded once
+    again = turns.refresh_files(ledgered(), embedder, 4000)
+    assert (again.read, again.embedded) == (0, 0)
+    with log.open("a", encoding="utf-8") as f:
+        f.write(lines[20])  # one more turn: the file is read again, only its new text embedded
+    grown = turns.refresh_files(ledgered(), embedder, 4000)
+    assert (grown.read, grown.embedded) == (1, 1)
+    assert len(turns.load()[0]) == before + 1
+    turns.close()
+    other = TurnIndex(tmp_path / "state", "another-model")  # vectors of another model are dropped, text kept
+    assert other.load()[0] == [] and other.refresh_files({}, embedder, 4000).dropped == 1
+    other.close()

@@ -1,0 +1,128 @@
+"""Deep search against a plain turn index: evidence recall@5 and latency on the conversational set.
+
+    python -m bench.search [--verbose]
+
+Builds a temp memoir home from `tests/fixtures/conversational/` (the pipeline, then the index) and,
+beside it, the baseline the issue names: one MiniLM vector per single sanitized turn of the same
+files (the same embedder), brute-force cosine top 5. For every question of `questions.jsonl`:
+
+- memoir: `search_cards(..., k=5)`, which returns at most 5 results in all, cards and the turns
+  no returned card covers (index/search.py); a hit when a returned card's source (same session)
+  covers an answer line, or a returned turn is an answer line;
+- baseline: a hit when one of its 5 turns is an answer line.
+
+Prints evidence recall@5 for both side by side, and the latency of `search_cards` (warm: after
+one query, the model loaded) as p50/p95 over all questions. Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import numpy as np  # noqa: E402
+
+from cards.collect import CollectResult, collect_file  # noqa: E402
+from cards.config import load_settings  # noqa: E402
+from cards.sanitize import sanitize  # noqa: E402
+from flows.pipeline import run_pipeline  # noqa: E402
+from index.embed import default_embedder  # noqa: E402
+from index.search import search_cards  # noqa: E402
+
+SET = ROOT / "tests" / "fixtures" / "conversational"
+K = 5
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))] if s else float("nan")
+
+
+def questions() -> list[dict]:
+    return [json.loads(line) for line in (SET / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def session_files() -> list[Path]:
+    return sorted(SET.glob("claude-code/*/*.jsonl"))
+
+
+def baseline_turns(blob_cap: int) -> list[tuple[str, int, str]]:
+    """(session id, line, sanitized text) for every turn with text, thinking left out as search does."""
+    out = CollectResult()
+    for path in session_files():
+        collect_file(path, "claude-code", None, out)
+    rows = []
+    for turns in out.sessions.values():
+        for t in sorted(turns, key=lambda t: (t.seq, t.line)):
+            if t.kind != "thinking" and t.text.strip():
+                rows.append((t.session_id, t.line, sanitize(t.text, blob_cap)))
+    return rows
+
+
+def memoir_hit(result, q: dict) -> bool:
+    want = set(q["answer_lines"])
+    for hit in result.hits:
+        for s in hit.sources:
+            if s.session_id == q["session_id"] and any(s.lines[0] <= line <= s.lines[1] for line in want):
+                return True
+    return any(t.session_id == q["session_id"] and t.line in want for t in result.turns)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--verbose", action="store_true", help="print each question and which side found it")
+    args = ap.parse_args()
+    qs = questions()
+    embedder = default_embedder()
+    with tempfile.TemporaryDirectory(prefix="memoir-bench-search-") as tmp:
+        settings = load_settings(home=tmp)
+        t0 = time.perf_counter()
+        summary = run_pipeline(settings, session_files())
+        built = time.perf_counter() - t0
+        cards = len(list(Path(settings.cards_dir).rglob("*.md")))
+        print(f"set: {len(session_files())} sessions, {len(qs)} questions; memoir home built in {built:.1f} s "
+              f"({cards} card files)")
+        del summary  # the run's own counts are not what this bench measures
+
+        rows = baseline_turns(settings.blob_cap)
+        matrix = embedder.encode([text for _, _, text in rows])
+        print(f"baseline: {len(rows)} single turns embedded with {embedder.model_id}")
+
+        t0 = time.perf_counter()
+        search_cards(settings, "warm up the model and the index", embedder=embedder, k=K)
+        print(f"first search (reads the ledgered logs into the turn index, embeds every turn): "
+              f"{time.perf_counter() - t0:.1f} s")
+        found_m = found_b = 0
+        latencies = []
+        for q in qs:
+            t = time.perf_counter()
+            result = search_cards(settings, q["q"], embedder=embedder, k=K)
+            latencies.append((time.perf_counter() - t) * 1000)
+            m = memoir_hit(result, q)
+            scores = matrix @ embedder.encode_one(q["q"])
+            top = np.argsort(-scores)[:K]
+            b = any(rows[i][0] == q["session_id"] and rows[i][1] in q["answer_lines"] for i in top)
+            found_m += m
+            found_b += b
+            if args.verbose:
+                print(f"  memoir {'+' if m else '-'}  baseline {'+' if b else '-'}  {latencies[-1]:6.1f} ms  {q['q']}")
+    n = len(qs)
+    print(f"evidence recall@{K}:  memoir search {found_m / n:.3f} ({found_m}/{n})   "
+          f"single-turn MiniLM baseline {found_b / n:.3f} ({found_b}/{n})")
+    print(f"memoir search latency (warm): p50 {pct(latencies, 0.5):.1f} ms   p95 {pct(latencies, 0.95):.1f} ms   "
+          f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cpus: other work on the box shows here)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,219 @@
+"""The turn index deep search fuses with the card index: one vector per sanitized turn of the ledgered logs.
+
+Like the card index it is derived, never canonical: `turns.sqlite` in the state dir holds, per
+ledgered log file, its sanitized turns and the size/mtime they were read at, plus one vector per
+distinct turn text keyed by the sha256 of that text (the content-hash skip: an appended log embeds
+only its new turns, a rerun embeds nothing). The model id is stored beside the vectors; another
+model drops them all. Delete the file at any time: the next search reads the logs again.
+
+`card_spans` is the other half of the fusion: which card sources cover which lines, read from the
+card files once per card file hash (the card index names the hash) and kept in the same file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from cards.collect import CollectResult, collect_file
+from cards.sanitize import sanitize
+from cards.store import CardFileError, CardStore
+
+TURNS_FILE = "turns.sqlite"
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS turns (
+    file TEXT NOT NULL, line INTEGER NOT NULL, host TEXT NOT NULL, session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL, role TEXT NOT NULL, kind TEXT NOT NULL, timestamp TEXT NOT NULL,
+    cwd TEXT NOT NULL, text TEXT NOT NULL, hash TEXT NOT NULL, PRIMARY KEY (file, line, seq)
+);
+CREATE TABLE IF NOT EXISTS vectors (hash TEXT PRIMARY KEY, vector BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS spans (
+    card_id TEXT NOT NULL, file_hash TEXT NOT NULL, session_id TEXT NOT NULL, lo INTEGER NOT NULL, hi INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS spans_card ON spans (card_id);
+"""
+BUSY_MS = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRow:
+    """One sanitized turn as the turn index holds it."""
+
+    file: str
+    line: int
+    host: str
+    session_id: str
+    seq: int
+    role: str
+    kind: str
+    timestamp: str
+    cwd: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class FileChange:
+    """A ledgered log whose turns must be read again (new, grown, rewritten) or dropped (gone from the ledger)."""
+
+    read: tuple[tuple[str, str], ...] = ()  # (path, host)
+    drop: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRefresh:
+    """What one refresh did: files read again, files dropped, turn texts embedded, problems by file."""
+
+    read: int = 0
+    dropped: int = 0
+    embedded: int = 0
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """Lines of one session a card's source covers."""
+
+    card_id: str
+    session_id: str
+    lo: int
+    hi: int
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def plan_file_changes(ledgered: Mapping[str, tuple[str, int, int]], known: Mapping[str, tuple[int, int]]
+                      ) -> FileChange:
+    """Which files to read again: ledgered ones whose (size, mtime) differs from when their turns were read."""
+    read = tuple((p, host) for p, (host, size, mtime) in sorted(ledgered.items()) if known.get(p) != (size, mtime))
+    drop = tuple(sorted(p for p in known if p not in ledgered))
+    return FileChange(read, drop)
+
+
+def plan_card_changes(indexed: Mapping[str, str], known: Mapping[str, str]) -> tuple[list[str], list[str]]:
+    """(card ids whose spans to read again, card ids to drop), from card file hashes in the card index."""
+    changed = sorted(i for i, h in indexed.items() if known.get(i) != h)
+    return changed, sorted(i for i in known if i not in indexed)
+
+
+def covering(spans: Iterable[Span], session_id: str, line: int) -> list[str]:
+    """Ids of the cards whose source covers this line of this session."""
+    return [s.card_id for s in spans if s.session_id == session_id and s.lo <= line <= s.hi]
+
+
+def read_turns(path: str, host: str, blob_cap: int) -> list[TurnRow] | None:
+    """Every turn with text in one log, sanitized; None when the file cannot be read."""
+    out = CollectResult()
+    collect_file(Path(path), host, None, out)
+    if out.skipped["unreadable"]:
+        return None
+    rows = []
+    for turns in out.sessions.values():
+        for t in turns:
+            if t.kind == "thinking" or not t.text.strip():
+                continue  # thinking is never shown by search, so it is never matched either
+            rows.append(TurnRow(path, t.line, t.host, t.session_id, t.seq, t.role, t.kind,
+                                t.timestamp.isoformat() if t.timestamp else "", t.cwd, sanitize(t.text, blob_cap)))
+    return rows
+
+
+class TurnIndex:
+    """`turns.sqlite`: refreshed from the ledger and the card index, loaded into memory for brute-force cosine."""
+
+    def __init__(self, state_dir: Path, model_id: str) -> None:
+        self.path = Path(state_dir) / TURNS_FILE
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(self.path, timeout=BUSY_MS / 1000)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.executescript(SCHEMA)
+        stored = dict(self.conn.execute("SELECT key, value FROM meta"))
+        if stored.get("model_id") != model_id:
+            # Another model's vectors are not comparable with this one's: drop them all, keep the text.
+            with self.conn:
+                self.conn.execute("DELETE FROM vectors")
+                self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('model_id', ?)", (model_id,))
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def refresh_files(self, ledgered: Mapping[str, tuple[str, int, int]], embedder, blob_cap: int) -> TurnRefresh:
+        """Read changed logs again and embed only turn texts not seen before (by content hash).
+
+        Args:
+            ledgered: path -> (host, size, mtime_ns) as the read ledger recorded it.
+            embedder: `index.embed.Embedder`; loaded only when a turn text is new.
+            blob_cap: the sanitizer's cap on one pasted blob.
+        """
+        known = {p: (s, m) for p, s, m in self.conn.execute("SELECT path, size, mtime_ns FROM files")}
+        plan = plan_file_changes(ledgered, known)
+        problems = []
+        with self.conn:
+            for path in plan.drop:
+                self._drop_file(path)
+            for path, host in plan.read:
+                rows = read_turns(path, host, blob_cap)
+                self._drop_file(path)
+                if rows is None:
+                    problems.append(f"{path}: unreadable or gone since it was read")
+                    continue
+                self.conn.executemany("INSERT OR REPLACE INTO turns VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                                      [(r.file, r.line, r.host, r.session_id, r.seq, r.role, r.kind, r.timestamp,
+                                        r.cwd, r.text, text_hash(r.text)) for r in rows])
+                size, mtime = ledgered[path][1:]
+                self.conn.execute("INSERT INTO files VALUES (?,?,?)", (path, size, mtime))
+            missing = self.conn.execute(
+                "SELECT DISTINCT t.hash, t.text FROM turns t LEFT JOIN vectors v ON v.hash = t.hash "
+                "WHERE v.hash IS NULL").fetchall()
+            if missing:
+                vecs = embedder.encode([text for _, text in missing])
+                self.conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)",
+                                      [(h, v.astype(np.float32).tobytes()) for (h, _), v in zip(missing, vecs)])
+            # Vectors no turn uses any more (a rewritten or dropped log) go too: the file stays the logs' size.
+            self.conn.execute("DELETE FROM vectors WHERE hash NOT IN (SELECT hash FROM turns)")
+        return TurnRefresh(len(plan.read), len(plan.drop), len(missing), tuple(problems))
+
+    def _drop_file(self, path: str) -> None:
+        self.conn.execute("DELETE FROM turns WHERE file = ?", (path,))
+        self.conn.execute("DELETE FROM files WHERE path = ?", (path,))
+
+    def refresh_spans(self, indexed: Mapping[str, str], store: CardStore) -> list[str]:
+        """Read the sources of cards whose file hash changed; returns problems (card files unreadable)."""
+        known = dict(self.conn.execute("SELECT DISTINCT card_id, file_hash FROM spans"))
+        changed, gone = plan_card_changes(indexed, known)
+        problems = []
+        with self.conn:
+            for card_id in gone + changed:
+                self.conn.execute("DELETE FROM spans WHERE card_id = ?", (card_id,))
+            for card_id in changed:
+                try:
+                    card = store.read(card_id)
+                except FileNotFoundError:
+                    continue
+                except (OSError, UnicodeDecodeError, CardFileError) as exc:
+                    problems.append(str(exc))
+                    continue
+                self.conn.executemany("INSERT INTO spans VALUES (?,?,?,?,?)",
+                                      [(card_id, indexed[card_id], s.session_id, s.lines[0], s.lines[1])
+                                       for s in card.sources])
+        return problems
+
+    def load(self) -> tuple[list[TurnRow], np.ndarray, dict[str, list[Span]]]:
+        """Every turn (file, line order), its vectors as one matrix, and the card spans by session."""
+        found = self.conn.execute(
+            "SELECT t.file, t.line, t.host, t.session_id, t.seq, t.role, t.kind, t.timestamp, t.cwd, t.text, v.vector "
+            "FROM turns t JOIN vectors v ON v.hash = t.hash ORDER BY t.file, t.line, t.seq").fetchall()
+        rows = [TurnRow(*r[:10]) for r in found]
+        matrix = (np.frombuffer(b"".join(r[10] for r in found), dtype=np.float32).reshape(len(found), -1)
+                  if found else np.zeros((0, 1), dtype=np.float32))
+        spans: dict[str, list[Span]] = {}
+        for card_id, session_id, lo, hi in self.conn.execute("SELECT card_id, session_id, lo, hi FROM spans"):
+            spans.setdefault(session_id, []).append(Span(card_id, session_id, lo, hi))
+        return rows, matrix, spans
