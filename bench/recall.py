@@ -1,16 +1,24 @@
-"""Recall latency: p50/p99 in-process, and end to end through the Claude Code hook, warm and cold.
+"""Recall latency: p50/p99 in-process, and the Claude Code hook from process start to output.
 
 For each size (default 1k, 10k, 100k synthetic cards) it prints:
 - in-process `Recaller.recall` with the model warm: p50/p99 of the whole call (sanitize, rewrite,
   embed, KNN, FTS, card reads, gates, debug-log append) and of the part after the embedding
   (goal: p99 < 50 ms at 100k on 2 cores);
-- the hook end to end (`python -m flows.recall_service claude-code` as a subprocess, stdin JSON
-  to stdout JSON) with `memoir serve-recall` warm: p50/p95/p99 (goal: p95 < 150 ms);
-- the same hook with no service running (lexical-only, no torch): p50/p95/max against the budget.
+- the hook as Claude Code runs it (the command `memoir hook install claude-code` writes, stdin JSON
+  to stdout JSON, timed from before the process starts to after it exits), with one other busy
+  process on the machine, for 1 and for 4 concurrent agent sessions:
+  - cold: no service answers (the hook starts one in the background and answers nothing);
+  - warm: `memoir serve-recall` answers; p50/p95 (goal: p95 < 150 ms on 2 cores) and the share of
+    calls that have an answer (an unhurried in-process recall injects something) that the hook
+    injected (goal: >= 95 %).
 Prints figures; asserts nothing.
 
-    .venv/bin/python bench/recall.py                      # 1k, 10k, 100k (first run builds ~5 min)
-    .venv/bin/python bench/recall.py --sizes 1000 --queries 50
+    .venv/bin/python -m bench.recall                      # 1k, 10k, 100k (first run builds ~5 min)
+    .venv/bin/python -m bench.recall --sizes 1000 --queries 50 --pool 500
+
+`--hook-cmd`, `--service-cmd` and `--code-root` measure another hook, e.g. an older checkout:
+    --code-root /tmp/old --hook-cmd "$PWD/.venv/bin/python -m flows.recall_service claude-code" \\
+    --service-cmd "$PWD/.venv/bin/python -c 'from flows.cli import main; main()' serve-recall"
 
 Vectors: encoding 100k retrieval texts takes ~20 min on 2 cores, and latency does not depend on
 which vector belongs to which text (the KNN scans every row's bits whatever they hold, FTS matches
@@ -23,12 +31,16 @@ are real and cached under --cache between runs.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import importlib.util
 import json
 import os
 import random
+import shlex
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -41,7 +53,8 @@ import numpy as np  # noqa: E402
 
 from cards.config import load_settings  # noqa: E402
 from cards.store import render_card, content_hash  # noqa: E402
-from flows.recall_service import ask  # noqa: E402
+from flows.cli_recall import hook_command  # noqa: E402
+from flows.recall_service import LOCK_NAME, ask  # noqa: E402
 from index.db import open_index  # noqa: E402
 from index.embed import default_embedder  # noqa: E402
 from index.plan import retrieval_text  # noqa: E402
@@ -52,8 +65,8 @@ bench_index = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench_index)
 synthetic_card, synthetic_query = bench_index.synthetic_card, bench_index.synthetic_query
 
-HOOK = [sys.executable, "-m", "flows.recall_service", "claude-code"]
 MEMOIR = str(Path(sys.executable).parent / "memoir")
+SESSIONS = (1, 4)  # concurrent agent sessions, each sending its prompts one after another
 
 
 def pct(values: list[float], q: float) -> float:
@@ -116,15 +129,114 @@ def prompt(q: str, i: int) -> str:
                        "cwd": "/work/bench", "transcript_path": "/tmp/t.jsonl"})
 
 
-def run_hooks(home: Path, queries: list[str], cmd: list[str]) -> tuple[list[float], int]:
+def run_hooks(home: Path, queries: list[str], cmd: list[str], cwd: Path) -> list[tuple[float, str]]:
+    """Each query through one hook process, one after another: (wall ms from spawn to exit, stdout)."""
     env = {**os.environ, "MEMOIR_HOME": str(home)}
-    walls, answered = [], 0
+    out = []
     for i, q in enumerate(queries):
         t = time.perf_counter()
-        out = subprocess.run(cmd, input=prompt(q, i), capture_output=True, text=True, env=env, cwd=ROOT)
-        walls.append((time.perf_counter() - t) * 1000)
-        answered += bool(out.stdout.strip())
-    return walls, answered
+        done = subprocess.run(cmd, input=prompt(q, i), capture_output=True, text=True, env=env, cwd=cwd)
+        out.append(((time.perf_counter() - t) * 1000, done.stdout.strip()))
+    return out
+
+
+def run_sessions(home: Path, queries: list[str], cmd: list[str], cwd: Path, sessions: int) -> list[tuple[float, str, str]]:
+    """`sessions` agent sessions at once, each sending every query: (ms, stdout, query) per call."""
+    results: list[list] = [[] for _ in range(sessions)]
+
+    def one(k: int) -> None:
+        results[k] = [(ms, out, q) for (ms, out), q in zip(run_hooks(home, queries, cmd, cwd), queries)]
+
+    threads = [threading.Thread(target=one, args=(k,)) for k in range(sessions)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return [r for rs in results for r in rs]
+
+
+def service_pid(state_dir: Path) -> int | None:
+    """The pid of the service holding the lock (warm or warming), else None."""
+    path = state_dir / LOCK_NAME
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return None  # nobody holds it
+    except OSError:
+        text = path.read_text().strip()
+        return int(text) if text.isdigit() else None
+    finally:
+        os.close(fd)
+
+
+def stop_service(state_dir: Path, proc: subprocess.Popen | None = None) -> None:
+    """Stop the service this bench started, directly or through a cold hook, and wait for it to exit."""
+    pid = service_pid(state_dir)
+    if proc is not None and proc.poll() is None:
+        proc.terminate()
+        proc.wait(timeout=60)
+    elif pid is not None:
+        os.kill(pid, signal.SIGTERM)
+    end = time.monotonic() + 60
+    while service_pid(state_dir) is not None and time.monotonic() < end:
+        time.sleep(0.2)
+
+
+def wait_warm(state_dir: Path, limit_s: float = 300) -> bool:
+    end = time.monotonic() + limit_s
+    while ask(state_dir, {"op": "ping"}, 1.0) is None:
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def line(label: str, calls: list[tuple[float, str, str]], answerable: set[str] | None = None) -> str:
+    walls = [c[0] for c in calls]
+    injected = sum(bool(c[1]) for c in calls)
+    text = (f"{label:<24} p50 {pct(walls, .5):6.1f} ms  p95 {pct(walls, .95):6.1f} ms  max {max(walls):6.1f} ms  "
+            f"({len(calls)} calls, {injected} injected")
+    if answerable is not None:
+        have = [c for c in calls if c[2] in answerable]
+        got = sum(bool(c[1]) for c in have)
+        text += f"; {got}/{len(have)} = {100 * got / max(1, len(have)):.0f} % of calls that have an answer"
+    return text + ")"
+
+
+def bench_hooks(home: Path, settings, queries: list[str], answerable: set[str], args) -> None:
+    """The hook end to end, cold and warm, 1 and 4 sessions, beside one busy process."""
+    state = settings.state_dir
+    cmd = shlex.split(args.hook_cmd or hook_command(None))
+    cwd = args.code_root
+    print(f"hook command: {shlex.join(cmd)}", flush=True)
+    stop_service(state)
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    service = None
+    try:
+        for n in SESSIONS:
+            stop_service(state)
+            calls = run_sessions(home, queries, cmd, cwd, n)
+            print(line(f"hook cold, {n} session{'s' if n > 1 else ''}", calls), flush=True)
+        t = time.perf_counter()
+        if service_pid(state) is None and ask(state, {"op": "ping"}, 0.5) is None:
+            # The hook started no service (an older hook): start it as a person would.
+            env = {**os.environ, "MEMOIR_HOME": str(home)}
+            service = subprocess.Popen(shlex.split(args.service_cmd), env=env, cwd=cwd, stderr=subprocess.DEVNULL)
+        if not wait_warm(state):
+            print("recall service did not become warm", flush=True)
+            return
+        print(f"recall service warm {time.perf_counter() - t:.1f} s after the cold calls", flush=True)
+        run_sessions(home, queries[:3], cmd, cwd, 1)
+        for n in SESSIONS:
+            calls = run_sessions(home, queries, cmd, cwd, n)
+            print(line(f"hook warm, {n} session{'s' if n > 1 else ''}", calls, answerable), flush=True)
+    finally:
+        busy.kill()
+        busy.wait()
+        stop_service(state, service)
 
 
 def bench_size(n: int, args, pool: np.ndarray, embedder) -> None:
@@ -132,59 +244,37 @@ def bench_size(n: int, args, pool: np.ndarray, embedder) -> None:
     settings = load_settings(home=home)
     rng = random.Random(3)
     queries = [synthetic_query(rng) for _ in range(args.queries)]
-    print(f"\n== {n:,} cards ({settings.sync_timeout_ms} ms budget) ==", flush=True)
+    print(f"\n== {n:,} cards ({settings.sync_timeout_ms} ms budget; {os.cpu_count()} CPUs) ==", flush=True)
 
     # In-process, warm model and open index: what the recall service does per request.
+    answerable: set[str] = set()
     with Recaller(settings, embedder) as r:
         for q in queries[:5]:
             r.recall(q, budget_ms=60_000)
-        total, after_embed, injected = [], [], 0
+        total, after_embed = [], []
         for q in queries:
             res = r.recall(q, budget_ms=60_000)
             total.append(res.elapsed_ms)
             t = res.record["timings_ms"]
             after_embed.append(sum(v for k, v in t.items() if k not in ("embed", "start", "sanitize", "rewrite")))
-            injected += bool(res.cards)
+            if res.cards:
+                answerable.add(q)
     print(f"in-process recall      p50 {pct(total, .5):6.1f} ms  p99 {pct(total, .99):6.1f} ms  "
           f"(after embedding: p50 {pct(after_embed, .5):5.1f}  p99 {pct(after_embed, .99):5.1f} ms; "
-          f"{injected}/{len(queries)} injected something)", flush=True)
-
-    # Hook with no service: lexical-only, no torch, within the budget.
-    hook_q = queries[:args.hooks]
-    cold, answered = run_hooks(home, hook_q, HOOK)
-    print(f"hook, no service       p50 {pct(cold, .5):6.1f} ms  p95 {pct(cold, .95):6.1f} ms  "
-          f"max {max(cold):6.1f} ms  ({answered}/{len(cold)} answered; "
-          f"{sum(w <= settings.sync_timeout_ms for w in cold)}/{len(cold)} within {settings.sync_timeout_ms} ms "
-          f"wall incl. interpreter start)", flush=True)
-
-    # Hook with the service warm.
-    env = {**os.environ, "MEMOIR_HOME": str(home)}
-    t = time.perf_counter()
-    service = subprocess.Popen([MEMOIR, "serve-recall"], env=env, cwd=ROOT, stderr=subprocess.DEVNULL)
-    try:
-        while ask(settings.state_dir, {"op": "ping"}, 1.0) is None:
-            if service.poll() is not None or time.perf_counter() - t > 300:
-                print("recall service did not start", flush=True)
-                return
-            time.sleep(0.2)
-        print(f"recall service warm after {time.perf_counter() - t:.1f} s (model load + index open)", flush=True)
-        run_hooks(home, hook_q[:3], HOOK)
-        warm, answered = run_hooks(home, hook_q, HOOK)
-        print(f"hook, service warm     p50 {pct(warm, .5):6.1f} ms  p95 {pct(warm, .95):6.1f} ms  "
-              f"p99 {pct(warm, .99):6.1f} ms  ({answered}/{len(warm)} answered)", flush=True)
-        via_cli, _ = run_hooks(home, hook_q[:10], [MEMOIR, "hook", "claude-code"])
-        print(f"`memoir hook` (CLI)    p50 {pct(via_cli, .5):6.1f} ms  (same hook through click and every "
-              f"command module's imports)", flush=True)
-    finally:
-        service.terminate()
-        service.wait(timeout=30)
+          f"{len(answerable)}/{len(set(queries))} distinct queries have an answer)", flush=True)
+    bench_hooks(home, settings, queries[:args.hooks], answerable, args)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[1000, 10_000, 100_000])
     ap.add_argument("--queries", type=int, default=200, help="in-process queries per size")
-    ap.add_argument("--hooks", type=int, default=40, help="hook subprocess runs per size and mode")
+    ap.add_argument("--hooks", type=int, default=40, help="hook runs per session, size and mode")
+    ap.add_argument("--hook-cmd", default="", help="the hook's command line (default: what `memoir hook "
+                    "install claude-code` writes)")
+    ap.add_argument("--service-cmd", default=f"{MEMOIR} serve-recall",
+                    help="starts the service when the hook does not")
+    ap.add_argument("--code-root", type=Path, default=ROOT, help="the folder the hook and the service run in")
     ap.add_argument("--pool", type=int, default=2000, help="distinct texts the model encodes")
     ap.add_argument("--cache", type=Path, default=Path("/tmp/memoir-bench-recall"))
     args = ap.parse_args()

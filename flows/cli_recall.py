@@ -13,8 +13,12 @@ import click
 
 from flows.cli import EXIT_FAILED, EXIT_USAGE, cli, emit_json, pass_ctx
 
-HOOK_MARKERS = ("flows.recall_service claude-code", "memoir hook claude-code")
-HOOK_TIMEOUT_S = 5  # Claude Code's own limit for the hook; ours ends it at the recall budget
+# Commands memoir has installed over time: any of them in a settings file is memoir's entry.
+HOOK_MARKERS = ("memoir_hook.py claude-code", "memoir-hook claude-code", "flows.recall_service claude-code",
+                "memoir hook claude-code")
+HOOK_TIMEOUT_S = 5  # Claude Code's own limit for the prompt hook; ours ends it at the recall budget
+SESSION_START_TIMEOUT_S = 10  # the brief may take seconds (memoir_hook.SESSION_START_BUDGET_MS)
+CLI_BUDGET_MS = 600_000  # a person at the CLI waits for the answer; the 300 ms budget is the hook's
 SESSION_START_MATCHER = "startup|resume|clear|compact"
 
 
@@ -65,19 +69,37 @@ def explain(record: dict) -> str:
 
 
 def _recall(settings, query: str, workspace: str, session: str, timeout_ms: int | None):
-    """Through the warm service when it runs, else in this process (a cold model counts against the budget)."""
+    """Through the warm service when it answers, else in this process; a person waits for the answer.
+
+    The hook's budget is the hook's: at the CLI the deadline is `--timeout-ms` when given, else
+    CLI_BUDGET_MS, and a spinner shows while the model loads.
+    """
+    from memoir_hook import request_settings
     from flows.recall_service import ask
     from index.recall import Recaller, RecallResult
 
-    budget = float(settings.sync_timeout_ms if timeout_ms is None else timeout_ms)
+    budget = float(CLI_BUDGET_MS if timeout_ms is None else timeout_ms)
     answer = ask(settings.state_dir, {"op": "recall", "query": query, "workspace": workspace,
-                                      "session_id": session, "budget_ms": budget}, budget / 1000 + 1.0)
+                                      "session_id": session, "budget_ms": budget,
+                                      "settings": request_settings(settings)}, budget / 1000 + 1.0)
     if answer is not None and "result" in answer:
         return RecallResult.from_json(answer["result"], answer.get("record") or {})
     from index.embed import default_embedder
 
-    with Recaller(settings, default_embedder()) as recaller:
+    with Recaller(settings, default_embedder()) as recaller, _spinner("recalling (loading the embedding model; "
+                                                                     "`memoir serve-recall` keeps it warm)"):
         return recaller.recall(query, workspace=workspace, session_id=session, budget_ms=budget)
+
+
+def _spinner(text: str):
+    """A spinner on stderr when a person watches it; nothing when stderr is a pipe or a file."""
+    import contextlib
+
+    if not sys.stderr.isatty():
+        return contextlib.nullcontext()
+    from rich.console import Console
+
+    return Console(stderr=True).status(text)
 
 
 @cli.command("recall")
@@ -90,8 +112,8 @@ def _recall(settings, query: str, workspace: str, session: str, timeout_ms: int 
 @click.option("--explain", "explain_", is_flag=True, help="Also print the debug record: every candidate and the gate "
               "that rejected it.")
 @click.option("--timeout-ms", type=click.IntRange(1, 600_000), default=None,
-              help="Deadline for this recall (default: the sync_timeout_ms setting). Without a running "
-                   "`memoir serve-recall` the model loads first and counts against it.")
+              help="Deadline for this recall (default: none to speak of; the sync_timeout_ms budget is the "
+                   "hook's). Without a running `memoir serve-recall` the model loads first and counts against it.")
 @pass_ctx
 def recall_cmd(ctx, query, workspace, session, as_json, explain_, timeout_ms):
     """At most two experience cards for QUERY, as the agent would get them.
@@ -153,12 +175,15 @@ def export_cmd(ctx, dest):
 
 @cli.command("serve-recall")
 @click.option("--idle-exit-s", type=float, default=None, help="Stop after this many seconds without a request.")
+@click.option("--lock-fd", type=int, default=None, hidden=True,
+              help="The service lock, already taken by the hook that starts this service.")
 @pass_ctx
-def serve_recall_cmd(ctx, idle_exit_s):
+def serve_recall_cmd(ctx, idle_exit_s, lock_fd):
     """Keep the embedding model warm and answer recall hooks on a unix socket in the state dir.
 
-    Without it, hooks answer lexical-only (or nothing) within the budget. Runs in the foreground;
-    stop it with Ctrl-C or SIGTERM.
+    Requests are answered concurrently, each with its caller's settings. Without it, a prompt hook
+    answers nothing and starts one in the background (`--idle-exit-s` then stops it after hours
+    without prompts). Runs in the foreground; stop it with Ctrl-C or SIGTERM.
     """
     from flows.recall_service import ServiceError, serve, socket_path
     from index.embed import default_embedder
@@ -168,7 +193,7 @@ def serve_recall_cmd(ctx, idle_exit_s):
         click.echo(f"memoir recall service ready on {path} (pid {os.getpid()})", err=True)
 
     try:
-        served = serve(ctx.settings, default_embedder(), idle_exit_s=idle_exit_s, on_ready=ready)
+        served = serve(ctx.settings, default_embedder(), idle_exit_s=idle_exit_s, on_ready=ready, lock_fd=lock_fd)
     except (ServiceError, IndexError_) as exc:
         click.echo(f"memoir: {exc}", err=True)
         sys.exit(EXIT_FAILED)
@@ -189,7 +214,7 @@ def hook_claude_code(ctx):
     UserPromptSubmit recalls cards for the prompt; SessionStart prints the workspace brief. Always
     exits 0: an error means no context, never a blocked prompt.
     """
-    from flows.recall_service import hook_main
+    from memoir_hook import hook_main
 
     hook_main("claude-code", settings=ctx.settings)
 
@@ -200,9 +225,17 @@ def hook_install_group():
 
 
 def hook_command(home: str | None) -> str:
-    """The command line Claude Code runs: this interpreter, without the CLI's import cost."""
+    """The command line Claude Code runs: this interpreter on memoir_hook.py by its absolute path.
+
+    `-I` keeps the project folder (and PYTHON* variables) off the import path, so a project with
+    its own `flows/` package cannot shadow memoir's; `-S` skips site-packages start-up, which the
+    client does not need.
+    """
+    import memoir_hook
+
     env = f"MEMOIR_HOME={shlex.quote(home)} " if home else ""
-    return f"{env}{shlex.quote(sys.executable)} -m flows.recall_service claude-code"
+    script = os.path.abspath(memoir_hook.__file__)
+    return f"{env}{shlex.quote(sys.executable)} -I -S {shlex.quote(script)} claude-code"
 
 
 def _is_ours(entry: dict) -> bool:
@@ -216,7 +249,7 @@ def plan_hook_settings(current: dict, command: str) -> dict:
     wanted = {
         "UserPromptSubmit": {"hooks": [{"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}]},
         "SessionStart": {"matcher": SESSION_START_MATCHER,
-                         "hooks": [{"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}]},
+                         "hooks": [{"type": "command", "command": command, "timeout": SESSION_START_TIMEOUT_S}]},
     }
     for event, entry in wanted.items():
         entries = [e for e in hooks.get(event, []) if isinstance(e, dict)]
@@ -234,7 +267,8 @@ def plan_hook_settings(current: dict, command: str) -> dict:
 def hook_install_claude_code(click_ctx, settings_path, dry_run):
     """Add the UserPromptSubmit (recall) and SessionStart (brief) hooks; other settings are kept.
 
-    Running it again changes nothing. Start `memoir serve-recall` to keep the model warm.
+    Running it again changes nothing, and replaces older memoir hook commands. The first prompt
+    starts `memoir serve-recall` in the background if it is not running.
     """
     from cards.store import write_atomic
 

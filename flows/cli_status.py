@@ -9,10 +9,10 @@ import click
 from cards.config import Settings
 from cards.status import StatusError, StatusReport, StatusSection, build_status
 from flows.cli import cli, emit_json, pass_ctx
-from flows.status_sections import index_section, model_section
+from flows.status_sections import index_section, model_section, recall_section
 
 # Later stages add a function here (settings -> section) to show their own state, e.g. queue depth.
-EXTRA_SECTIONS: list[Callable[[Settings], StatusSection | None]] = [model_section, index_section]
+EXTRA_SECTIONS: list[Callable[[Settings], StatusSection | None]] = [model_section, index_section, recall_section]
 
 
 def status_report(settings: Settings) -> StatusReport:
@@ -25,7 +25,7 @@ def status_report(settings: Settings) -> StatusReport:
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (counts, workspaces, conflicts, alarms, runs).")
 @pass_ctx
 def status_cmd(ctx, as_json):
-    """Active/superseded/candidate/incomplete counts per workspace, unsettled conflicts, alarms, last runs.
+    """Active/superseded/candidate/incomplete counts per workspace, unsettled conflicts, alarms, last runs, recall calls.
 
     Counts are read from the card files themselves, so they always match what is on disk.
     """

@@ -1,14 +1,15 @@
-"""The warm recall service and the host hook that calls it.
+"""The warm recall service: one long-lived process that answers the hook's requests.
 
 Loading torch and the embedding model takes seconds, a prompt hook has 300 ms. So one long-lived
 process (`memoir serve-recall`) keeps the model and the index open and answers on a unix socket
-in the state dir (mode 0600, never a network port). The hook is a thin client: stdlib imports,
-one request, one answer. When the service is not running the hook answers lexical-only (FTS5
-through apsw, no numpy, no torch) or empty, within the same budget, and a watchdog ends the hook
-at the budget whatever happens: a hook must never fail or hold up the user's prompt.
+in the state dir (a 0700 dir, a 0600 socket, never a network port). The hook's client is
+`memoir_hook.py` (stdlib only, started with `python -I -S`); this module is the service and the
+helpers the CLI uses to reach it.
 
-Run the hook fast, without the CLI's imports: `python -m flows.recall_service claude-code`
-(what `memoir hook install claude-code` writes); `memoir hook claude-code` is the same hook.
+Each connection gets its own thread, so four agent sessions asking at once wait for one another
+only where they must: the model's forward pass, serialized (its tokenizer is not thread-safe).
+Each request carries the caller's settings (max_injected, min_score, budget), and the answer is
+computed with them; a request for another memoir home is refused with the reason.
 """
 
 from __future__ import annotations
@@ -19,18 +20,21 @@ import socket
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
+import memoir_hook
 from cards.config import Settings
 
-SOCKET_NAME = "recall.sock"
 PID_NAME = "recall.pid"
-MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
-MAX_MESSAGE = 2_000_000  # one prompt with a pasted log, at most
-OUTPUT_MARGIN_MS = 30  # what the hook keeps back for building and printing its answer
-EXIT_MARGIN_S = 0.02  # the watchdog fires this early: process exit and pipe close take a few ms too
+LOCK_NAME = memoir_hook.LOCK_NAME
+MAX_MESSAGE = memoir_hook.MAX_MESSAGE
 IO_TIMEOUT_S = 2.0  # a service connection that sends nothing for this long is dropped
-EVENTS = ("UserPromptSubmit", "SessionStart")
+MAX_CONNECTIONS = 32  # requests answered at once; more wait in the listen backlog
+# The settings a request may carry: the ones that change an answer. Directories never travel:
+# a request for another home is refused (see `settings_for`).
+REQUEST_SETTINGS = ("max_injected", "min_score", "min_conclusion_chars", "sync_timeout_ms")
+MAX_RECALLERS = 8  # distinct caller settings kept open at once (each holds an index connection)
 
 
 class ServiceError(Exception):
@@ -39,167 +43,92 @@ class ServiceError(Exception):
 
 def socket_path(state_dir: Path) -> Path:
     """`<state>/recall.sock`, or a per-user path in the temp dir when that is too long for a socket."""
-    path = Path(state_dir) / SOCKET_NAME
-    if len(os.fsencode(str(path))) <= MAX_SOCKET_PATH:
-        return path
-    import hashlib  # only on this rare path: the hook's imports are its start-up time
-    import tempfile
-
-    digest = hashlib.sha256(os.fsencode(str(Path(state_dir).absolute()))).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"memoir-{os.getuid()}-{digest}.sock"
-
-
-# --- client ---------------------------------------------------------------------------------------
+    return Path(memoir_hook.socket_path(str(state_dir)))
 
 
 def ask(state_dir: Path, request: dict, timeout_s: float) -> dict | None:
     """Send one request to the service; None when it is not running, slow, or answers badly."""
-    path = socket_path(state_dir)
-    if timeout_s <= 0 or not path.exists():
+    try:
+        answer = memoir_hook.ask(str(state_dir), request, timeout_s)
+    except (memoir_hook.NoService, OSError, ValueError):
         return None
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(timeout_s)
-            s.connect(str(path))
-            s.sendall(json.dumps(request).encode("utf-8") + b"\n")
-            s.shutdown(socket.SHUT_WR)
-            chunks = []
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-        answer = json.loads(b"".join(chunks))
-    except (OSError, ValueError):
-        return None
-    return answer if isinstance(answer, dict) and answer.get("ok") else None
-
-
-# --- the hook ---------------------------------------------------------------------------------------
-
-
-def hook_output(event: str, context: str) -> str:
-    """Claude Code's hook answer: `hookSpecificOutput.additionalContext`; '' prints nothing."""
-    if not context:
-        return ""
-    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}})
-
-
-def _left_ms(started: float, budget_ms: float) -> float:
-    return budget_ms - (time.perf_counter() - started) * 1000
-
-
-def lexical_context(settings: Settings, event: str, payload: dict, budget_ms: float) -> str:
-    """The answer without the service: FTS5 only (recall) or the index's newest cards (brief)."""
-    from index.containers import immediate_context, session_brief
-    from index.recall import Recaller, brief_cards
-
-    with Recaller(settings, embedder=None) as recaller:
-        if event == "SessionStart":
-            cwd = str(payload.get("cwd") or "")
-            return session_brief(cwd, brief_cards(recaller, cwd)) if cwd else ""
-        result = recaller.recall(str(payload.get("prompt") or ""), workspace=str(payload.get("cwd") or ""),
-                                 session_id=str(payload.get("session_id") or ""), budget_ms=budget_ms)
-        return immediate_context(result.cards)
-
-
-def run_hook(stdin_text: str, settings: Settings, started: float | None = None) -> str:
-    """The hook's stdout for one Claude Code event ('' for nothing). Raises on bad input."""
-    started = time.perf_counter() if started is None else started
-    payload = json.loads(stdin_text)
-    if not isinstance(payload, dict):
-        return ""
-    event = str(payload.get("hook_event_name") or "")
-    if event not in EVENTS:
-        return ""
-    budget = float(settings.sync_timeout_ms)
-    left = _left_ms(started, budget) - OUTPUT_MARGIN_MS
-    if event == "UserPromptSubmit" and not str(payload.get("prompt") or "").strip():
-        return ""
-    request = {"op": "recall" if event == "UserPromptSubmit" else "brief",
-               "query": payload.get("prompt") or "", "workspace": payload.get("cwd") or "",
-               "session_id": payload.get("session_id") or "", "budget_ms": max(0.0, left - 10)}
-    answer = ask(settings.state_dir, request, left / 1000)
-    if answer is not None:
-        return hook_output(event, str(answer.get("context") or ""))
-    left = _left_ms(started, budget) - OUTPUT_MARGIN_MS
-    if left <= 0:
-        return ""
-    return hook_output(event, lexical_context(settings, event, payload, left))
-
-
-def process_age_s() -> float:
-    """Seconds since this process started (interpreter start-up and imports included); 0 if unknown.
-
-    The host waits from the moment it starts the hook, so the budget is counted from there too.
-    """
-    try:
-        with open("/proc/self/stat", "rb") as fh:
-            start_ticks = int(fh.read().rsplit(b")", 1)[1].split()[19])
-        with open("/proc/uptime", "rb") as fh:
-            uptime = float(fh.read().split()[0])
-        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
-    except (OSError, ValueError, IndexError, AttributeError):
-        return 0.0
-
-
-def hook_main(host: str = "claude-code", stdin=None, stdout=None, settings: Settings | None = None,
-              count_startup: bool = True) -> int:
-    """Entry point of the hook process: always exits 0, prints an answer or nothing at all.
-
-    Args:
-        count_startup: charge the process's start-up (interpreter, imports) to the budget; off
-            when the hook runs inside a longer-lived process (tests).
-    """
-    started = time.perf_counter() - (process_age_s() if count_startup else 0.0)
-    stdin = sys.stdin if stdin is None else stdin
-    stdout = sys.stdout if stdout is None else stdout
-    try:
-        if settings is None:
-            from cards.config import load_settings
-
-            settings = load_settings()
-        budget_s = settings.sync_timeout_ms / 1000
-    except Exception:  # noqa: BLE001 - a broken config must not block the user's prompt
-        return 0
-    # The last line of defence against a hang (a lock, a stuck disk): leave silently at the budget.
-    left_s = budget_s - EXIT_MARGIN_S - (time.perf_counter() - started)
-    watchdog = threading.Timer(max(0.01, left_s), lambda: os._exit(0))
-    watchdog.daemon = True
-    watchdog.start()
-    try:
-        if host != "claude-code":
-            return 0
-        out = run_hook(stdin.read(MAX_MESSAGE), settings, started)
-        if out:
-            stdout.write(out + "\n")
-            stdout.flush()
-    except BaseException:  # noqa: BLE001 - any failure means "no context", never a failed prompt
-        return 0
-    finally:
-        watchdog.cancel()
-    return 0
+    return answer if answer.get("ok") else None
 
 
 # --- the service --------------------------------------------------------------------------------------
 
 
+class SerialEmbedder:
+    """The shared embedder with one forward pass at a time: HF fast tokenizers fail when two
+    threads use one at once ("Already borrowed"), and two passes on 2 cores only slow each other."""
+
+    def __init__(self, embedder):
+        self._embedder = embedder
+        self._lock = threading.Lock()
+
+    def encode(self, texts):
+        with self._lock:
+            return self._embedder.encode(texts)
+
+    def encode_one(self, text):
+        with self._lock:
+            return self._embedder.encode_one(text)
+
+    def __getattr__(self, name):
+        return getattr(self._embedder, name)
+
+
 class RecallService:
-    """Answers recall and brief requests with a warm model and an open index."""
+    """Answers recall and brief requests with a warm model and an open index, for any caller's settings."""
 
     def __init__(self, settings: Settings, embedder):
         from index.recall import Recaller
 
         self.settings = settings
-        self.recaller = Recaller(settings, embedder)
+        self.embedder = SerialEmbedder(embedder)
+        self.recaller = Recaller(settings, self.embedder)
+        self._recallers: dict[tuple, object] = {}
+        self._lock = threading.Lock()
 
     def warm(self) -> None:
         """Load the model and open the index now, so the first prompt is not the one that pays."""
-        self.recaller.embedder.encode_one("warm up")
+        self.embedder.encode_one("warm up")
         try:
             self.recaller.index()
         except FileNotFoundError:
             pass  # no index yet: each request looks again
+
+    def settings_for(self, request: dict) -> Settings:
+        """The caller's settings for this request; ValueError when it asks about another home."""
+        sent = request.get("settings") or {}
+        if not isinstance(sent, dict):
+            raise ValueError("settings must be a JSON object")
+        home = sent.get("home")
+        if home and Path(str(home)) != Path(self.settings.home):
+            raise ValueError(f"this recall service serves {self.settings.home}, the caller's home is {home}; "
+                             f"start one for it with `memoir --home {home} serve-recall`")
+        changes = {}
+        for name in REQUEST_SETTINGS:
+            if name in sent:
+                kind = type(getattr(self.settings, name))
+                changes[name] = kind(sent[name])
+        return replace(self.settings, **changes) if changes else self.settings
+
+    def recaller_for(self, settings: Settings):
+        """One open Recaller per distinct caller settings, sharing the warm model."""
+        from index.recall import Recaller
+
+        if settings == self.settings:
+            return self.recaller
+        key = tuple(getattr(settings, n) for n in REQUEST_SETTINGS)
+        with self._lock:
+            found = self._recallers.get(key)
+            if found is None:
+                if len(self._recallers) >= MAX_RECALLERS:
+                    # Evict the oldest: settings that change per request are a misuse, not a workload.
+                    self._recallers.pop(next(iter(self._recallers))).close()
+                found = self._recallers[key] = Recaller(settings, self.embedder)
+            return found
 
     def handle(self, request: dict) -> dict:
         from index.containers import immediate_context, session_brief
@@ -207,23 +136,42 @@ class RecallService:
 
         op = request.get("op")
         if op == "ping":
-            return {"ok": True, "pid": os.getpid()}
+            return {"ok": True, "pid": os.getpid(), "home": str(self.settings.home)}
+        try:
+            recaller = self.recaller_for(self.settings_for(request))
+        except (ValueError, TypeError) as exc:
+            return {"ok": False, "error": str(exc)}
         if op == "brief":
             workspace = str(request.get("workspace") or "")
-            cards = brief_cards(self.recaller, workspace) if workspace else []
-            return {"ok": True, "context": session_brief(workspace, cards) if cards else ""}
+            cards = brief_cards(recaller, workspace) if workspace else []
+            context = session_brief(workspace, cards) if cards else ""
+            return {"ok": True, "context": context, "outcome": "injected" if context else "empty"}
         if op == "recall":
             budget = request.get("budget_ms")
-            result = self.recaller.recall(
+            result = recaller.recall(
                 str(request.get("query") or ""), workspace=str(request.get("workspace") or ""),
                 session_id=str(request.get("session_id") or ""),
                 budget_ms=None if budget is None else float(budget))
-            return {"ok": True, "context": immediate_context(result.cards), "result": result.to_json(),
-                    "record": result.record}
+            return {"ok": True, "context": immediate_context(result.cards), "outcome": result.outcome,
+                    "reason": result.reason, "result": result.to_json(), "record": result.record}
         return {"ok": False, "error": f"unknown op {op!r}"}
+
+    def answer(self, conn: socket.socket) -> None:
+        """Read one request from `conn`, answer it, close it; never raises."""
+        with conn:
+            try:
+                answer = self.handle(_read_request(conn))
+            except Exception as exc:  # noqa: BLE001 - one bad request must not stop the service
+                answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+            try:
+                conn.sendall(json.dumps(answer, default=str).encode("utf-8") + b"\n")
+            except OSError:
+                pass  # the hook gave up at its deadline; nothing to do
 
     def close(self) -> None:
         self.recaller.close()
+        for r in self._recallers.values():
+            r.close()
 
 
 def _read_request(conn: socket.socket) -> dict:
@@ -236,6 +184,36 @@ def _read_request(conn: socket.socket) -> dict:
         data += chunk
     request = json.loads(data.split(b"\n", 1)[0] or b"{}")
     return request if isinstance(request, dict) else {}
+
+
+def take_lock(state_dir: Path, inherited_fd: int | None = None) -> int:
+    """Hold `recall.lock` for the service's life: the hook's client reads it as "starting, don't start
+    another", and a second service stops here instead of loading the model twice.
+
+    Args:
+        inherited_fd: the lock as the hook's client took it and handed it down (`--lock-fd`).
+    """
+    import fcntl
+
+    state_dir.mkdir(parents=True, exist_ok=True)
+    path = state_dir / LOCK_NAME
+    if inherited_fd is not None:
+        st = os.fstat(inherited_fd)
+        if (st.st_dev, st.st_ino) == (os.stat(path).st_dev, os.stat(path).st_ino):
+            os.ftruncate(inherited_fd, 0)
+            os.write(inherited_fd, f"{os.getpid()}\n".encode())
+            return inherited_fd  # already locked by the client, for this process
+        os.close(inherited_fd)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise ServiceError(f"a recall service is already running or starting for {state_dir} "
+                           f"(it holds {state_dir / LOCK_NAME}); stop it first") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
 
 
 def bind_socket(state_dir: Path) -> tuple[socket.socket, Path]:
@@ -255,35 +233,55 @@ def bind_socket(state_dir: Path) -> tuple[socket.socket, Path]:
         raise ServiceError(f"cannot create the socket {path}: {exc}") from exc
     finally:
         os.umask(old)
-    sock.listen(16)
+    sock.listen(64)
     return sock, path
 
 
-def serve(settings: Settings, embedder, *, idle_exit_s: float | None = None, on_ready=None) -> int:
-    """Warm up, then answer requests one at a time until SIGTERM/SIGINT or `idle_exit_s` of quiet.
+def serve(settings: Settings, embedder, *, idle_exit_s: float | None = None, on_ready=None,
+          lock_fd: int | None = None) -> int:
+    """Warm up, then answer requests concurrently until SIGTERM/SIGINT or `idle_exit_s` of quiet.
 
-    The socket appears only once the model is warm, so "the socket answers" means "warm".
+    The socket appears only once the model is warm, so "the socket answers" means "warm"; the lock
+    is held from the start, so "the lock is held" means "warm or warming".
     """
     import signal
 
-    service = RecallService(settings, embedder)
-    service.warm()
-    sock, path = bind_socket(settings.state_dir)
-    pid_file = Path(settings.state_dir) / PID_NAME
-    pid_file.write_text(f"{os.getpid()}\n", encoding="utf-8")
+    state_dir = Path(settings.state_dir)
+    state_dir.mkdir(parents=True, exist_ok=True)
+    os.chmod(state_dir, 0o700)  # the socket's folder: only this user reaches the socket
+    lock_fd = take_lock(state_dir, lock_fd)
     stop = threading.Event()
 
     def on_signal(signum, frame) -> None:
         stop.set()
 
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, on_signal)
-    if on_ready:
-        on_ready(path)
+    service = None
+    sock = path = None
+    pid_file = state_dir / PID_NAME
     served = 0
-    last = time.monotonic()
-    sock.settimeout(0.5)
+    slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+    workers: list[threading.Thread] = []
     try:
+        service = RecallService(settings, embedder)
+        service.warm()
+        # Handlers only now: a SIGTERM during the model load ends the process at once (the kernel
+        # drops the lock; there is no socket yet), instead of after seconds of loading.
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, on_signal)
+        sock, path = bind_socket(state_dir)
+        pid_file.write_text(f"{os.getpid()}\n", encoding="utf-8")
+        if on_ready:
+            on_ready(path)
+        last = time.monotonic()
+        sock.settimeout(0.5)
+
+        def work(conn: socket.socket) -> None:
+            try:
+                service.answer(conn)
+            finally:
+                slots.release()
+
         while not stop.is_set():
             if idle_exit_s is not None and time.monotonic() - last > idle_exit_s:
                 break
@@ -296,27 +294,29 @@ def serve(settings: Settings, embedder, *, idle_exit_s: float | None = None, on_
                     break
                 raise
             last = time.monotonic()
-            with conn:
-                try:
-                    answer = service.handle(_read_request(conn))
-                except Exception as exc:  # noqa: BLE001 - one bad request must not stop the service
-                    answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-                try:
-                    conn.sendall(json.dumps(answer, default=str).encode("utf-8") + b"\n")
-                except OSError:
-                    pass  # the hook gave up at its deadline; nothing to do
+            slots.acquire()
+            worker = threading.Thread(target=work, args=(conn,), name="memoir-recall-conn", daemon=True)
+            worker.start()
+            workers = [w for w in workers if w.is_alive()] + [worker]
             served += 1
     finally:
-        sock.close()
+        for w in workers:
+            w.join(timeout=IO_TIMEOUT_S)
+        if sock is not None:
+            sock.close()
         for p in (path, pid_file):
             try:
-                p.unlink()
+                if p is not None:
+                    p.unlink()
             except OSError:
                 pass
-        service.close()
+        if service is not None:
+            service.close()
+        os.close(lock_fd)
     return served
 
 
 if __name__ == "__main__":
-    # `python -m flows.recall_service claude-code`: the hook without the CLI's import cost.
-    sys.exit(hook_main(sys.argv[1] if len(sys.argv) > 1 else "claude-code"))
+    # Hooks installed before memoir_hook.py ran `python -m flows.recall_service claude-code`; they
+    # keep working (reinstall with `memoir hook install claude-code` for the unshadowable command).
+    sys.exit(memoir_hook.hook_main(sys.argv[1] if len(sys.argv) > 1 else "claude-code"))

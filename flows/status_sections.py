@@ -1,12 +1,15 @@
-"""`memoir status` blocks for the model stage and the index, beside the card counts and the queue.
+"""`memoir status` blocks for the model stage, the index and recall, beside the card counts and the queue.
 
 The model stage says honestly whether it is on, and what its last run counted and alerted;
-the index block reads `memoir index check` without loading the model.
+the index block reads `memoir index check` without loading the model; the recall block counts
+the hook's calls (state/hook.jsonl) and the logged recalls (state/recall.jsonl) since the last run,
+so misses (timeouts, cold starts) are visible.
 """
 
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from pathlib import Path
 
 from cards.config import Settings
@@ -69,3 +72,80 @@ def index_section(settings: Settings) -> StatusSection:
         advice = "`memoir index rebuild`" if health.status == "corrupt" else "`memoir run` or `memoir index rebuild`"
         line += f" — {'; '.join(health.problems[:2])}; fix: {advice} (runbooks/index-corruption.md)"
     return StatusSection("index", health.to_dict(), (line,))
+
+
+HOOK_OUTCOMES = ("injected", "empty", "timeout", "cold_start", "error")
+RECALL_OUTCOMES = ("injected", "empty", "timeout", "error")
+MISS_ALERT_SHARE = 0.2  # timeouts + cold starts above this share of the hook's calls ...
+MISS_ALERT_MIN_CALLS = 10  # ... over at least this many calls is an alert, not noise
+
+
+def _when(value: object) -> datetime | None:
+    try:
+        t = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+
+
+def count_recall_calls(hook_calls: list[dict], recalls: list[dict], since: str | None) -> dict:
+    """Outcomes of the hook's calls and of logged recalls at or after `since` (all when None); pure."""
+    start = _when(since) if since else None
+
+    def after(item: dict) -> bool:
+        t = _when(item.get("ts"))
+        return start is None or (t is not None and t >= start)
+
+    hook = {o: 0 for o in HOOK_OUTCOMES}
+    for call in filter(after, hook_calls):
+        outcome = str(call.get("outcome"))
+        hook[outcome if outcome in hook else "error"] += 1
+    logged = {o: 0 for o in RECALL_OUTCOMES}
+    for rec in filter(after, recalls):
+        outcome = str(rec.get("outcome"))
+        logged[outcome if outcome in logged else "error"] += 1
+    calls = sum(hook.values())
+    misses = hook["timeout"] + hook["cold_start"]
+    alert = (f"recall_misses: {misses} of {calls} hook calls got no answer in time "
+             f"({hook['timeout']} timeouts, {hook['cold_start']} cold starts)"
+             if calls >= MISS_ALERT_MIN_CALLS and misses > MISS_ALERT_SHARE * calls else "")
+    return {"since": since, "hook_calls": calls, "hook": hook, "recalls": sum(logged.values()),
+            "recall_outcomes": logged, "alert": alert}
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return []
+    out = []
+    for line in text.splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict):
+            out.append(item)
+    return out
+
+
+def recall_section(settings: Settings) -> StatusSection:
+    """Hook calls by outcome (injected, empty, timeouts, cold starts, errors) and logged recalls, since the last run."""
+    from cards.status import read_runs
+    from index.recall import log_path
+    from memoir_hook import read_calls
+
+    runs = read_runs(settings.state_dir)
+    since = runs[-1].finished if runs else None
+    recalls = [r for p in (log_path(settings.state_dir).with_name(log_path(settings.state_dir).name + ".1"),
+                           log_path(settings.state_dir)) for r in _read_jsonl(p)]
+    data = count_recall_calls(read_calls(str(settings.state_dir)), recalls, since)
+    hook = data["hook"]
+    when = f"since the last run ({since})" if since else "since the logs began"
+    lines = [f"recall     {when}: {data['hook_calls']} hook calls: {hook['injected']} injected, "
+             f"{hook['empty']} empty, {hook['timeout']} timeouts, {hook['cold_start']} cold starts, "
+             f"{hook['error']} errors; {data['recalls']} recalls logged "
+             f"({data['recall_outcomes']['timeout']} timed out)"]
+    if data["alert"]:
+        lines.append(f"  ALERT    {data['alert']} (runbooks/recall-misses.md)")
+    return StatusSection("recall", data, tuple(lines))

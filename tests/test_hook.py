@@ -1,27 +1,34 @@
-"""The Claude Code hook through real subprocesses, with the recall service running and not running."""
+"""The Claude Code hook through real subprocesses (the installed command), and the recall service."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import shlex
+import signal
+import socket
 import subprocess
-import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+import memoir_hook
+from cards.config import load_settings
 from flows import commands  # noqa: F401  (registers the subcommands)
 from flows.cli import cli
-from flows.recall_service import ask, socket_path
+from flows.cli_recall import hook_command
+from flows.recall_service import LOCK_NAME, RecallService, ask, serve, socket_path
+from flows.status_sections import recall_section
 from index.embed import default_embedder
 from index.recall import read_records
 from tests.recall_cards import BASE, QUERY, WORKSPACE, index_cards, settings_for
 
 ROOT = Path(__file__).resolve().parent.parent
-MEMOIR = str(Path(sys.executable).parent / "memoir")
-HOOK = [sys.executable, "-m", "flows.recall_service", "claude-code"]
+HOOK = shlex.split(hook_command(None))  # exactly what `memoir hook install claude-code` writes
 
 
 @pytest.fixture(scope="module")
@@ -37,18 +44,27 @@ def home(memoir_home, embedder):
     return memoir_home
 
 
+@pytest.fixture
+def starting(home):
+    """Hold the service lock as a starting service does: a cold hook then starts no other service."""
+    state = Path(home) / "state"
+    state.mkdir(parents=True, exist_ok=True)
+    fd = os.open(state / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    yield state
+    os.close(fd)
+
+
 def prompt_event(prompt=QUERY, session="sess-hook-1"):
     return json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": prompt, "session_id": session,
                        "cwd": WORKSPACE, "transcript_path": "/tmp/t.jsonl"})
 
 
-def run_hook(home, stdin: str, cmd=HOOK, budget_ms: int | None = 15_000):
-    env = {**os.environ, "MEMOIR_HOME": str(home)}
+def run_hook(home, stdin: str, cmd=HOOK, budget_ms: int | None = 15_000, cwd=ROOT, env=None):
+    env = {**os.environ, "MEMOIR_HOME": str(home), **(env or {})}
     if budget_ms is not None:
         env["MEMOIR_SYNC_TIMEOUT_MS"] = str(budget_ms)  # wide, for a slow machine; the default is tested below
-    started = time.perf_counter()
-    out = subprocess.run(cmd, input=stdin, capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
-    return out, time.perf_counter() - started
+    return subprocess.run(cmd, input=stdin, capture_output=True, text=True, cwd=cwd, env=env, timeout=60)
 
 
 def context_of(out) -> tuple[str, str]:
@@ -57,28 +73,42 @@ def context_of(out) -> tuple[str, str]:
     return spec["hookEventName"], spec["additionalContext"]
 
 
-def test_without_the_service_the_hook_answers_lexical_only(home):
-    out, _ = run_hook(home, prompt_event())
+def calls(home) -> list[dict]:
+    return memoir_hook.read_calls(str(Path(home) / "state"))
+
+
+def test_the_installed_command_runs_memoir_hook_isolated_by_absolute_path():
+    assert HOOK[1:3] == ["-I", "-S"] and HOOK[-1] == "claude-code"
+    assert Path(HOOK[3]).is_absolute() and Path(HOOK[3]).name == "memoir_hook.py"
+
+
+def test_a_cold_prompt_answers_nothing_at_once_and_records_the_cold_start(home, starting):
+    out = run_hook(home, prompt_event())
+    assert out.returncode == 0 and out.stdout == "" and out.stderr == ""
+    (call,) = calls(home)
+    assert call["event"] == "UserPromptSubmit" and call["outcome"] == "cold_start"
+    assert "still loading" in call["detail"]
+    assert read_records(Path(home) / "state") == []  # nothing recalled in the hook's process
+
+
+def test_a_project_with_its_own_flows_and_cards_packages_cannot_shadow_the_hook(home, starting, tmp_path):
+    project = tmp_path / "prefect-project"
+    for pkg in ("flows", "cards", "index"):
+        (project / pkg).mkdir(parents=True)
+        (project / pkg / "__init__.py").write_text("raise SystemExit(1)\n")
+        (project / pkg / "recall_service.py").write_text("raise SystemExit(1)\n")
+        (project / pkg / "config.py").write_text("raise SystemExit(1)\n")
+    (project / "json.py").write_text("raise SystemExit(1)\n")
+    out = run_hook(home, prompt_event(), cwd=project, env={"PYTHONPATH": str(project)})
     assert out.returncode == 0, out.stderr
-    event, context = context_of(out)
-    assert event == "UserPromptSubmit"
-    assert BASE.id in context and context.startswith("<memoir-context")
-    assert read_records(Path(home) / "state")[-1]["mode"] == "lexical"
+    assert [c["outcome"] for c in calls(home)] == ["cold_start"]
 
 
-def test_without_the_service_the_hook_stays_within_the_default_budget(home):
-    budget = settings_for(home).sync_timeout_ms
-    out, _ = run_hook(home, prompt_event(), budget_ms=None)
-    assert out.returncode == 0 and out.stderr == ""
-    # No wall-clock bound: interpreter start-up alone can pass a second on a slow machine. Pinned
-    # instead: start-up is charged to the default budget, so a recall the hook got to run was given
-    # less than all of it ...
-    assert all(r["budget_ms"] < budget for r in read_records(Path(home) / "state"))
-    # ... and the watchdog ends the hook at that budget even when the host never closes stdin.
+def test_a_stalled_host_is_cut_off_at_the_budget_and_the_timeout_is_recorded(home):
     env = {k: v for k, v in os.environ.items() if k != "MEMOIR_SYNC_TIMEOUT_MS"}
     stalled = subprocess.Popen(HOOK, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, cwd=ROOT, env={**env, "MEMOIR_HOME": str(home)})
-    stalled.stdin.write(prompt_event())
+    stalled.stdin.write(prompt_event())  # ... and stdin is never closed
     stalled.stdin.flush()
     try:
         code = stalled.wait(timeout=60)  # a generous limit: it only catches a hook that never ends
@@ -86,57 +116,119 @@ def test_without_the_service_the_hook_stays_within_the_default_budget(home):
         stalled.kill()
         stalled.stdin.close()
     assert code == 0 and stalled.stdout.read() == "" and stalled.stderr.read() == ""
+    assert [c["outcome"] for c in calls(home)] == ["timeout"]
 
 
-def test_session_start_prints_the_workspace_brief(home):
-    out, _ = run_hook(home, json.dumps({"hook_event_name": "SessionStart", "source": "startup",
-                                        "session_id": "s", "cwd": WORKSPACE}))
+def test_a_cold_session_start_prints_the_brief_from_the_index(home, starting):
+    out = run_hook(home, json.dumps({"hook_event_name": "SessionStart", "source": "startup",
+                                     "session_id": "s", "cwd": WORKSPACE}))
     event, context = context_of(out)
     assert event == "SessionStart" and "Session brief for shop" in context and BASE.id in context
+    assert calls(home)[-1]["outcome"] == "cold_start"
 
 
 @pytest.mark.parametrize("stdin", ["", "not json", "[1, 2]", json.dumps({"hook_event_name": "Stop"}),
-                                   prompt_event(prompt="   "), prompt_event(prompt="center a div with flexbox")])
-def test_anything_else_exits_0_with_no_output(home, stdin):
-    out, _ = run_hook(home, stdin)
-    assert out.returncode == 0 and out.stdout == ""
+                                   prompt_event(prompt="   ")])
+def test_anything_else_exits_0_with_no_output_and_no_record(home, starting, stdin):
+    out = run_hook(home, stdin)
+    assert out.returncode == 0 and out.stdout == "" and out.stderr == ""
+    assert calls(home) == []
 
 
-def test_a_broken_index_never_fails_the_prompt(home):
-    (Path(home) / "index" / "index.db").write_bytes(b"garbage" * 1000)
-    out, _ = run_hook(home, prompt_event())
-    assert out.returncode == 0 and out.stdout == ""
+def test_the_cli_recall_waits_for_the_answer_whatever_the_hook_budget(home, monkeypatch):
+    monkeypatch.setenv("MEMOIR_SYNC_TIMEOUT_MS", "1")  # the hook's budget: not the person's
+    res = CliRunner().invoke(cli, ["recall", QUERY, "--workspace", WORKSPACE, "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert [c["id"] for c in data["cards"]] == [BASE.id]
+
+
+# --- the service ---------------------------------------------------------------------------------------------
+
+
+def test_the_service_answers_with_the_callers_settings(home, embedder):
+    settings = load_settings(home=home)
+    service = RecallService(settings, embedder)
+    try:
+        base = {"op": "recall", "query": QUERY, "workspace": WORKSPACE, "budget_ms": 60_000}
+        mine = service.handle({**base, "session_id": "a", "settings": {"home": str(settings.home)}})
+        assert BASE.id in mine["context"] and mine["record"]["policy"]["max_injected"] == 2
+        strict = service.handle({**base, "session_id": "b", "settings": {"home": str(settings.home),
+                                                                          "min_score": 0.999, "max_injected": 1}})
+        assert strict["ok"] and strict["record"]["policy"] | {} == {**mine["record"]["policy"], "min_similarity": 0.999,
+                                                                   "max_injected": 1}
+        other = service.handle({**base, "settings": {"home": "/somewhere/else"}})
+        assert not other["ok"] and "/somewhere/else" in other["error"] and "serve-recall" in other["error"]
+    finally:
+        service.close()
+
+
+def test_the_service_answers_while_another_connection_is_still_sending(home, embedder):
+    settings = load_settings(home=home)
+    ready = threading.Event()
+    server = threading.Thread(target=serve, args=(settings, embedder),
+                              kwargs={"idle_exit_s": 3.0, "on_ready": lambda p: ready.set()}, daemon=True)
+    server.start()
+    assert ready.wait(60)
+    path = socket_path(settings.state_dir)
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+    assert oct(settings.state_dir.stat().st_mode & 0o777) == "0o700"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as slow:
+        slow.connect(str(path))
+        slow.sendall(b'{"op": "pi')  # ... and the rest never comes (yet)
+        answer = ask(settings.state_dir, {"op": "recall", "query": QUERY, "workspace": WORKSPACE,
+                                          "budget_ms": 60_000}, 30)
+        assert answer is not None and BASE.id in answer["context"]
+        # Served one after another, the slow connection would have been answered (with an error) and
+        # closed before the recall was read; it is still open, waiting.
+        slow.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            slow.recv(10)
+    server.join(60)
+    assert not server.is_alive() and not path.exists()
 
 
 @pytest.mark.slow
-def test_with_the_service_running_the_hook_answers_semantically(home):
-    env = {**os.environ, "MEMOIR_HOME": str(home)}
-    service = subprocess.Popen([MEMOIR, "serve-recall"], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+def test_a_cold_hook_starts_the_service_and_later_prompts_are_answered_semantically(home):
     state = Path(home) / "state"
+    first = run_hook(home, prompt_event())
+    assert first.returncode == 0 and first.stdout == ""
+    assert calls(home)[-1]["outcome"] == "cold_start" and "started the recall service" in calls(home)[-1]["detail"]
+    pid = int((state / LOCK_NAME).read_text().strip() or 0)
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 180
         while ask(state, {"op": "ping"}, 1.0) is None:
-            assert service.poll() is None, service.stderr.read()
-            assert time.monotonic() < deadline, "service did not come up"
+            assert time.monotonic() < deadline, (state / memoir_hook.SERVICE_LOG).read_text()
             time.sleep(0.2)
         # A paraphrase with few shared words: only the semantic path finds it.
-        out, _ = run_hook(home, prompt_event(prompt="hot reload broken in my docker dev container on macOS"))
+        out = run_hook(home, prompt_event(prompt="hot reload broken in my docker dev container on macOS"))
         assert out.returncode == 0, out.stderr
         assert BASE.id in context_of(out)[1]
         assert read_records(state)[-1]["mode"] == "semantic"
         # The same card is not injected twice into one session.
-        again, _ = run_hook(home, prompt_event(prompt="hot reload broken in my docker dev container on macOS"))
+        again = run_hook(home, prompt_event(prompt="hot reload broken in my docker dev container on macOS"))
         assert again.stdout == ""
         assert read_records(state)[-1]["candidates"][0]["gate"] == "AlreadyInjected"
+        # The caller's settings travel with the request: the service started with the defaults.
+        run_hook(home, prompt_event(session="sess-hook-3"), env={"MEMOIR_MAX_INJECTED": "1"})
+        assert read_records(state)[-1]["policy"]["max_injected"] == 1
         # `memoir hook claude-code` is the same hook through the CLI.
-        cli_out, _ = run_hook(home, prompt_event(session="sess-hook-2"), cmd=[MEMOIR, "hook", "claude-code"])
+        memoir = str(Path(HOOK[0]).parent / "memoir")
+        cli_out = run_hook(home, prompt_event(session="sess-hook-2"), cmd=[memoir, "hook", "claude-code"])
         assert BASE.id in context_of(cli_out)[1]
-        brief, _ = run_hook(home, json.dumps({"hook_event_name": "SessionStart", "cwd": WORKSPACE}))
+        brief = run_hook(home, json.dumps({"hook_event_name": "SessionStart", "cwd": WORKSPACE}))
         assert "Session brief" in context_of(brief)[1]
-        assert oct(socket_path(state).stat().st_mode & 0o777) == "0o600"
+        outcomes = [c["outcome"] for c in calls(home)]
+        assert outcomes == ["cold_start", "injected", "empty", "injected", "injected", "injected"]
+        section = recall_section(load_settings(home=home))
+        assert section.data["hook"]["cold_start"] == 1 and section.data["hook"]["injected"] == 4
+        assert "1 cold starts" in section.lines[0]
     finally:
-        service.terminate()
-        service.wait(timeout=30)
+        if pid:
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 60
+    while socket_path(state).exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert not socket_path(state).exists()
 
 
@@ -152,7 +244,7 @@ def test_install_dry_run_shows_a_diff_and_writes_nothing(tmp_path):
     path.write_text(json.dumps({"model": "opus"}))
     res = install("--settings", str(path), "--dry-run")
     assert res.exit_code == 0
-    assert "+++" in res.output and '"UserPromptSubmit"' in res.output and "flows.recall_service" in res.output
+    assert "+++" in res.output and '"UserPromptSubmit"' in res.output and "memoir_hook.py claude-code" in res.output
     assert json.loads(path.read_text()) == {"model": "opus"}
 
 
@@ -166,7 +258,7 @@ def test_install_keeps_other_settings_and_is_idempotent(tmp_path):
     assert data["model"] == "opus" and data["hooks"]["PreToolUse"] == [other]
     (ups,) = data["hooks"]["UserPromptSubmit"]
     (ss,) = data["hooks"]["SessionStart"]
-    assert ups["hooks"][0]["command"].endswith("-m flows.recall_service claude-code")
+    assert ups["hooks"][0]["command"].endswith("memoir_hook.py claude-code") and " -I -S " in ups["hooks"][0]["command"]
     assert ss["matcher"] == "startup|resume|clear|compact"
     before = path.read_bytes()
     res = install("--settings", str(path))
@@ -178,3 +270,13 @@ def test_install_refuses_a_file_that_is_not_json(tmp_path):
     path.write_text("{ not json")
     res = CliRunner().invoke(cli, ["hook", "install", "claude-code", "--settings", str(path)])
     assert res.exit_code == 2 and path.read_text() == "{ not json"
+
+
+def test_install_replaces_the_old_shadowable_command(tmp_path):
+    path = tmp_path / "settings.json"
+    old = {"type": "command", "command": "/usr/bin/python3 -m flows.recall_service claude-code", "timeout": 5}
+    path.write_text(json.dumps({"hooks": {"UserPromptSubmit": [{"hooks": [old]}]}}))
+    assert install("--settings", str(path)).exit_code == 0
+    (ups,) = json.loads(path.read_text())["hooks"]["UserPromptSubmit"]
+    (hook,) = ups["hooks"]
+    assert hook["command"].endswith(" -I -S " + hook_command(None).split(" -I -S ")[1])

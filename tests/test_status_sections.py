@@ -39,3 +39,36 @@ def test_a_corrupt_index_is_an_alarm_in_status(memoir_home):
     (settings.index_dir / "index.db").write_bytes(b"this is not a database" * 100)
     data = _status(memoir_home)
     assert data["index"]["status"] == "corrupt"
+
+
+def test_recall_counts_start_at_the_last_run_and_misses_raise_an_alert():
+    from flows.status_sections import count_recall_calls
+
+    hook = ([{"ts": "2026-12-01T09:00:00Z", "outcome": "timeout"}]  # before the last run: not counted
+            + [{"ts": "2026-12-02T10:00:00Z", "outcome": o} for o in
+               ["injected"] * 5 + ["empty"] * 3 + ["timeout"] * 2 + ["cold_start"]]
+            + [{"ts": "2026-12-02T10:00:01Z", "outcome": "something new"}])
+    recalls = [{"ts": "2026-12-02T10:00:00.123+00:00", "outcome": "timeout"},
+               {"ts": "2026-11-30T10:00:00.000+00:00", "outcome": "injected"}]
+    data = count_recall_calls(hook, recalls, "2026-12-02T03:30:00Z")
+    assert data["hook"] == {"injected": 5, "empty": 3, "timeout": 2, "cold_start": 1, "error": 1}
+    assert data["hook_calls"] == 12 and data["recalls"] == 1 and data["recall_outcomes"]["timeout"] == 1
+    assert data["alert"].startswith("recall_misses: 3 of 12 hook calls")
+    assert count_recall_calls(hook[:9], [], None)["alert"] == ""  # too few calls to say
+
+
+def test_status_counts_the_hooks_calls_since_the_last_run(memoir_home):
+    import memoir_hook
+    from cards.status import record_run
+
+    settings = load_settings(home=memoir_home)
+    state = str(settings.state_dir)
+    memoir_hook.record_call(state, "UserPromptSubmit", "timeout", 301.0, "no answer within 300 ms")
+    record_run(settings.state_dir, added=0, superseded=0, counts={}, finished="2000-01-01T00:00:00Z")
+    memoir_hook.record_call(state, "UserPromptSubmit", "cold_start", 40.0, "started the recall service")
+    memoir_hook.record_call(state, "UserPromptSubmit", "injected", 60.0)
+    data = _status(memoir_home)["recall"]
+    assert data["since"] == "2000-01-01T00:00:00Z" and data["hook_calls"] == 3
+    assert data["hook"]["cold_start"] == 1 and data["hook"]["timeout"] == 1
+    text = CliRunner().invoke(cli, ["--home", str(memoir_home), "status"]).output
+    assert "3 hook calls: 1 injected, 0 empty, 1 timeouts, 1 cold starts" in text

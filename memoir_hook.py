@@ -1,0 +1,336 @@
+"""The Claude Code hook's client: one request to the warm recall service, one answer, a few ms.
+
+Claude Code runs this on every prompt, and the prompt waits for it, so it starts the way
+`memoir hook install claude-code` writes it: `python -I -S /abs/path/memoir_hook.py claude-code`.
+`-I` keeps the user's folder and PYTHON* variables out of the import path (a project with its own
+`flows/` package cannot shadow memoir's), `-S` skips site-packages start-up, and the client imports
+only the stdlib and `cards.config` (the one settings resolution). It never loads the model or the
+index: a warm `memoir serve-recall` answers on its unix socket, with this caller's settings.
+
+When no service answers, a prompt gets nothing at once and the client starts the service in the
+background (detached; its output goes to state/recall-service.log). SessionStart is not on the
+prompt's path and gets seconds: it answers the brief in-process from the index. Every call's
+outcome goes to state/hook.jsonl (injected, empty, timeout, cold_start, error), which
+`memoir status` counts. The hook always exits 0: an error means no context, never a failed prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+
+SOCKET_NAME = "recall.sock"
+LOCK_NAME = "recall.lock"  # held (flock) by a service from start-up to exit
+SERVICE_LOG = "recall-service.log"
+HOOK_LOG = "hook.jsonl"
+HOOK_LOG_MAX_BYTES = 1_000_000  # ~6000 calls; then rotated once to hook.jsonl.1
+MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
+MAX_MESSAGE = 2_000_000  # one prompt with a pasted log, at most
+OUTPUT_MARGIN_MS = 15  # what the hook keeps back for printing its answer and exiting
+SERVICE_MARGIN_MS = 10  # the service's recall deadline sits this much before the client's
+SESSION_START_BUDGET_MS = 3000  # SessionStart is not on the prompt's path: the brief may take seconds
+SERVICE_IDLE_EXIT_S = 8 * 3600  # a service the hook started stops after a working day without prompts
+EVENTS = ("UserPromptSubmit", "SessionStart")
+OUTCOMES = ("injected", "empty", "timeout", "cold_start", "error")
+
+
+# --- paths and the wire ------------------------------------------------------------------------------
+
+
+def socket_path(state_dir: str) -> str:
+    """`<state>/recall.sock`, or a per-user path in the temp dir when that is too long for a socket."""
+    path = os.path.join(str(state_dir), SOCKET_NAME)
+    if len(os.fsencode(path)) <= MAX_SOCKET_PATH:
+        return path
+    import hashlib  # only on this rare path: the hook's imports are its start-up time
+    import tempfile
+
+    digest = hashlib.sha256(os.fsencode(os.path.abspath(str(state_dir)))).hexdigest()[:16]
+    return os.path.join(tempfile.gettempdir(), f"memoir-{os.getuid()}-{digest}.sock")
+
+
+class NoService(Exception):
+    """Nothing listens on the socket (no file, or a stale one)."""
+
+
+def ask(state_dir: str, request: dict, timeout_s: float) -> dict:
+    """One request, one JSON answer. Raises NoService, TimeoutError, or OSError/ValueError."""
+    path = socket_path(state_dir)
+    if timeout_s <= 0:
+        raise TimeoutError("no time left to ask")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout_s)
+        try:
+            s.connect(path)
+        except (FileNotFoundError, ConnectionRefusedError) as exc:
+            raise NoService(str(exc)) from exc
+        s.sendall(json.dumps(request).encode("utf-8") + b"\n")
+        s.shutdown(socket.SHUT_WR)
+        chunks = []
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    answer = json.loads(b"".join(chunks))
+    if not isinstance(answer, dict):
+        raise ValueError("the service's answer is not a JSON object")
+    return answer
+
+
+def hook_output(event: str, context: str) -> str:
+    """Claude Code's hook answer: `hookSpecificOutput.additionalContext`; '' prints nothing."""
+    if not context:
+        return ""
+    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}})
+
+
+def process_age_s() -> float:
+    """Seconds since this process started (interpreter start-up and imports included); 0 if unknown.
+
+    The host waits from the moment it starts the hook, so the budget is counted from there too.
+    """
+    try:
+        with open("/proc/self/stat", "rb") as fh:
+            start_ticks = int(fh.read().rsplit(b")", 1)[1].split()[19])
+        with open("/proc/uptime", "rb") as fh:
+            uptime = float(fh.read().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0.0
+
+
+# --- the record of each call ---------------------------------------------------------------------------
+
+
+def record_call(state_dir: str, event: str, outcome: str, elapsed_ms: float, detail: str = "") -> None:
+    """Append one line to state/hook.jsonl (one write, O_APPEND); a failure here is ignored."""
+    line = json.dumps({"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "event": event,
+                       "outcome": outcome, "ms": round(elapsed_ms, 1), "detail": detail}, sort_keys=True)
+    path = os.path.join(str(state_dir), HOOK_LOG)
+    try:
+        os.makedirs(str(state_dir), mode=0o700, exist_ok=True)
+        try:
+            if os.stat(path).st_size > HOOK_LOG_MAX_BYTES:
+                os.replace(path, path + ".1")
+        except OSError:
+            pass
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, (line + "\n").encode("utf-8"))
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
+def read_calls(state_dir: str) -> list[dict]:
+    """Every well-formed line of hook.jsonl (and its rotated predecessor), oldest first."""
+    out = []
+    for name in (HOOK_LOG + ".1", HOOK_LOG):
+        try:
+            with open(os.path.join(str(state_dir), name), encoding="utf-8") as fh:
+                lines = fh.read().splitlines()
+        except OSError:
+            continue
+        for raw in lines:
+            try:
+                item = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(item, dict):
+                out.append(item)
+    return out
+
+
+# --- starting the service -------------------------------------------------------------------------------
+
+
+def start_service(home: str, state_dir: str) -> int | None:
+    """Start `memoir serve-recall` detached, in the background; its pid, or None when one is already
+    running or starting. Raises OSError.
+
+    The client takes the service's lock itself and hands it to the child, so hooks that find no
+    service at the same moment start one service, not one each.
+    """
+    import fcntl
+    import subprocess
+
+    os.makedirs(str(state_dir), mode=0o700, exist_ok=True)
+    fd = os.open(os.path.join(str(state_dir), LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return None  # a service holds it: loading the model, or answering on a socket we missed
+        log = os.open(os.path.join(str(state_dir), SERVICE_LOG), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            # -I: like the hook, the service must not import the user's folder. `-m flows.cli` would
+            # load the CLI module twice (as __main__ and as flows.cli), so its entry point is called.
+            cmd = [sys.executable, "-I", "-c", "from flows.cli import main; main()", "--home", str(home),
+                   "serve-recall", "--idle-exit-s", str(SERVICE_IDLE_EXIT_S), "--lock-fd", str(fd)]
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=str(state_dir),
+                                    start_new_session=True, pass_fds=(fd,))
+        finally:
+            os.close(log)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{proc.pid}\n".encode())  # who holds the lock, readable at once
+        return proc.pid
+    finally:
+        os.close(fd)  # the child's copy keeps the lock
+
+
+# --- the hook ----------------------------------------------------------------------------------------------
+
+
+def load_settings():
+    """The one settings resolution (cards.config), found beside this file, not in the user's folder."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    from cards.config import load_settings as load
+
+    return load()
+
+
+def request_settings(settings) -> dict:
+    """What the service needs of the caller's settings to answer as the caller would be answered."""
+    return {"home": str(settings.home), "max_injected": settings.max_injected, "min_score": settings.min_score,
+            "min_conclusion_chars": settings.min_conclusion_chars, "sync_timeout_ms": settings.sync_timeout_ms}
+
+
+def lexical_brief(settings, workspace: str) -> str:
+    """SessionStart without the service: the workspace brief from the index, in this process."""
+    import site
+
+    site.main()  # apsw lives in site-packages, which `-S` left out
+    from index.containers import session_brief
+    from index.recall import Recaller, brief_cards
+
+    with Recaller(settings, embedder=None) as recaller:
+        return session_brief(workspace, brief_cards(recaller, workspace))
+
+
+def run_hook(payload: object, settings, started: float) -> tuple[str, str, str, str]:
+    """(stdout, event, outcome, detail) for one Claude Code event; outcome '' when nothing was asked."""
+    if not isinstance(payload, dict):
+        return "", "", "", ""
+    event = str(payload.get("hook_event_name") or "")
+    if event not in EVENTS:
+        return "", event, "", ""
+    prompt = str(payload.get("prompt") or "")
+    if event == "UserPromptSubmit" and not prompt.strip():
+        return "", event, "", ""
+    workspace = str(payload.get("cwd") or "")
+    budget = float(settings.sync_timeout_ms if event == "UserPromptSubmit" else SESSION_START_BUDGET_MS)
+    left_ms = budget - (time.perf_counter() - started) * 1000 - OUTPUT_MARGIN_MS
+    request = {"op": "recall" if event == "UserPromptSubmit" else "brief", "query": prompt,
+               "workspace": workspace, "session_id": str(payload.get("session_id") or ""),
+               "budget_ms": max(0.0, left_ms - SERVICE_MARGIN_MS), "settings": request_settings(settings)}
+    state = str(settings.state_dir)
+    try:
+        answer = ask(state, request, left_ms / 1000)
+    except NoService:
+        try:
+            pid = start_service(str(settings.home), state)
+            detail = ("the recall service is still loading the model" if pid is None else
+                      f"started the recall service in the background (pid {pid}; log {os.path.join(state, SERVICE_LOG)})")
+        except OSError as exc:
+            detail = f"cannot start the recall service: {exc}; run `memoir serve-recall` to see why"
+        if event == "SessionStart" and workspace:
+            return hook_output(event, lexical_brief(settings, workspace)), event, "cold_start", detail
+        return "", event, "cold_start", detail
+    except (TimeoutError, socket.timeout):
+        return "", event, "timeout", f"no answer within {budget:.0f} ms"
+    except (OSError, ValueError) as exc:
+        return "", event, "error", f"{type(exc).__name__}: {exc}"
+    if not answer.get("ok"):
+        return "", event, "error", str(answer.get("error") or "the service refused the request")
+    context = str(answer.get("context") or "")
+    outcome = str(answer.get("outcome") or ("injected" if context else "empty"))
+    return hook_output(event, context), event, outcome if outcome in OUTCOMES else "error", str(answer.get("reason") or "")
+
+
+def hook_main(host: str = "claude-code", stdin=None, stdout=None, settings=None, count_startup: bool = True) -> int:
+    """Entry point of the hook process: always exits 0, prints an answer or nothing at all.
+
+    Args:
+        settings: resolved settings; loaded here when None.
+        count_startup: charge the process's start-up (interpreter, imports) to the budget; off
+            when the hook runs inside a longer-lived process.
+    """
+    started = time.perf_counter() - (process_age_s() if count_startup else 0.0)
+    stdin = sys.stdin.buffer if stdin is None else stdin
+    stdout = sys.stdout.buffer if stdout is None else stdout
+    try:
+        settings = load_settings() if settings is None else settings
+    except Exception:  # noqa: BLE001 - a broken config must not block the user's prompt
+        return 0
+    state = str(settings.state_dir)
+    # The last line of defence against a hang (a host that never closes stdin, a stuck disk):
+    # leave silently at the prompt's budget, and say so in the log.
+    armed = _arm_watchdog(started, settings.sync_timeout_ms, state)
+    if host != "claude-code":
+        return 0
+    event, outcome, detail = "", "", ""
+    try:
+        raw = stdin.read(MAX_MESSAGE)
+        payload = json.loads(raw.decode("utf-8") if isinstance(raw, bytes) else raw)
+        if armed and isinstance(payload, dict) and payload.get("hook_event_name") == "SessionStart":
+            _arm_watchdog(started, SESSION_START_BUDGET_MS, state)
+        out, event, outcome, detail = run_hook(payload, settings, started)
+        if out:
+            data = (out + "\n").encode("utf-8")
+            stdout.write(data if _binary(stdout) else data.decode("utf-8"))
+            stdout.flush()
+    except BaseException as exc:  # noqa: BLE001 - any failure means "no context", never a failed prompt
+        outcome, detail = ("error", f"{type(exc).__name__}: {exc}") if event else ("", "")
+    finally:
+        if armed:
+            _disarm_watchdog()
+    if outcome:
+        record_call(state, event, outcome, (time.perf_counter() - started) * 1000, detail)
+    return 0
+
+
+def _binary(stream) -> bool:
+    return not hasattr(stream, "encoding")
+
+
+def _arm_watchdog(started: float, budget_ms: float, state_dir: str) -> bool:
+    """SIGALRM at the budget ends the process; False where no timer can be set."""
+    import signal
+
+    if not hasattr(signal, "setitimer"):
+        return False
+
+    def leave(signum, frame) -> None:
+        record_call(state_dir, "", "timeout", (time.perf_counter() - started) * 1000, "the hook's watchdog fired")
+        os._exit(0)
+
+    try:
+        signal.signal(signal.SIGALRM, leave)
+    except ValueError:
+        return False  # not the main thread (the hook called inside another program): no watchdog
+    left_s = budget_ms / 1000 - (time.perf_counter() - started)
+    signal.setitimer(signal.ITIMER_REAL, max(0.01, left_s))
+    return True
+
+
+def _disarm_watchdog() -> None:
+    import signal
+
+    if hasattr(signal, "setitimer"):
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def main() -> None:
+    """`memoir-hook claude-code` / `python -I -S memoir_hook.py claude-code`."""
+    sys.exit(hook_main(sys.argv[1] if len(sys.argv) > 1 else "claude-code"))
+
+
+if __name__ == "__main__":
+    main()
