@@ -4,8 +4,10 @@ Claude Code runs this on every prompt, and the prompt waits for it, so it starts
 `memoir hook install claude-code` writes it: `python -I -S /abs/path/memoir_hook.py claude-code`.
 `-I` keeps the user's folder and PYTHON* variables out of the import path (a project with its own
 `flows/` package cannot shadow memoir's), `-S` skips site-packages start-up, and the client imports
-only the stdlib and `cards.config` (the one settings resolution). It never loads the model or the
-index: a warm `memoir serve-recall` answers on its unix socket, with this caller's settings.
+only the stdlib: with MEMOIR_HOME set (the installed command sets it) it sends its environment and
+the service resolves the caller's settings from it with `cards.config.load_settings`; without it,
+the client resolves them itself. It never loads the model or the index: a warm
+`memoir serve-recall` answers on its unix socket, with this caller's settings.
 
 When no service answers, a prompt gets nothing at once and the client starts the service in the
 background (detached; its output goes to state/recall-service.log). SessionStart is not on the
@@ -31,6 +33,9 @@ MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
 MAX_MESSAGE = 2_000_000  # one prompt with a pasted log, at most
 OUTPUT_MARGIN_MS = 15  # what the hook keeps back for printing its answer and exiting
 SERVICE_MARGIN_MS = 10  # the service's recall deadline sits this much before the client's
+ENV_WAIT_CAP_MS = 1000  # the client's own stop when only the service knows the budget (a wedged service)
+ENV_NAMES = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME")  # besides MEMOIR_*, what load_settings reads
+STATE_DIR = "state"  # Settings.state_dir is <home>/state
 SESSION_START_BUDGET_MS = 3000  # SessionStart is not on the prompt's path: the brief may take seconds
 SERVICE_IDLE_EXIT_S = 8 * 3600  # a service the hook started stops after a working day without prompts
 EVENTS = ("UserPromptSubmit", "SessionStart")
@@ -202,6 +207,42 @@ def request_settings(settings) -> dict:
             "min_conclusion_chars": settings.min_conclusion_chars, "sync_timeout_ms": settings.sync_timeout_ms}
 
 
+class Caller:
+    """What the client knows of its own settings, and what it sends so the service answers with them.
+
+    Either resolved settings (`from_settings`: the CLI, or no MEMOIR_HOME), or, on the hook's fast
+    path, only the home and the environment: the service resolves that environment with the same
+    `load_settings`, so the client never imports the config module (a third of its start-up).
+    """
+
+    def __init__(self, home: str, state_dir: str, budget_ms: float, wire: dict, settings=None):
+        self.home, self.state_dir, self.budget_ms, self.wire, self.settings = home, state_dir, budget_ms, wire, settings
+
+    @classmethod
+    def from_settings(cls, settings) -> Caller:
+        return cls(str(settings.home), str(settings.state_dir), float(settings.sync_timeout_ms),
+                   {"settings": request_settings(settings)}, settings)
+
+    @classmethod
+    def from_env(cls, env: dict) -> Caller | None:
+        """The fast path, when MEMOIR_HOME names the home (the installed hook command sets it)."""
+        home = env.get("MEMOIR_HOME")
+        if not home:
+            return None
+        home = os.path.abspath(os.path.expanduser(home))
+        try:
+            # The service holds the answer to the resolved budget (started_at travels with the
+            # request); without the variable the client only needs a stop for a wedged service.
+            budget = float(env.get("MEMOIR_SYNC_TIMEOUT_MS") or ENV_WAIT_CAP_MS)
+        except ValueError:
+            return None
+        wire = {"env": {k: v for k, v in env.items() if k.startswith("MEMOIR_") or k in ENV_NAMES}}
+        return cls(home, os.path.join(home, STATE_DIR), budget, wire)
+
+    def resolved(self):
+        return self.settings if self.settings is not None else load_settings()
+
+
 def lexical_brief(settings, workspace: str) -> str:
     """SessionStart without the service: the workspace brief from the index, in this process."""
     import site
@@ -214,7 +255,7 @@ def lexical_brief(settings, workspace: str) -> str:
         return session_brief(workspace, brief_cards(recaller, workspace))
 
 
-def run_hook(payload: object, settings, started: float) -> tuple[str, str, str, str]:
+def run_hook(payload: object, caller: Caller, started: float) -> tuple[str, str, str, str]:
     """(stdout, event, outcome, detail) for one Claude Code event; outcome '' when nothing was asked."""
     if not isinstance(payload, dict):
         return "", "", "", ""
@@ -225,23 +266,24 @@ def run_hook(payload: object, settings, started: float) -> tuple[str, str, str, 
     if event == "UserPromptSubmit" and not prompt.strip():
         return "", event, "", ""
     workspace = str(payload.get("cwd") or "")
-    budget = float(settings.sync_timeout_ms if event == "UserPromptSubmit" else SESSION_START_BUDGET_MS)
+    budget = caller.budget_ms if event == "UserPromptSubmit" else float(SESSION_START_BUDGET_MS)
     left_ms = budget - (time.perf_counter() - started) * 1000 - OUTPUT_MARGIN_MS
     request = {"op": "recall" if event == "UserPromptSubmit" else "brief", "query": prompt,
                "workspace": workspace, "session_id": str(payload.get("session_id") or ""),
-               "budget_ms": max(0.0, left_ms - SERVICE_MARGIN_MS), "settings": request_settings(settings)}
-    state = str(settings.state_dir)
+               "budget_ms": max(0.0, left_ms - SERVICE_MARGIN_MS),
+               "started_at": time.time() - (time.perf_counter() - started), **caller.wire}
+    state = caller.state_dir
     try:
         answer = ask(state, request, left_ms / 1000)
     except NoService:
         try:
-            pid = start_service(str(settings.home), state)
+            pid = start_service(caller.home, state)
             detail = ("the recall service is still loading the model" if pid is None else
                       f"started the recall service in the background (pid {pid}; log {os.path.join(state, SERVICE_LOG)})")
         except OSError as exc:
             detail = f"cannot start the recall service: {exc}; run `memoir serve-recall` to see why"
         if event == "SessionStart" and workspace:
-            return hook_output(event, lexical_brief(settings, workspace)), event, "cold_start", detail
+            return hook_output(event, lexical_brief(caller.resolved(), workspace)), event, "cold_start", detail
         return "", event, "cold_start", detail
     except (TimeoutError, socket.timeout):
         return "", event, "timeout", f"no answer within {budget:.0f} ms"
@@ -266,13 +308,14 @@ def hook_main(host: str = "claude-code", stdin=None, stdout=None, settings=None,
     stdin = sys.stdin.buffer if stdin is None else stdin
     stdout = sys.stdout.buffer if stdout is None else stdout
     try:
-        settings = load_settings() if settings is None else settings
+        caller = (Caller.from_settings(settings) if settings is not None
+                  else Caller.from_env(dict(os.environ)) or Caller.from_settings(load_settings()))
     except Exception:  # noqa: BLE001 - a broken config must not block the user's prompt
         return 0
-    state = str(settings.state_dir)
+    state = caller.state_dir
     # The last line of defence against a hang (a host that never closes stdin, a stuck disk):
     # leave silently at the prompt's budget, and say so in the log.
-    armed = _arm_watchdog(started, settings.sync_timeout_ms, state)
+    armed = _arm_watchdog(started, caller.budget_ms, state)
     if host != "claude-code":
         return 0
     event, outcome, detail = "", "", ""
@@ -281,7 +324,7 @@ def hook_main(host: str = "claude-code", stdin=None, stdout=None, settings=None,
         payload = json.loads(raw.decode("utf-8") if isinstance(raw, bytes) else raw)
         if armed and isinstance(payload, dict) and payload.get("hook_event_name") == "SessionStart":
             _arm_watchdog(started, SESSION_START_BUDGET_MS, state)
-        out, event, outcome, detail = run_hook(payload, settings, started)
+        out, event, outcome, detail = run_hook(payload, caller, started)
         if out:
             data = (out + "\n").encode("utf-8")
             stdout.write(data if _binary(stdout) else data.decode("utf-8"))

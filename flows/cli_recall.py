@@ -267,12 +267,15 @@ def plan_hook_settings(current: dict, command: str) -> dict:
 def hook_install_claude_code(click_ctx, settings_path, dry_run):
     """Add the UserPromptSubmit (recall) and SessionStart (brief) hooks; other settings are kept.
 
-    Running it again changes nothing, and replaces older memoir hook commands. The first prompt
-    starts `memoir serve-recall` in the background if it is not running.
+    Running it again changes nothing, and replaces older memoir hook commands. The command names
+    the memoir home (MEMOIR_HOME=…): run it again after moving the home. The first prompt starts
+    `memoir serve-recall` in the background if it is not running.
     """
     from cards.store import write_atomic
 
-    home = click_ctx.find_root().params.get("home")
+    # The home goes into the command: the hook's client then sends its environment and lets the
+    # service resolve the settings, instead of importing the config module on every prompt.
+    home = str(click_ctx.find_root().obj.settings.home)
     path = Path(settings_path).expanduser()
     try:
         before_text = path.read_text(encoding="utf-8") if path.exists() else ""
@@ -283,7 +286,6 @@ def hook_install_claude_code(click_ctx, settings_path, dry_run):
     if not isinstance(current, dict):
         click.echo(f"memoir: {path} does not hold a JSON object; nothing was changed", err=True)
         sys.exit(EXIT_USAGE)
-    home = str(Path(home).expanduser().absolute()) if home else None
     after = plan_hook_settings(current, hook_command(home))
     after_text = json.dumps(after, indent=2) + "\n"
     if after == current:

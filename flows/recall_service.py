@@ -100,6 +100,8 @@ class RecallService:
 
     def settings_for(self, request: dict) -> Settings:
         """The caller's settings for this request; ValueError when it asks about another home."""
+        if "env" in request:
+            return self._settings_from_env(request["env"])
         sent = request.get("settings") or {}
         if not isinstance(sent, dict):
             raise ValueError("settings must be a JSON object")
@@ -113,6 +115,19 @@ class RecallService:
                 kind = type(getattr(self.settings, name))
                 changes[name] = kind(sent[name])
         return replace(self.settings, **changes) if changes else self.settings
+
+    def _settings_from_env(self, env: object) -> Settings:
+        """The hook's fast path: resolve the caller's environment exactly as its own process would."""
+        from cards.config import ConfigError, load_settings
+
+        if not isinstance(env, dict):
+            raise ValueError("env must be a JSON object")
+        try:
+            caller = load_settings(env={str(k): str(v) for k, v in env.items()})
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from exc
+        return self.settings_for({"settings": {"home": str(caller.home),
+                                               **{n: getattr(caller, n) for n in REQUEST_SETTINGS}}})
 
     def recaller_for(self, settings: Settings):
         """One open Recaller per distinct caller settings, sharing the warm model."""
@@ -138,16 +153,17 @@ class RecallService:
         if op == "ping":
             return {"ok": True, "pid": os.getpid(), "home": str(self.settings.home)}
         try:
-            recaller = self.recaller_for(self.settings_for(request))
+            settings = self.settings_for(request)
         except (ValueError, TypeError) as exc:
             return {"ok": False, "error": str(exc)}
+        recaller = self.recaller_for(settings)
         if op == "brief":
             workspace = str(request.get("workspace") or "")
             cards = brief_cards(recaller, workspace) if workspace else []
             context = session_brief(workspace, cards) if cards else ""
             return {"ok": True, "context": context, "outcome": "injected" if context else "empty"}
         if op == "recall":
-            budget = request.get("budget_ms")
+            budget = request_budget(request, settings)
             result = recaller.recall(
                 str(request.get("query") or ""), workspace=str(request.get("workspace") or ""),
                 session_id=str(request.get("session_id") or ""),
@@ -172,6 +188,19 @@ class RecallService:
         self.recaller.close()
         for r in self._recallers.values():
             r.close()
+
+
+def request_budget(request: dict, settings: Settings) -> float | None:
+    """The recall's deadline: the caller's, and never past its settings' budget counted from its start."""
+    budget = request.get("budget_ms")
+    budget = None if budget is None else float(budget)
+    started_at = request.get("started_at")
+    if started_at is None or "env" not in request:
+        return budget  # the caller resolved its settings and computed its own deadline
+    # Only the service knows this caller's sync_timeout_ms (resolved from its environment).
+    left = (settings.sync_timeout_ms - (time.time() - float(started_at)) * 1000
+            - memoir_hook.OUTPUT_MARGIN_MS - memoir_hook.SERVICE_MARGIN_MS)
+    return max(0.0, left if budget is None else min(budget, left))
 
 
 def _read_request(conn: socket.socket) -> dict:

@@ -157,6 +157,13 @@ def test_the_service_answers_with_the_callers_settings(home, embedder):
                                                                           "min_score": 0.999, "max_injected": 1}})
         assert strict["ok"] and strict["record"]["policy"] | {} == {**mine["record"]["policy"], "min_similarity": 0.999,
                                                                    "max_injected": 1}
+        # The hook's fast path sends its environment; the service resolves it with load_settings,
+        # and the deadline is the caller's budget counted from the caller's start.
+        env = {"MEMOIR_HOME": str(settings.home), "MEMOIR_MAX_INJECTED": "1", "MEMOIR_SYNC_TIMEOUT_MS": "250"}
+        fast = service.handle({**base, "session_id": "c", "env": env, "started_at": time.time()})
+        assert fast["ok"] and fast["record"]["policy"]["max_injected"] == 1 and fast["record"]["budget_ms"] < 250
+        moved = service.handle({**base, "env": {**env, "MEMOIR_HOME": "/somewhere/else"}, "started_at": time.time()})
+        assert not moved["ok"] and "/somewhere/else" in moved["error"]
         other = service.handle({**base, "settings": {"home": "/somewhere/else"}})
         assert not other["ok"] and "/somewhere/else" in other["error"] and "serve-recall" in other["error"]
     finally:
