@@ -55,6 +55,7 @@ from cards.config import load_settings  # noqa: E402
 from cards.store import render_card, content_hash  # noqa: E402
 from flows.cli_recall import hook_command  # noqa: E402
 from flows.recall_service import LOCK_NAME, ask  # noqa: E402
+from memoir_hook import read_calls  # noqa: E402
 from index.db import open_index  # noqa: E402
 from index.embed import default_embedder  # noqa: E402
 from index.plan import retrieval_text  # noqa: E402
@@ -218,8 +219,12 @@ def bench_hooks(home: Path, settings, queries: list[str], answerable: set[str], 
     try:
         for n in SESSIONS:
             stop_service(state)
+            before = len(read_calls(str(state)))
             calls = run_sessions(home, queries, cmd, cwd, n)
-            print(line(f"hook cold, {n} session{'s' if n > 1 else ''}", calls), flush=True)
+            # The first cold call starts the service; once it is warm, later calls of the batch are not cold.
+            cold = sum(c.get("outcome") == "cold_start" for c in read_calls(str(state))[before:])
+            print(line(f"hook cold, {n} session{'s' if n > 1 else ''}", calls)
+                  + f" {cold} recorded as cold_start", flush=True)
         t = time.perf_counter()
         if service_pid(state) is None and ask(state, {"op": "ping"}, 0.5) is None:
             # The hook started no service (an older hook): start it as a person would.
