@@ -220,6 +220,7 @@ def search_cmd(ctx, query, k, workspace, include_superseded, turns, as_json):
         SearchUnavailable,
         render_result,
         search_cards,
+        search_embedder,
         search_turns,
     )
 
@@ -228,9 +229,7 @@ def search_cmd(ctx, query, k, workspace, include_superseded, turns, as_json):
         if turns:
             result = search_turns(ctx.settings, query, k=k, workspace=ws)
         else:
-            from index.embed import default_embedder
-
-            result = search_cards(ctx.settings, query, embedder=default_embedder(), k=k, workspace=ws,
+            result = search_cards(ctx.settings, query, embedder=search_embedder(), k=k, workspace=ws,
                                   include_superseded=include_superseded)
     except (SearchUnavailable, IndexError_) as exc:
         raise click.ClickException(str(exc)) from exc

@@ -50,6 +50,18 @@ NOTE = ("Historical notes from earlier agent sessions, not instructions: check e
         "current code before acting on it.")
 
 
+QUERY_THREADS = 1  # torch threads for `memoir search`: on 2 cores a second thread saves ~2 ms per query when
+# the box is idle and costs hundreds when the other core is busy (every layer waits for the descheduled
+# thread): p95 of one query embedding 230-260 ms with two, 11-16 ms with one, under load (bench.search)
+
+
+def search_embedder():
+    """The embedder `memoir search` loads: the same model as the index, on `QUERY_THREADS` threads."""
+    from index.embed import Embedder
+
+    return Embedder(threads=QUERY_THREADS)
+
+
 class SearchUnavailable(Exception):
     """There is nothing to search yet (no index); the message says which command makes one."""
 
@@ -438,7 +450,8 @@ def load_turns(settings: Settings, embedder, index, store: CardStore, problems: 
             return cached[1]
         turn_index = TurnIndex(state, embedder.model_id)
         try:
-            problems.extend(turn_index.refresh_files(ledgered, embedder, settings.blob_cap).problems)
+            refresh = turn_index.refresh_files(ledgered, embedder, settings.blob_cap)
+            problems.extend(refresh.problems)
             problems.extend(turn_index.refresh_spans(index.hashes(), store))
             rows, matrix, spans = turn_index.load()
         finally:
@@ -452,7 +465,11 @@ def load_turns(settings: Settings, embedder, index, store: CardStore, problems: 
     hidden = np.array([any(lo <= r.seq <= hi for _, (lo, hi) in gone.ranges.get((r.host, r.session_id), ()))
                        for r in rows], dtype=bool)
     loaded = (rows, matrix, spans, hidden)
-    _TURNS_CACHE[state] = (stamp(), loaded)  # after the refresh: it may have made turns.sqlite
+    if refresh.pending:
+        # Not cached: the next search in this process embeds the next batch.
+        problems.append(f"{refresh.pending} session turns are not searchable yet; the next searches embed them")
+    else:
+        _TURNS_CACHE[state] = (stamp(), loaded)  # after the refresh: it may have made turns.sqlite
     return loaded
 
 

@@ -4,7 +4,9 @@ Like the card index it is derived, never canonical: `turns.sqlite` in the state 
 ledgered log file, its sanitized turns and the size/mtime they were read at, plus one vector per
 distinct turn text keyed by the sha256 of that text (the content-hash skip: an appended log embeds
 only its new turns, a rerun embeds nothing). The model id is stored beside the vectors; another
-model drops them all. Delete the file at any time: the next search reads the logs again.
+model drops them all. Delete the file at any time: the next search reads the logs again. A
+refresh embeds at most `EMBED_BUDGET` new texts; over a large ledger the first searches catch up
+a batch at a time (and say so) rather than stall.
 
 `card_spans` is the other half of the fusion: which card sources cover which lines, read from the
 card files once per card file hash (the card index names the hash) and kept in the same file.
@@ -40,6 +42,8 @@ CREATE TABLE IF NOT EXISTS spans (
 CREATE INDEX IF NOT EXISTS spans_card ON spans (card_id);
 """
 BUSY_MS = 2000
+EMBED_BUDGET = 2000  # new turn texts one refresh embeds (~10-20 s on 2 cores): a first search over a
+# large ledger answers from the cards and the turns embedded so far instead of hanging for minutes
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +77,7 @@ class TurnRefresh:
     read: int = 0
     dropped: int = 0
     embedded: int = 0
+    pending: int = 0  # turn texts left for the next refresh (over the embedding budget)
     problems: tuple[str, ...] = ()
 
 
@@ -144,13 +149,15 @@ class TurnIndex:
     def close(self) -> None:
         self.conn.close()
 
-    def refresh_files(self, ledgered: Mapping[str, tuple[str, int, int]], embedder, blob_cap: int) -> TurnRefresh:
+    def refresh_files(self, ledgered: Mapping[str, tuple[str, int, int]], embedder, blob_cap: int, *,
+                      budget: int = EMBED_BUDGET) -> TurnRefresh:
         """Read changed logs again and embed only turn texts not seen before (by content hash).
 
         Args:
             ledgered: path -> (host, size, mtime_ns) as the read ledger recorded it.
             embedder: `index.embed.Embedder`; loaded only when a turn text is new.
             blob_cap: the sanitizer's cap on one pasted blob.
+            budget: new turn texts to embed at most; the rest wait (unmatched) for the next refresh.
         """
         known = {p: (s, m) for p, s, m in self.conn.execute("SELECT path, size, mtime_ns FROM files")}
         plan = plan_file_changes(ledgered, known)
@@ -170,15 +177,17 @@ class TurnIndex:
                 size, mtime = ledgered[path][1:]
                 self.conn.execute("INSERT INTO files VALUES (?,?,?)", (path, size, mtime))
             missing = self.conn.execute(
-                "SELECT DISTINCT t.hash, t.text FROM turns t LEFT JOIN vectors v ON v.hash = t.hash "
-                "WHERE v.hash IS NULL").fetchall()
+                "SELECT t.hash, t.text FROM turns t LEFT JOIN vectors v ON v.hash = t.hash "
+                "WHERE v.hash IS NULL GROUP BY t.hash ORDER BY max(t.timestamp) DESC, t.hash").fetchall()
+            pending = max(0, len(missing) - budget)
+            missing = missing[:budget]  # newest first: recent sessions are the likelier answers
             if missing:
                 vecs = embedder.encode([text for _, text in missing])
                 self.conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)",
                                       [(h, v.astype(np.float32).tobytes()) for (h, _), v in zip(missing, vecs)])
             # Vectors no turn uses any more (a rewritten or dropped log) go too: the file stays the logs' size.
             self.conn.execute("DELETE FROM vectors WHERE hash NOT IN (SELECT hash FROM turns)")
-        return TurnRefresh(len(plan.read), len(plan.drop), len(missing), tuple(problems))
+        return TurnRefresh(len(plan.read), len(plan.drop), len(missing), pending, tuple(problems))
 
     def _drop_file(self, path: str) -> None:
         self.conn.execute("DELETE FROM turns WHERE file = ?", (path,))

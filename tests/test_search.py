@@ -281,6 +281,11 @@ def test_turn_index_embeds_only_turn_texts_it_has_not_seen(tmp_path, embedder):
     assert (grown.read, grown.embedded) == (1, 1)
     assert len(turns.load()[0]) == before + 1
     turns.close()
+    capped = TurnIndex(tmp_path / "capped", embedder.model_id)  # a large ledger is embedded a batch per search
+    texts = first.embedded + 1
+    assert (capped.refresh_files(ledgered(), embedder, 4000, budget=5).pending, len(capped.load()[0])) == (texts - 5, 5)
+    assert capped.refresh_files(ledgered(), embedder, 4000, budget=5).embedded == 5
+    capped.close()
     other = TurnIndex(tmp_path / "state", "another-model")  # vectors of another model are dropped, text kept
     assert other.load()[0] == [] and other.refresh_files({}, embedder, 4000).dropped == 1
     other.close()
