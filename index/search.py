@@ -86,7 +86,7 @@ class SearchHit:
     sources: tuple[Source, ...]
     workspace: str
     updated: str
-    score: float  # reciprocal-rank fusion of the vector and lexical ranks
+    score: float  # reciprocal-rank fusion of the vector, lexical and best covering turn ranks
     similarity: float | None
     gate: str = ""
     replaced_by: str = ""  # for superseded cards: the newest card of its chain
