@@ -182,7 +182,8 @@ def start_service(home: str, state_dir: str) -> int | None:
         finally:
             os.close(log)
         os.ftruncate(fd, 0)
-        os.write(fd, f"{proc.pid}\n".encode())  # who holds the lock, readable at once
+        # pwrite at 0: the child shares this descriptor's offset and rewrites the same bytes.
+        os.pwrite(fd, f"{proc.pid}\n".encode(), 0)  # who holds the lock, readable at once
         return proc.pid
     finally:
         os.close(fd)  # the child's copy keeps the lock

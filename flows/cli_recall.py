@@ -185,15 +185,16 @@ def serve_recall_cmd(ctx, idle_exit_s, lock_fd):
     answers nothing and starts one in the background (`--idle-exit-s` then stops it after hours
     without prompts). Runs in the foreground; stop it with Ctrl-C or SIGTERM.
     """
-    from flows.recall_service import ServiceError, serve, socket_path
-    from index.embed import default_embedder
+    from flows.recall_service import SERVICE_THREADS, ServiceError, serve, socket_path
+    from index.embed import Embedder
     from index.errors import IndexError_
 
     def ready(path):
         click.echo(f"memoir recall service ready on {path} (pid {os.getpid()})", err=True)
 
     try:
-        served = serve(ctx.settings, default_embedder(), idle_exit_s=idle_exit_s, on_ready=ready, lock_fd=lock_fd)
+        served = serve(ctx.settings, Embedder(threads=SERVICE_THREADS), idle_exit_s=idle_exit_s, on_ready=ready,
+                       lock_fd=lock_fd)
     except (ServiceError, IndexError_) as exc:
         click.echo(f"memoir: {exc}", err=True)
         sys.exit(EXIT_FAILED)

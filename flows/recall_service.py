@@ -34,6 +34,10 @@ MAX_CONNECTIONS = 32  # requests answered at once; more wait in the listen backl
 # The settings a request may carry: the ones that change an answer. Directories never travel:
 # a request for another home is refused (see `settings_for`).
 REQUEST_SETTINGS = ("max_injected", "min_score", "min_conclusion_chars", "sync_timeout_ms")
+# torch threads for the service's query embeddings: on 2 busy cores a second thread waits for a
+# core and a one-query pass can take 200+ ms instead of ~15 (the same finding as `memoir search`'s
+# QUERY_THREADS); concurrent requests are serialized on the model anyway (SerialEmbedder).
+SERVICE_THREADS = 1
 MAX_RECALLERS = 8  # distinct caller settings kept open at once (each holds an index connection)
 
 
@@ -229,9 +233,7 @@ def take_lock(state_dir: Path, inherited_fd: int | None = None) -> int:
     if inherited_fd is not None:
         st = os.fstat(inherited_fd)
         if (st.st_dev, st.st_ino) == (os.stat(path).st_dev, os.stat(path).st_ino):
-            os.ftruncate(inherited_fd, 0)
-            os.write(inherited_fd, f"{os.getpid()}\n".encode())
-            return inherited_fd  # already locked by the client, for this process
+            return inherited_fd  # locked by the client, which also wrote this process's pid in it
         os.close(inherited_fd)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -241,7 +243,7 @@ def take_lock(state_dir: Path, inherited_fd: int | None = None) -> int:
         raise ServiceError(f"a recall service is already running or starting for {state_dir} "
                            f"(it holds {state_dir / LOCK_NAME}); stop it first") from None
     os.ftruncate(fd, 0)
-    os.write(fd, f"{os.getpid()}\n".encode())
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd
 
 

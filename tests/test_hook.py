@@ -201,7 +201,7 @@ def test_a_cold_hook_starts_the_service_and_later_prompts_are_answered_semantica
     first = run_hook(home, prompt_event())
     assert first.returncode == 0 and first.stdout == ""
     assert calls(home)[-1]["outcome"] == "cold_start" and "started the recall service" in calls(home)[-1]["detail"]
-    pid = int((state / LOCK_NAME).read_text().strip() or 0)
+    pid = int((state / LOCK_NAME).read_text())  # written by the hook that started it, at once
     try:
         deadline = time.monotonic() + 180
         while ask(state, {"op": "ping"}, 1.0) is None:
