@@ -18,9 +18,8 @@ outcome goes to state/hook.jsonl (injected, empty, timeout, cold_start, error), 
 
 from __future__ import annotations
 
-import json
+import _socket  # the C module: `socket` (and `json`) pull in enum and re, half the client's start-up
 import os
-import socket
 import sys
 import time
 
@@ -40,6 +39,62 @@ SESSION_START_BUDGET_MS = 3000  # SessionStart is not on the prompt's path: the 
 SERVICE_IDLE_EXIT_S = 8 * 3600  # a service the hook started stops after a working day without prompts
 EVENTS = ("UserPromptSubmit", "SessionStart")
 OUTCOMES = ("injected", "empty", "timeout", "cold_start", "error")
+
+
+# --- JSON without the json package ---------------------------------------------------------------------
+
+
+class _DecoderContext:
+    """What `_json`'s scanner reads from a decoder: plain JSON, constants (NaN, Infinity) as floats."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = float
+
+
+def _no_default(obj):
+    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
+
+
+def _codec():
+    """(loads, dumps) on the C accelerator `json` itself uses, without importing `json`
+    (its decoder imports `re`: ~7 ms of a ~20 ms client); the `json` package where `_json` differs."""
+    try:
+        import _json
+
+        scan = _json.make_scanner(_DecoderContext())
+        plain = _json.make_encoder(None, _no_default, _json.encode_basestring_ascii, None, ": ", ", ",
+                                   False, False, True)
+        ordered = _json.make_encoder(None, _no_default, _json.encode_basestring_ascii, None, ": ", ", ",
+                                     True, False, True)
+
+        def loads(text: str | bytes):
+            text = (text.decode("utf-8") if isinstance(text, bytes) else text).strip(" \t\n\r")
+            try:
+                obj, end = scan(text, 0)
+            except StopIteration:
+                raise ValueError("no JSON value") from None
+            if end != len(text):
+                raise ValueError("extra data after the JSON value")
+            return obj
+
+        def dumps(obj, sort_keys: bool = False) -> str:
+            return "".join((ordered if sort_keys else plain)(obj, 0))
+
+        sample = {"b": [1.5, None, True, "é\n"], "a": 1}
+        if loads(dumps(sample, True)) != sample or dumps(sample, True) != '{"a": 1, "b": [1.5, null, true, "\\u00e9\\n"]}':
+            raise ValueError("_json behaves differently here")
+        return loads, dumps
+    except Exception:  # noqa: BLE001 - another Python's `_json`: the public package, slower to import
+        import json
+
+        return json.loads, lambda obj, sort_keys=False: json.dumps(obj, sort_keys=sort_keys)
+
+
+loads, dumps = _codec()
 
 
 # --- paths and the wire ------------------------------------------------------------------------------
@@ -66,21 +121,24 @@ def ask(state_dir: str, request: dict, timeout_s: float) -> dict:
     path = socket_path(state_dir)
     if timeout_s <= 0:
         raise TimeoutError("no time left to ask")
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
         s.settimeout(timeout_s)
         try:
             s.connect(path)
         except (FileNotFoundError, ConnectionRefusedError) as exc:
             raise NoService(str(exc)) from exc
-        s.sendall(json.dumps(request).encode("utf-8") + b"\n")
-        s.shutdown(socket.SHUT_WR)
+        s.sendall(dumps(request).encode("utf-8") + b"\n")
+        s.shutdown(_socket.SHUT_WR)
         chunks = []
         while True:
             chunk = s.recv(65536)
             if not chunk:
                 break
             chunks.append(chunk)
-    answer = json.loads(b"".join(chunks))
+    finally:
+        s.close()
+    answer = loads(b"".join(chunks))
     if not isinstance(answer, dict):
         raise ValueError("the service's answer is not a JSON object")
     return answer
@@ -90,7 +148,7 @@ def hook_output(event: str, context: str) -> str:
     """Claude Code's hook answer: `hookSpecificOutput.additionalContext`; '' prints nothing."""
     if not context:
         return ""
-    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}})
+    return dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}})
 
 
 def process_age_s() -> float:
@@ -113,7 +171,7 @@ def process_age_s() -> float:
 
 def record_call(state_dir: str, event: str, outcome: str, elapsed_ms: float, detail: str = "") -> None:
     """Append one line to state/hook.jsonl (one write, O_APPEND); a failure here is ignored."""
-    line = json.dumps({"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "event": event,
+    line = dumps({"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "event": event,
                        "outcome": outcome, "ms": round(elapsed_ms, 1), "detail": detail}, sort_keys=True)
     path = os.path.join(str(state_dir), HOOK_LOG)
     try:
@@ -143,7 +201,7 @@ def read_calls(state_dir: str) -> list[dict]:
             continue
         for raw in lines:
             try:
-                item = json.loads(raw)
+                item = loads(raw)
             except ValueError:
                 continue
             if isinstance(item, dict):
@@ -286,7 +344,7 @@ def run_hook(payload: object, caller: Caller, started: float) -> tuple[str, str,
         if event == "SessionStart" and workspace:
             return hook_output(event, lexical_brief(caller.resolved(), workspace)), event, "cold_start", detail
         return "", event, "cold_start", detail
-    except (TimeoutError, socket.timeout):
+    except TimeoutError:
         return "", event, "timeout", f"no answer within {budget:.0f} ms"
     except (OSError, ValueError) as exc:
         return "", event, "error", f"{type(exc).__name__}: {exc}"
@@ -322,7 +380,7 @@ def hook_main(host: str = "claude-code", stdin=None, stdout=None, settings=None,
     event, outcome, detail = "", "", ""
     try:
         raw = stdin.read(MAX_MESSAGE)
-        payload = json.loads(raw.decode("utf-8") if isinstance(raw, bytes) else raw)
+        payload = loads(raw)
         if armed and isinstance(payload, dict) and payload.get("hook_event_name") == "SessionStart":
             _arm_watchdog(started, SESSION_START_BUDGET_MS, state)
         out, event, outcome, detail = run_hook(payload, caller, started)
@@ -346,7 +404,7 @@ def _binary(stream) -> bool:
 
 def _arm_watchdog(started: float, budget_ms: float, state_dir: str) -> bool:
     """SIGALRM at the budget ends the process; False where no timer can be set."""
-    import signal
+    import _signal as signal  # `signal` itself builds enums: 3 ms of start-up
 
     if not hasattr(signal, "setitimer"):
         return False
@@ -365,7 +423,7 @@ def _arm_watchdog(started: float, budget_ms: float, state_dir: str) -> bool:
 
 
 def _disarm_watchdog() -> None:
-    import signal
+    import _signal as signal
 
     if hasattr(signal, "setitimer"):
         signal.setitimer(signal.ITIMER_REAL, 0)
