@@ -33,7 +33,7 @@ try:
 except ImportError:  # pragma: no cover - apsw is a hard dependency; the message says what to do
     apsw = None
 
-SCHEMA_VERSION = "1"  # bump when tables or retrieval_text change: a mismatch forces a rebuild
+SCHEMA_VERSION = "2"  # bump when tables or retrieval_text change: a mismatch forces a rebuild (2: title)
 INDEX_FILE = "index.db"
 SHARDS = 16  # vec0 partitions: top-k cost grows with k per scan, so 16 scans of k/16 beat 1 of k
 SHORTLIST = 256  # Hamming candidates re-scored exactly; recall@10 >= 0.99 at 100k (bench/index.py)

@@ -51,12 +51,15 @@ def plan_index_changes(card_hashes: dict[str, str], indexed: dict[str, str]) -> 
 
 
 def retrieval_text(card: Card) -> str:
-    """What a card is found by: conclusion, failure conditions, error signature, topics. Never evidence.
+    """What a card is found by: title, conclusion, failure conditions, error signature, topics. Never evidence.
 
     Evidence is long and full of incidental tool output; embedding it would make every card about
-    stack traces. The error signature is kept because queries usually quote the error itself.
+    stack traces. The error signature is kept because queries usually quote the error itself, and
+    the title because it reads like the question a later session asks (the failure and its fix in
+    one line). The goal is left out: measured on both labelled recall sets, it pulled unrelated
+    prompts closer (correct-empty 0.905 → 0.81 on tests/fixtures/second_set).
     """
-    parts = [card.conclusion.strip()]
+    parts = [card.title.strip(), card.conclusion.strip()]
     if card.counterexamples.strip():
         parts.append("Fails when: " + card.counterexamples.strip())
     if card.error_signature.strip():

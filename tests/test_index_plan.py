@@ -35,6 +35,12 @@ def test_retrieval_text_has_conclusion_failures_signature_topics_but_never_evide
     assert "SECRET-EVIDENCE" not in text
 
 
+def test_retrieval_text_leads_with_the_title_a_later_question_resembles():
+    card = Card(id="c-1", title="`E0382: use of moved value`: clone the Vec before the loop", conclusion="Clone it.")
+    assert retrieval_text(card).startswith("`E0382: use of moved value`: clone the Vec before the loop\nClone it.")
+    assert retrieval_text(Card(id="c-2", conclusion="Clone it.")).startswith("Clone it.")  # no title: unchanged
+
+
 def test_retrieval_text_is_capped():
     assert len(retrieval_text(Card(id="c-1", conclusion="x" * 10_000))) == RETRIEVAL_MAX_CHARS
 
