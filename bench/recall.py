@@ -56,7 +56,7 @@ from cards.store import render_card, content_hash  # noqa: E402
 from flows.cli_recall import hook_command  # noqa: E402
 from flows.recall_service import LOCK_NAME, ask  # noqa: E402
 from memoir_hook import read_calls  # noqa: E402
-from index.db import open_index  # noqa: E402
+from index.db import SCHEMA_VERSION, open_index  # noqa: E402
 from index.embed import default_embedder  # noqa: E402
 from index.plan import retrieval_text  # noqa: E402
 from index.recall import Recaller, wait_for_workers  # noqa: E402
@@ -101,7 +101,7 @@ def mixed_vectors(pool: np.ndarray, start: int, n: int) -> np.ndarray:
 
 def build(n: int, cache: Path, pool: np.ndarray, embedder) -> Path:
     """A memoir home with n card files and their index (cached: built once per size)."""
-    home = cache / f"home-{n}"
+    home = cache / f"home-{n}-schema{SCHEMA_VERSION}"  # a schema bump must not reuse an old index
     done = home / ".built"
     if done.exists():
         return home
