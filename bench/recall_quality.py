@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from cards.config import load_settings  # noqa: E402
 from cards.store import CardStore  # noqa: E402
 from index.recall import Recaller  # noqa: E402
-from tests.retrieval_set import AS_OF, QUERIES, build_example_home, score  # noqa: E402
+from tests.retrieval_set import AS_OF, QUERIES, Scores, build_example_home, score  # noqa: E402
 
 SECOND_SET = ROOT / "tests" / "fixtures" / "second_set"
 SECOND_AS_OF = datetime(2026, 12, 3, tzinfo=timezone.utc)  # the set's sessions are dated 2026-11-10..28
@@ -44,31 +44,14 @@ THRESHOLDS = {"precision": 0.9, "recall_at_2": 0.7, "correct_empty": 0.9, "stale
 
 
 @dataclass
-class Figures:
-    """The four figures of one set, with the lines that explain each miss."""
+class Figures(Scores):
+    """The four figures of one set (the retrieval set's `Scores` plus stale injections), with the lines
+    that explain each miss."""
 
-    name: str
+    name: str = ""
     questions: int = 0
-    injected: int = 0
-    injected_right: int = 0
-    answerable: int = 0
-    answerable_hit: int = 0
-    unanswerable: int = 0
-    unanswerable_empty: int = 0
     stale: int = 0
     notes: list[str] = field(default_factory=list)
-
-    @property
-    def precision(self) -> float:
-        return self.injected_right / self.injected if self.injected else 1.0
-
-    @property
-    def recall_at_2(self) -> float:
-        return self.answerable_hit / self.answerable if self.answerable else 1.0
-
-    @property
-    def correct_empty(self) -> float:
-        return self.unanswerable_empty / self.unanswerable if self.unanswerable else 1.0
 
     def meets(self) -> bool:
         t = THRESHOLDS
@@ -154,7 +137,7 @@ def build_second_home(settings, embedder, folder: Path = SECOND_SET, *, activate
 
 
 def score_second(recaller, store: CardStore, built: SecondSet, now: datetime = SECOND_AS_OF) -> Figures:
-    f = Figures("second_set")
+    f = Figures(name="second_set")
     status = {c.id: c.status for c in store.load_all()[0]}
     for q in built.questions:
         f.questions += 1
@@ -187,7 +170,7 @@ def score_examples(recaller, store: CardStore) -> Figures:
     s = score(recaller, store, AS_OF)
     # The example set marks stale cards by supersession only: any superseded card injected is stale.
     superseded = {c.id for c in store.load_all()[0] if c.superseded_by or c.status == "superseded"}
-    f = Figures("examples", questions=len(QUERIES), injected=s.injected, injected_right=s.injected_right,
+    f = Figures(name="examples", questions=len(QUERIES), injected=s.injected, injected_right=s.injected_right,
                 answerable=s.answerable, answerable_hit=s.answerable_hit, unanswerable=s.unanswerable,
                 unanswerable_empty=s.unanswerable_empty)
     for q in QUERIES:

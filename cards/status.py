@@ -173,7 +173,7 @@ def _append_line(path: Path, record: Mapping) -> None:
         raise StatusError(f"cannot append to {path}: {exc}; check the state dir's permissions and free space") from exc
 
 
-def _read_lines(path: Path) -> list[dict]:
+def read_jsonl(path: Path) -> list[dict]:
     """Every well-formed line; a torn last line from a crash is skipped, not fatal."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -193,11 +193,11 @@ def _read_lines(path: Path) -> list[dict]:
 
 
 def read_runs(state_dir: Path) -> list[RunRecord]:
-    return [RunRecord.from_dict(d) for d in _read_lines(Path(state_dir) / RUNS_FILE)]
+    return [RunRecord.from_dict(d) for d in read_jsonl(Path(state_dir) / RUNS_FILE)]
 
 
 def read_alarm_history(state_dir: Path) -> list[dict]:
-    return _read_lines(Path(state_dir) / ALARMS_FILE)
+    return read_jsonl(Path(state_dir) / ALARMS_FILE)
 
 
 def _now() -> str:

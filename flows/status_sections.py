@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from cards.config import Settings
-from cards.status import StatusSection
+from cards.status import StatusError, StatusSection, read_jsonl
 from cards.store import CardStore, write_atomic
 
 MODEL_RUNS = "model-runs.jsonl"
@@ -114,19 +114,11 @@ def count_recall_calls(hook_calls: list[dict], recalls: list[dict], since: str |
 
 
 def _read_jsonl(path: Path) -> list[dict]:
+    """A log's well-formed lines; an unreadable log counts as empty in a status view."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError:
+        return read_jsonl(path)
+    except StatusError:
         return []
-    out = []
-    for line in text.splitlines():
-        try:
-            item = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(item, dict):
-            out.append(item)
-    return out
 
 
 def recall_section(settings: Settings) -> StatusSection:
