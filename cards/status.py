@@ -99,12 +99,13 @@ class RunRecord:
     conflicts: int = 0
     counts: Counts = Counts()
     alarms: tuple[str, ...] = ()
+    skipped: tuple[tuple[str, int], ...] = ()  # (reason, count), sorted: what the run could not read
 
     def to_dict(self) -> dict:
         return {
             "finished": self.finished, "added": self.added, "superseded": self.superseded,
             "merged": self.merged, "dropped": self.dropped, "conflicts": self.conflicts,
-            "counts": self.counts.to_dict(), "alarms": list(self.alarms),
+            "counts": self.counts.to_dict(), "alarms": list(self.alarms), "skipped": dict(self.skipped),
         }
 
     @classmethod
@@ -114,7 +115,21 @@ class RunRecord:
             superseded=int(d.get("superseded", 0)), merged=int(d.get("merged", 0)),
             dropped=int(d.get("dropped", 0)), conflicts=int(d.get("conflicts", 0)),
             counts=Counts.from_dict(d.get("counts") or {}), alarms=tuple(d.get("alarms") or ()),
+            skipped=_reasons(d.get("skipped")),
         )
+
+
+def _reasons(value: object) -> tuple[tuple[str, int], ...]:
+    """A run record's skipped counts; records written before they were kept have none."""
+    if not isinstance(value, Mapping):
+        return ()
+    out = []
+    for reason, n in value.items():
+        try:
+            out.append((str(reason), int(n)))
+        except (TypeError, ValueError):
+            continue
+    return tuple(sorted(out))
 
 
 @dataclass(frozen=True)
@@ -215,6 +230,7 @@ def record_run(
     conflicts: int = 0,
     append_only_runs: int = 5,
     finished: str | None = None,
+    skipped: Mapping[str, int] | None = None,
 ) -> RunRecord:
     """Append this run to `runs.jsonl`, then raise or clear alarms (each transition logged once).
 
@@ -225,13 +241,15 @@ def record_run(
         counts: card counts after the run (`count_cards` over the library).
         append_only_runs: settings.append_only_runs, the alarm's window.
         finished: ISO timestamp; now (UTC) by default.
+        skipped: what the run skipped, by reason (the run summary's counts).
 
     Returns:
         The record written, with the names of the alarms standing after this run.
     """
     state_dir = Path(state_dir)
     counts = counts if isinstance(counts, Counts) else Counts.from_dict(counts)
-    record = RunRecord(finished or _now(), added, superseded, merged, dropped, conflicts, counts)
+    record = RunRecord(finished or _now(), added, superseded, merged, dropped, conflicts, counts,
+                       skipped=_reasons(dict(skipped or {})))
     history = read_runs(state_dir) + [record]
     standing = [a for a in (append_only_alarm(history, append_only_runs),) if a is not None]
     record = replace(record, alarms=tuple(a.name for a in standing))

@@ -165,7 +165,8 @@ def record_step(run: Run) -> RunSummary:
     record = record_run(run.settings.state_dir, added=summary.cards.get("new", 0),
                         superseded=plan.counters.get("superseded", 0), merged=plan.counters.get("merged", 0),
                         dropped=len(plan.dropped), conflicts=plan.counters.get("conflicts", 0),
-                        counts=count_cards(cards_now), append_only_runs=run.settings.append_only_runs)
+                        counts=count_cards(cards_now), append_only_runs=run.settings.append_only_runs,
+                        skipped=summary.skipped)
     record_model_run(run.settings.state_dir, record.finished, summary.model, dict(summary.distill), summary.alerts)
     return summary
 
