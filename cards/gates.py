@@ -29,6 +29,43 @@ GATE_NAMES = (
 # Statuses the gates never touch: history (superseded) and tombstones (forgotten) are final.
 FINAL_STATUSES = ("superseded", "forgotten")
 
+# What each name a card's `gate:` can hold means, and what clears it; `memoir review` shows it
+# under the gate. Beside the six gates above: the conclusion checks of cards.draft, the rule
+# stage's conflict (cards.distill.rules.CONFLICT_GATE) and a person's reject (cards.review).
+GATE_HELP: dict[str, str] = {
+    "verifiable_judgment": "The conclusion must be a claim someone could check (X fails when Y; use A, "
+                           "not B, because C), not a feeling or a diary of steps. Clears when the "
+                           "Conclusion states that claim: edit it, then confirm.",
+    "failure_conditions_stated": "The card must say when its conclusion stops holding. Clears when "
+                                 "Counterexamples names at least one real limit (a version, platform, "
+                                 "setting or case where it does not apply): edit it, then confirm.",
+    "no_unsupported_specifics": "A number, identifier, flag, path or URL in the Conclusion or "
+                                "Counterexamples never appears in the session, so it may be invented. "
+                                "Clears when you correct or remove it (edit), or confirm because you know it "
+                                "is right.",
+    "instruction_not_self_promoted": "An order (always…, never…, you must…) counts only when the user typed "
+                                     "it; a file, tool or the agent cannot promote itself into later sessions. "
+                                     "Clears when you confirm it as your own rule, or edit it into a judgment "
+                                     "with its reason.",
+    "not_duplicate": "An active card already says the same. Reject this one (the active card stays), or "
+                     "edit it until it says what the other does not, then confirm.",
+    "verified_conclusion": "No passing check after the change backed the conclusion, and the user never "
+                           "said it. Clears when you confirm it: your confirmation is the check.",
+    "conclusion_too_short": "The conclusion is shorter than min_conclusion_chars, too little to recall. "
+                            "Clears when you write the full conclusion (edit), then confirm.",
+    "conclusion_open_code_fence": "The conclusion opens a code block it never closes: it was cut. Clears "
+                                  "when you finish or close the block (edit), then confirm.",
+    "conclusion_cut_off": "The conclusion stops mid-sentence: it was cut. Clears when you finish the "
+                          "sentence (edit), then confirm.",
+    "no_settled_conclusion": "The session never settled on an answer (no fix confirmed, no conclusion "
+                             "stated). Clears when you write the conclusion you know (edit), then confirm; "
+                             "reject it if there is none.",
+    "unresolved_conflict": "Another card on the same topic (conflicts_with) concludes differently and "
+                           "neither is clearly newer. Confirm the one that is right and reject the other.",
+    "rejected_by_user": "A person rejected this card: it stays out of review and recall. Confirm it "
+                        "(`memoir review ID`) to make it active after all.",
+}
+
 # all-MiniLM-L6-v2 puts close paraphrases of one conclusion at ~0.85-0.9 and unrelated
 # engineering sentences at ~0.2; word overlap separates "same advice" from "same topic".
 DUPLICATE_SIMILARITY = 0.92  # this close is a duplicate whatever the wording
