@@ -8,8 +8,9 @@ import click
 
 from flows.cli import EXIT_BUSY, EXIT_FAILED, cli, emit_json, pass_ctx
 
-# `memoir index check` exit codes: a script can tell "run a rebuild" from "the file is damaged".
-CHECK_EXIT = {"healthy": 0, "stale": 1, "corrupt": 2}
+# `memoir index check` exit codes: a script can tell "run a rebuild" from "the file is damaged",
+# and both from "memoir cannot get at the file" (a rebuild would fail the same way) or "nothing here".
+CHECK_EXIT = {"healthy": 0, "stale": 1, "corrupt": 2, "busy": 3, "cannot_open": 4, "missing": 5}
 
 
 def _human_size(n: int) -> str:
@@ -74,8 +75,16 @@ def rebuild_cmd(ctx, concurrency: int | None, as_json: bool) -> None:
 def check_cmd(ctx, as_json: bool) -> None:
     """Check the index: SQLite integrity, schema, model, row hashes, rows vs card files.
 
-    Exit code 0 healthy, 1 stale (run `memoir run` or `memoir index rebuild`), 2 corrupt
-    (run `memoir index rebuild`), 3 busy (another process is writing it). Runbook: runbooks/index-corruption.md
+    \b
+    Exit codes:
+      0  healthy
+      1  stale: run `memoir run` or `memoir index rebuild`
+      2  corrupt: run `memoir index rebuild`
+      3  busy: another process is writing it; check again when it has finished
+      4  cannot open: permission denied, or a file where the index folder should be;
+         fix that first (a rebuild would fail the same way)
+      5  missing: no memoir home or no index there yet; run `memoir run`
+    Runbook: runbooks/index-corruption.md
     """
     from cards.store import CardStore
     from index.check import check_index
@@ -84,6 +93,9 @@ def check_cmd(ctx, as_json: bool) -> None:
     from index.pending import PendingIndex
 
     s = ctx.settings
+    if not s.home.is_dir():
+        _missing(as_json, str(s.index_dir), f"no memoir home at {s.home}: nothing has run here yet; "
+                 "run `memoir run` (or pass the right --home / MEMOIR_HOME)")
     embedder = default_embedder()  # identity only: the model is not loaded for a check
     try:
         health = check_index(s.index_dir, CardStore(s.cards_dir, s.state_dir), embedder.model_id,
@@ -91,15 +103,29 @@ def check_cmd(ctx, as_json: bool) -> None:
     except IndexBusy as exc:
         click.echo(f"memoir: {exc}", err=True)
         sys.exit(EXIT_BUSY)
+    if health.status == "healthy" and not health.card_files and not health.size_bytes \
+            and not (s.index_dir / "index.db").exists():
+        _missing(as_json, health.path, f"no index at {s.index_dir} and no card files yet; run `memoir run`")
     if as_json:
         emit_json(health.to_dict())
     else:
-        click.echo(f"index {health.status}: {health.path}")
-        click.echo(f"  rows {health.rows}, card files {health.card_files}, pending {health.pending}, "
-                   f"size {_human_size(health.size_bytes)}, model {health.model or '-'}, "
-                   f"built {health.built_at or '-'}")
+        label = "cannot open" if health.status == "cannot_open" else health.status
+        click.echo(f"index {label}: {health.path}")
+        if health.status != "cannot_open":
+            click.echo(f"  rows {health.rows}, card files {health.card_files}, pending {health.pending}, "
+                       f"size {_human_size(health.size_bytes)}, model {health.model or '-'}, "
+                       f"built {health.built_at or '-'}")
         for problem in health.problems:
             click.echo(f"  - {problem}")
         if health.status != "healthy":
             click.echo("  runbook: runbooks/index-corruption.md")
     sys.exit(CHECK_EXIT[health.status])
+
+
+def _missing(as_json: bool, path: str, why: str) -> None:
+    """Nothing to check is not "healthy": say so and what to run, with its own exit code."""
+    if as_json:
+        emit_json({"status": "missing", "path": path, "problems": [why]})
+    else:
+        click.echo(f"index missing: {path}\n  - {why}")
+    sys.exit(CHECK_EXIT["missing"])

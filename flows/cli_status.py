@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 import click
 
-from cards.config import Settings
+from cards.config import ConfigError, Settings
 from cards.status import StatusError, StatusReport, StatusSection, build_status
-from flows.cli import cli, emit_json, pass_ctx
+from flows.cli import EXIT_FAILED, cli, emit_json, pass_ctx
 from flows.status_sections import index_section, model_section, recall_section
 
 # Later stages add a function here (settings -> section) to show their own state, e.g. queue depth.
@@ -28,13 +29,25 @@ def status_cmd(ctx, as_json):
     """Active/superseded/candidate/incomplete counts per workspace, unsettled conflicts, alarms, last runs, recall calls.
 
     Counts are read from the card files themselves, so they always match what is on disk.
+    A config file that cannot be used is reported (with its path) after the rest, and the exit
+    code is then 1: every other command, and the installed hook, refuses to run with it.
     """
+    broken = ctx.config_error
     try:
-        report = status_report(ctx.settings)
-    except StatusError as exc:
+        settings = ctx.settings_without_config() if broken else ctx.settings
+        report = status_report(settings)
+    except (StatusError, ConfigError) as exc:
         raise click.ClickException(str(exc)) from exc
+    config = {"file": ctx.config_path, "error": str(broken)} if broken else None
     if as_json:
-        emit_json(report.to_dict())
-        return
-    for line in report.lines():
-        click.echo(line)
+        emit_json({**report.to_dict(), "config": config} if broken else report.to_dict())
+    else:
+        for line in report.lines():
+            click.echo(line)
+        if broken:
+            click.echo(f"config     BROKEN: {broken}")
+            click.echo(f"  file     {ctx.config_path}; fix or remove it: until then `memoir run` stops "
+                       "and the hook recalls nothing")
+    if broken:
+        click.echo(f"memoir: the config file {ctx.config_path} cannot be used: {broken}", err=True)
+        sys.exit(EXIT_FAILED)

@@ -58,7 +58,7 @@ def model_section(settings: Settings) -> StatusSection:
 
 
 def index_section(settings: Settings) -> StatusSection:
-    """healthy / stale / corrupt, as `memoir index check` says; a stale or corrupt index is an alarm."""
+    """healthy / stale / corrupt / cannot open, as `memoir index check` says; anything but healthy is an alarm."""
     from index.check import check_index
     from index.embed import Embedder
     from index.pending import PendingIndex
@@ -67,8 +67,12 @@ def index_section(settings: Settings) -> StatusSection:
     store = CardStore(settings.cards_dir, settings.state_dir)
     health = check_index(settings.index_dir, store, spec.model_id, spec.dim,
                          pending=PendingIndex(settings.state_dir))
-    line = f"index      {health.status}"
-    if health.status != "healthy":
+    line = f"index      {health.status.replace('_', ' ')}"
+    if health.status == "healthy" and not health.card_files and not Path(health.path).exists():
+        line = "index      none yet (the first `memoir run` builds it)"
+    elif health.status == "cannot_open":
+        line += f" — {'; '.join(health.problems[:2])}"
+    elif health.status != "healthy":
         advice = "`memoir index rebuild`" if health.status == "corrupt" else "`memoir run` or `memoir index rebuild`"
         line += f" — {'; '.join(health.problems[:2])}; fix: {advice} (runbooks/index-corruption.md)"
     return StatusSection("index", health.to_dict(), (line,))

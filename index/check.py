@@ -2,10 +2,14 @@
 
 Corrupt (damaged file, missing tables, rows that fail their hashes) needs a rebuild; stale
 (cards changed since, another model) is fixed by the next run or a rebuild; neither patches rows.
+"Cannot open" (permission denied, a file where the folder should be) says nothing about the file's
+contents: a rebuild would fail the same way, so it is never reported as corrupt.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -13,12 +17,12 @@ import apsw
 
 from cards.store import CardFileError, CardStore
 from index.db import INDEX_FILE, TABLES, Index, connect, meta_problems, read_meta, tables
-from index.errors import IndexBusy, IndexError_
+from index.errors import IndexBusy, IndexCorrupt, IndexError_
 from index.pending import PendingIndex
 from index.plan import plan_index_changes
 from index.sync import file_hashes, read_card_file
 
-HEALTHY, STALE, CORRUPT = "healthy", "stale", "corrupt"
+HEALTHY, STALE, CORRUPT, CANNOT_OPEN = "healthy", "stale", "corrupt", "cannot_open"
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,24 @@ def _file_size(path: Path) -> int:
     return sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
 
 
+def unreachable(index_dir: Path, path: Path) -> str:
+    """Why the index folder or file cannot be reached at all ("" when it can, or simply is not there)."""
+    for target, kind in ((Path(index_dir), "folder"), (path, "file")):
+        try:
+            st = os.stat(target)
+        except FileNotFoundError:
+            return ""
+        except OSError as exc:
+            return f"cannot open the index {kind} {target}: {exc.strerror or exc}"
+        if kind == "folder" and not stat.S_ISDIR(st.st_mode):
+            return f"cannot open the index folder {target}: it is a file, not a folder"
+    try:
+        os.listdir(index_dir)  # SQLite needs the folder itself for its -wal and -shm files
+    except OSError as exc:
+        return f"cannot open the index folder {index_dir}: {exc.strerror or exc}"
+    return ""
+
+
 def check_index(index_dir: Path, store: CardStore, model_id: str, dim: int,
                 *, pending: PendingIndex | None = None, busy_timeout_ms: int = 5000) -> IndexHealth:
     """Full check: SQLite integrity, schema, model, row hashes, then rows vs card files.
@@ -75,6 +97,9 @@ def check_index(index_dir: Path, store: CardStore, model_id: str, dim: int,
     hashes, unreadable = file_hashes(store)
     n_pending = len(pending) if pending is not None else 0
     base = dict(path=str(path), card_files=len(hashes), pending=n_pending)
+    if why := unreachable(Path(index_dir), path):
+        return IndexHealth(CANNOT_OPEN, [f"{why}; fix the permissions or move the file aside "
+                                         "(runbooks/index-corruption.md)"], **base)
     if not path.exists():
         if not hashes:
             return IndexHealth(HEALTHY, [], **base)
@@ -82,14 +107,19 @@ def check_index(index_dir: Path, store: CardStore, model_id: str, dim: int,
     base["size_bytes"] = _file_size(path)
     try:
         conn = connect(path, busy_timeout_ms=busy_timeout_ms)
-    except IndexError_ as exc:
+    except IndexCorrupt as exc:
         return IndexHealth(CORRUPT, [str(exc)], **base)
+    except IndexError_ as exc:  # permission, read-only mount, apsw missing: not the file's fault
+        return IndexHealth(CANNOT_OPEN, [str(exc)], **base)
     try:
         return _check_open(conn, path, store, hashes, unreadable, model_id, dim, base)
     except (apsw.BusyError, apsw.LockedError) as exc:
         # A writer holding the lock says nothing about damage: never let it read as corrupt.
         raise IndexBusy(f"index {path} is locked by another process ({exc}); check again when "
                         "the running `memoir run` or rebuild has finished") from exc
+    except (apsw.CantOpenError, apsw.PermissionsError, apsw.ReadOnlyError, apsw.AuthError) as exc:
+        return IndexHealth(CANNOT_OPEN, [f"cannot open {path}: {type(exc).__name__}: {exc}; fix the "
+                                         "permissions (runbooks/index-corruption.md)"], **base)
     except apsw.Error as exc:
         return IndexHealth(CORRUPT, [f"reading {path} failed: {type(exc).__name__}: {exc}"], **base)
     finally:
