@@ -5,10 +5,15 @@ Lower layers receive a `Settings` (or plain values from it) and never read `os.e
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+
+
+AIDER_REPOS = "aider_repos"
 
 
 class ConfigError(Exception):
@@ -39,6 +44,10 @@ class Settings:
     step_timeout_s: int = 1800
     run_lock_timeout_s: int = 0
     nightly_cron: str = "30 3 * * *"
+    nightly_timezone: str = ""  # IANA name for the cron; empty: this machine's local zone
+    # Aider keeps one history per repository, so its logs are read only from folders registered
+    # here (`memoir logs add`): a repo folder or a `.aider.chat.history.md` file, absolute.
+    aider_repos: tuple[str, ...] = ()
     # Model stage: off unless an endpoint is configured.
     model_base_url: str = ""
     model_name: str = ""
@@ -115,5 +124,94 @@ def load_settings(home: str | Path | None = None, env: dict[str, str] | None = N
             values[name] = _coerce(name, kind, raw)
     if home is not None:
         values["home"] = Path(home).expanduser()
+    if AIDER_REPOS in values:
+        values[AIDER_REPOS] = tuple(str(Path(p).expanduser().absolute()) for p in values[AIDER_REPOS])  # type: ignore[attr-defined]
     settings = replace(Settings(), **values)
     return replace(settings, home=Path(settings.home).expanduser().absolute())
+
+
+def config_path(settings: Settings, env: dict[str, str]) -> Path:
+    """The file `memoir` writes settings to: the one it read, else where it would look first."""
+    return settings.config_file or default_config_file(env)
+
+
+def _toml_string(text: str) -> str:
+    # JSON's escapes (\\ \" \n \uXXXX) are all valid in a TOML basic string.
+    return json.dumps(text, ensure_ascii=False)
+
+
+def render_list(key: str, values: list[str]) -> list[str]:
+    """`key = [...]` as TOML lines, one value a line so a diff shows which one changed."""
+    if not values:
+        return [f"{key} = []"]
+    return [f"{key} = ["] + [f"    {_toml_string(v)}," for v in values] + ["]"]
+
+
+def _assignment_span(lines: list[str], key: str, data: dict) -> tuple[int, int] | None:
+    """Lines [start, end) holding the top-level `key = ...`, found by what parses without it."""
+    pattern = re.compile(rf"^\s*(?:{re.escape(key)}|\"{re.escape(key)}\")\s*=")
+    rest = {k: v for k, v in data.items() if k != key}
+    for start, line in enumerate(lines):
+        if line.lstrip().startswith("["):
+            return None  # past the top-level keys
+        if not pattern.match(line):
+            continue
+        for end in range(start + 1, len(lines) + 1):
+            try:
+                if tomllib.loads("\n".join(lines[:start] + lines[end:])) == rest:
+                    return start, end
+            except tomllib.TOMLDecodeError:
+                continue
+    return None
+
+
+def plan_config_edit(text: str, key: str, values: list[str]) -> str:
+    """The config text with top-level `key` set to `values`; every other line kept as it was.
+
+    Raises ConfigError when the text is not valid TOML (a broken file is the user's to fix,
+    never overwritten) or the edit would not read back as intended.
+    """
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"the config file is not valid TOML ({exc}); fix it first, memoir left it as it is") from exc
+    lines = text.splitlines()
+    new = render_list(key, values)
+    span = _assignment_span(lines, key, data) if key in data else None
+    if key in data and span is None:
+        raise ConfigError(f"cannot find where {key!r} is set in the config file; edit it by hand")
+    if span:
+        lines[span[0]:span[1]] = new
+    else:
+        # New top-level keys go before the first table, where TOML still reads them as top-level.
+        at = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("[")), len(lines))
+        while at > 0 and not lines[at - 1].strip() and at < len(lines):
+            at -= 1
+        lines[at:at] = new
+    out = "\n".join(lines) + "\n"
+    if tomllib.loads(out) != {**data, key: list(values)}:
+        raise ConfigError(f"editing {key!r} would change other settings; edit the config file by hand")
+    return out
+
+
+def write_config_list(path: Path, key: str, values: list[str]) -> None:
+    """Set `key` in the TOML file at `path` (created if missing), replaced atomically.
+
+    A symlinked config (dotfiles) is written through to its target, and the file keeps its mode.
+    """
+    from cards.store import write_atomic  # not at import: the hook client loads this module
+
+    target = Path(os.path.realpath(path))
+    try:
+        text = target.read_text(encoding="utf-8")
+        mode = target.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        text, mode = "", 0o644
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+    out = plan_config_edit(text, key, values)
+    try:
+        write_atomic(target, out)
+        os.chmod(target, mode)
+    except OSError as exc:
+        raise ConfigError(f"cannot write config file {path}: {exc}; nothing was changed") from exc
