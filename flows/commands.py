@@ -6,3 +6,4 @@ from flows import cli_status  # noqa: F401
 from flows import cli_flows  # noqa: F401
 from flows import cli_recall  # noqa: F401
 from flows import cli_user  # noqa: F401
+from flows import cli_report  # noqa: F401
