@@ -7,6 +7,7 @@ moved, renamed, locked or touched. Per-file failures are counted by reason, neve
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat as stat_mod
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cards.hosts import HEADER_SESSIONS, READERS, detect_host, reader_for
+from cards.hosts.detect import undetected_reason
 from cards.ledger import FileStat, Ledger, LedgerEntry, ReadPlan, plan_read
 from cards.model import Turn
 
@@ -63,13 +65,38 @@ def _is_dir(path: Path) -> bool:
         return False  # reported when the file itself is read, as `unreadable`
 
 
-def iter_candidates(paths: list[Path], host: str, skipped: Counter | None = None) -> Iterator[Path]:
+def _inside(real: str, roots: list[str]) -> bool:
+    return any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+
+
+def _link_skip(path: str, roots: list[str], follow: bool) -> str | None:
+    """Why a symlink met while walking is not read, or None to read it.
+
+    A link that resolves outside the folders the user named is not followed unless asked: a
+    `*.jsonl` link to a file elsewhere would otherwise put that file into cards. A loop or a
+    dangling link is counted, never raised.
+    """
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return "symlink_loop" if exc.errno == errno.ELOOP else "symlink_broken"
+    if not follow and not _inside(os.path.realpath(path), roots):
+        return "symlink_outside"
+    return None
+
+
+def iter_candidates(paths: list[Path], host: str, skipped: Counter | None = None,
+                    follow_symlinks: bool = False) -> Iterator[Path]:
     """Log files under `paths`, sorted, each once; a path given as a file is always a candidate.
 
-    A directory that cannot be listed is counted in `skipped` as `unreadable_dir`.
+    A directory that cannot be listed is counted in `skipped` as `unreadable_dir`. Symlinks found
+    while walking are read only when they resolve inside one of `paths` (or `follow_symlinks`);
+    the others are counted by reason. A file reached twice (a link beside its target) is read once.
     """
     seen: set[str] = set()
+    real_dirs: dict[str, str] = {}
     skipped = Counter() if skipped is None else skipped
+    roots = [os.path.realpath(Path(p).expanduser()) for p in paths]
 
     def on_error(_exc: OSError) -> None:
         skipped["unreadable_dir"] += 1
@@ -77,24 +104,56 @@ def iter_candidates(paths: list[Path], host: str, skipped: Counter | None = None
     for root in paths:
         root = Path(root).expanduser()
         found: list[Path] = []
+        walked: set[tuple[int, int]] = set()
         # A directory named like a log file is a candidate itself, counted `unreadable` when read.
         if _is_dir(root) and not _wanted(root.name, host if host != "auto" else "jsonl"):
-            for dirpath, dirnames, filenames in os.walk(root, onerror=on_error):
+            for dirpath, dirnames, filenames in os.walk(root, onerror=on_error, followlinks=follow_symlinks):
                 dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
+                links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+                for d in links:
+                    why = _link_skip(os.path.join(dirpath, d), roots, follow_symlinks)
+                    if why:
+                        skipped[why] += 1
+                        dirnames.remove(d)
+                if follow_symlinks:  # a followed link back up the tree would walk forever
+                    walked.add(_dir_key(dirpath))
+                    dirnames[:] = [d for d in dirnames if _dir_key(os.path.join(dirpath, d)) not in walked]
                 found += [Path(dirpath) / n for n in filenames if _wanted(n, host)]
                 # A directory named like a log is surfaced so it is counted, not silently passed over.
                 found += [Path(dirpath) / d for d in dirnames if _wanted(d, host) and d.endswith(".jsonl")]
+            given = None
         else:
             found.append(root)
+            given = root
         for path in sorted(found):
             key = os.path.abspath(path)
-            if key not in seen:
-                seen.add(key)
+            if path is not given and os.path.islink(key):
+                why = _link_skip(key, roots, follow_symlinks)
+                if why:
+                    skipped[why] += 1
+                    continue
+                real = os.path.realpath(key)
+            else:
+                folder, name = os.path.split(key)
+                if folder not in real_dirs:
+                    real_dirs[folder] = os.path.realpath(folder)
+                real = os.path.join(real_dirs[folder], name)
+            if real not in seen:
+                seen.add(real)
                 yield Path(key)
 
 
+def _dir_key(path: str) -> tuple[int, int]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (-1, hash(path))
+    return (st.st_dev, st.st_ino)
+
+
 def _open_ro(path: Path) -> int:
-    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+    # O_NONBLOCK: a file swapped for a FIFO after its stat must not hang the run on open.
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
     noatime = getattr(os, "O_NOATIME", 0)
     if noatime:
         try:
@@ -142,14 +201,21 @@ def _read_all(fd: int, start: int, end: int) -> bytes:
 
 
 def collect_file(path: Path, host: str, ledger: Ledger | None, out: CollectResult) -> None:
-    """Read one candidate file into `out` (turns, skip counts, pending ledger entry); never raises OSError."""
+    """Read one candidate file into `out` (turns, skip counts, pending ledger entry); never raises.
+
+    Whatever one file does to a reader is counted as `file_error_<Exception>` and the batch goes
+    on: memoir may not fix a host log, so a file that fails once would fail every run.
+    """
     try:
         st = os.stat(path)
     except OSError:
         out.skipped["unreadable"] += 1
         return
+    if stat_mod.S_ISDIR(st.st_mode):
+        out.skipped["unreadable"] += 1
+        return
     if not stat_mod.S_ISREG(st.st_mode):
-        out.skipped["unreadable"] += 1  # a directory or FIFO named like a log: opening a FIFO would block
+        out.skipped["special_file"] += 1  # a FIFO, socket or device named like a log: never opened
         return
     if st.st_size == 0:
         out.skipped["empty"] += 1
@@ -160,25 +226,29 @@ def collect_file(path: Path, host: str, ledger: Ledger | None, out: CollectResul
         out.skipped["unreadable"] += 1
         return
     try:
+        if not stat_mod.S_ISREG(os.fstat(fd).st_mode):
+            out.skipped["special_file"] += 1
+            return
         _read_open_file(fd, str(path), FileStat(st.st_size, st.st_mtime_ns), host, ledger, out)
     except OSError:
         out.skipped["unreadable"] += 1
+    except Exception as exc:  # noqa: BLE001 - one hostile file must not stop the batch
+        out.skipped[f"file_error_{type(exc).__name__}"] += 1
     finally:
         os.close(fd)
 
 
 def _read_open_file(fd: int, path: str, fstat: FileStat, host: str, ledger: Ledger | None, out: CollectResult) -> None:
     head = os.pread(fd, min(HEAD_BYTES, fstat.size), 0)
-    if b"\x00" in head:
-        out.skipped["binary"] += 1
-        return
     if not head.strip():
         out.skipped["empty"] += 1
         return
-    file_host = detect_host(path, head) if host == "auto" else host
-    if file_host is None:
-        out.skipped["unknown_format"] += 1
+    # A NUL byte or a junk line costs that line, not the file: detection skips to the first record.
+    detected = detect_host(path, head) if host == "auto" or b"\x00" in head else host
+    if detected is None:
+        out.skipped[undetected_reason(head)] += 1
         return
+    file_host = detected if host == "auto" else host
     hasher = _PrefixHasher(fd)
     entry = ledger.get(path) if ledger is not None else None
     plan: ReadPlan = plan_read(entry, fstat, hasher.hexdigest, file_host)
@@ -213,7 +283,8 @@ def _read_open_file(fd: int, path: str, fstat: FileStat, host: str, ledger: Ledg
     )
 
 
-def collect(paths: list[Path], host: str = "auto", ledger: Ledger | None = None) -> CollectResult:
+def collect(paths: list[Path], host: str = "auto", ledger: Ledger | None = None,
+            follow_symlinks: bool = False) -> CollectResult:
     """Read every new or appended log under `paths` (read-only) into turns grouped by session.
 
     Args:
@@ -221,11 +292,12 @@ def collect(paths: list[Path], host: str = "auto", ledger: Ledger | None = None)
             `.aider.chat.history.md`, …).
         host: a key of `READERS` or "auto" (detected per file from its first lines).
         ledger: where earlier reads are recorded; None reads every file from the start.
+        follow_symlinks: also read links that resolve outside `paths`.
     """
     if host != "auto":
         reader_for(host)
     out = CollectResult()
-    for path in iter_candidates(paths, host, out.skipped):
+    for path in iter_candidates(paths, host, out.skipped, follow_symlinks):
         out.files_seen += 1
         collect_file(path, host, ledger, out)
     for turns in out.sessions.values():

@@ -109,6 +109,17 @@ class SessionReader:
         self.skipped: Counter = Counter()
         self.tool_names: dict[str, str] = {}
 
+    def line(self, obj: dict, line: int) -> None:
+        raise NotImplementedError
+
+    def read_lines(self, parsed: list[tuple[int, dict]]) -> None:
+        """Each parsed line in turn; whatever one line raises is counted by reason, and the next is read."""
+        for line_no, obj in parsed:
+            try:
+                self.line(obj, line_no)
+            except Exception as exc:  # noqa: BLE001 - a host log is never fixed, so one line must not stop every run
+                self.skipped[line_error(exc)] += 1
+
     def result(self, consumed: int, lines: int) -> ReadResult:
         """What a one-session chunk yields: its turns, skips, and the carry for the next read."""
         carry = Carry(session_id=self.session_id, cwd=self.cwd, git_branch=self.branch, seqs=self.seqs.frozen())
@@ -151,6 +162,11 @@ class SessionReader:
         )
 
 
+def line_error(exc: BaseException) -> str:
+    """The skip reason for an exception one line raised: `bad_line_too_deep` or `bad_line_<Exception>`."""
+    return "bad_line_too_deep" if isinstance(exc, RecursionError) else f"bad_line_{type(exc).__name__}"
+
+
 def complete_lines(data: bytes) -> tuple[list[bytes], int]:
     """Split `data` into whole lines; bytes after the last newline are a line still being written."""
     end = data.rfind(b"\n") + 1
@@ -178,8 +194,14 @@ def parse_json_lines(
             continue
         try:
             obj = json.loads(raw)
+        except UnicodeDecodeError:
+            skipped["bad_encoding"] += 1  # not UTF-8 (a latin-1 or UTF-16 line): the formats are UTF-8
+            continue
         except ValueError:
             skipped["bad_json"] += 1
+            continue
+        except RecursionError:
+            skipped["bad_line_too_deep"] += 1  # `[[[[…` past the parser's depth: one line, not the run
             continue
         if not isinstance(obj, dict):
             skipped["unknown_shape"] += 1
@@ -220,6 +242,8 @@ def compact_json(value: object, limit: int = TOOL_CALL_CHARS) -> str:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
     except (TypeError, ValueError):
         text = str(value)
+    except RecursionError:
+        text = "(input nested too deeply to show)"
     return clip(text, limit)
 
 
@@ -229,7 +253,7 @@ def tool_call_text(name: str, args: object, limit: int = TOOL_CALL_CHARS) -> str
         stripped = args.strip()
         try:
             args = json.loads(stripped) if stripped[:1] in ("{", "[") else stripped
-        except ValueError:
+        except (ValueError, RecursionError):
             args = stripped
     body = args if isinstance(args, str) else compact_json(args, limit)
     return f"{name} {clip(body, limit)}".strip()

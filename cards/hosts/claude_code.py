@@ -232,7 +232,6 @@ def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) ->
     first = next((o for _, o in parsed if o.get("sessionId")), None)
     session_id = carry.session_id or session_id_for(path, first)
     reader = _Reader(path, start_line, carry, session_id)
-    for line_no, obj in parsed:
-        reader.line(obj, line_no)
+    reader.read_lines(parsed)
     reader.skipped.update(skipped)
     return reader.result(consumed, len(lines))

@@ -243,7 +243,6 @@ def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) ->
     parsed = parse_json_lines(lines, start_line, skipped, _is_token_count)
     session_id = carry.session_id or _session_id(parsed, path)
     reader = _Reader(path, carry, session_id)
-    for line_no, obj in parsed:
-        reader.line(obj, line_no)
+    reader.read_lines(parsed)
     reader.skipped.update(skipped)
     return reader.result(consumed, len(lines))

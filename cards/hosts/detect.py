@@ -20,7 +20,8 @@ _SNIFF = (
     (re.compile(r'"(?:parentUuid|sessionId|leafUuid)"\s*:'), "claude-code"),
     (re.compile(r'"session_id"\s*:.*"role"\s*:|"role"\s*:.*"session_id"\s*:'), "jsonl"),
 )
-MAX_PROBE_LINES = 5
+# Lines of the head tried in turn: junk or a NUL before the first record costs a line, not the file.
+MAX_PROBE_LINES = 20
 
 
 def _shape(obj: dict) -> str | None:
@@ -41,27 +42,41 @@ def _shape(obj: dict) -> str | None:
 
 
 def detect_host(path: str | PurePath, head_bytes: bytes) -> str | None:
-    """Host name for `--host auto` from the first bytes of a file, or None when unknown."""
-    if b"\x00" in head_bytes:
-        return None
+    """Host name for `--host auto` from the first bytes of a file, or None when unknown.
+
+    The first line that parses as some host's record decides: a junk first line (`[1,2,3]`), a
+    line with a NUL byte or one nested too deeply is passed over, and the reader counts it.
+    """
     text = head_bytes.decode("utf-8", errors="replace").lstrip("\ufeff")
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()][:MAX_PROBE_LINES]
+    lines = [ln for ln in (raw.strip() for raw in text.splitlines()) if ln and "\x00" not in ln][:MAX_PROBE_LINES]
     if not lines:
         return None
     if lines[0].startswith(_AIDER_HEADER) or (
         PurePath(path).name.endswith(".aider.chat.history.md") and any(ln.startswith(("#### ", "> ")) for ln in lines)
     ):
         return "aider"
-    if not lines[0].startswith("{"):
-        return None
-    for ln in lines:
+    objects = [ln for ln in lines if ln.startswith("{")]
+    for ln in objects:
         try:
             obj = json.loads(ln)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(obj, dict) and (host := _shape(obj)):
             return host
     for pattern, host in _SNIFF:
-        if pattern.search(lines[0][:65536]):
+        if objects and pattern.search(objects[0][:65536]):
             return host
     return None
+
+
+def undetected_reason(head_bytes: bytes) -> str:
+    """Why no host was found in a head: `utf16`, `binary` (a NUL byte and no record) or `unknown_format`."""
+    if head_bytes.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "utf16"
+    if b"\x00" not in head_bytes:
+        return "unknown_format"
+    sample = head_bytes[:512]
+    # UTF-16 without a BOM: ASCII text leaves a NUL in every other byte.
+    if max(sample[0::2].count(0), sample[1::2].count(0)) > len(sample) // 4:
+        return "utf16"
+    return "binary"
