@@ -2,6 +2,7 @@ import re
 from pathlib import Path
 
 from cards.hosts import aider
+from cards.hosts.base import Carry
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hosts"
 FIXTURE = FIXTURES / "sample.aider.chat.history.md"
@@ -202,3 +203,30 @@ def test_lint_run_is_a_lint_call_and_its_report_an_error():
     report = turns[turns.index(call) + 1]
     assert (call.role, call.text) == ("assistant", "pnpm eslint packages\\module\\es\\src\\iterables.union.ts")
     assert (report.kind, report.tool_name) == ("error", "lint") and "prefer-const" in report.text
+
+
+def test_a_default_named_history_takes_its_folder_as_workspace_over_the_banner(tmp_path):
+    # The Windows fixture's banner names C:\Users\...; copied into a repo as Aider names it, the
+    # repo folder it now lies in is the workspace of every run, banner or not.
+    repo = tmp_path / "src" / "app"
+    repo.mkdir(parents=True)
+    history = repo / aider.HISTORY_NAME
+    history.write_bytes(WINDOWS.read_bytes())
+    r = aider.read(history.read_bytes(), str(history))
+    assert len(r.session_ids) == 3 and "C:\\Users\\user\\Projects\\mono" in WINDOWS.read_text()
+    assert {t.cwd for t in r.turns} == {str(repo)}
+
+
+def test_an_appended_read_of_a_default_named_history_keeps_the_folder(tmp_path):
+    history = tmp_path / aider.HISTORY_NAME
+    data = WINDOWS.read_bytes()
+    history.write_bytes(data)
+    carry = Carry(session_id="aider-x", started="", cwd="C:\\Users\\user\\Projects\\mono")
+    r = aider.read(data, str(history), carry=carry)
+    assert {t.cwd for t in r.turns} == {str(tmp_path)}
+
+
+def test_history_file_of_a_registered_folder_or_file():
+    assert str(aider.history_file("/src/app")) == "/src/app/.aider.chat.history.md"
+    assert str(aider.history_file("/src/app/.aider.chat.history.md")) == "/src/app/.aider.chat.history.md"
+    assert str(aider.history_file("/logs/app-chat.md")) == "/logs/app-chat.md"

@@ -38,8 +38,12 @@ What each becomes (one session per run, line = the 1-based line where the turn s
   echoed as `#### … (Y)es/(N)o …`) with the subject line it asks about, and after the banner
   "Added X to the chat", "Copied code context", "You can use /undo …", "Diff since …" and the like.
 
-Workspace (`Turn.cwd`): the banner's "Git working dir:" (else "Cur working dir:") when the run
-prints one, else the folder the history file lives in (Aider writes it at the git root).
+Workspace (`Turn.cwd`): Aider writes `.aider.chat.history.md` at the git root, so a file of that
+name gives the folder it lies in: the repository where it is now, on this machine, which is what
+a prompt's working directory is compared with (the banner's "Git working dir:" names where the
+repo was when Aider ran, stale once it moves or the log is copied). A history with another name
+(`--chat-history-file`) may live anywhere: the banner's "Git working dir:" (else "Cur working
+dir:") when the run prints one, else the file's folder.
 
 The file has no session ids, so a session's id is a hash of the file path and its header's
 line number, and its timestamp is the header's (local time); there are no per-message times.
@@ -71,6 +75,7 @@ from cards.model import Turn
 
 HOST = "aider"
 HEADER = "# aider chat started at"
+HISTORY_NAME = ".aider.chat.history.md"  # Aider's default, written at the repository's root
 
 HEADER_RE = re.compile(r"^# aider chat started at (\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)")
 _ERROR_RE = re.compile(
@@ -108,6 +113,12 @@ _BANNER_DIRS = (("Git working dir: ", 2), ("Cur working dir: ", 1))
 _OUTPUT_ADDED = "of output to the chat"
 
 
+def history_file(registered: str | PurePath) -> PurePath:
+    """The history a registered path names: a Markdown file itself, or a repo folder's default history."""
+    path = PurePath(registered)
+    return path if path.suffix == ".md" else path / HISTORY_NAME
+
+
 def session_id_for(path: str, header_line: int) -> str:
     """Stable id for the session whose header is on `header_line` (1-based) of `path`."""
     return "aider-" + hashlib.sha256(f"{path}\0{header_line}".encode()).hexdigest()[:16]
@@ -138,8 +149,10 @@ class _Builder:
         self.skipped: Counter = Counter()
         self.session_id = ""
         self.started: datetime | None = None
-        self.cwd = self.folder
-        self.cwd_rank = 0  # 2: the banner's git working dir, 1: its current dir, 0: the file's folder
+        # 3: the folder of a default-named history (the repo root), 2: the banner's git working dir,
+        # 1: its current dir, 0: the folder of a history named otherwise.
+        self.folder_rank = 3 if PurePath(path).name == HISTORY_NAME else 0
+        self.cwd, self.cwd_rank = self.folder, self.folder_rank
         self.seq = 0
         # The open block: "user", "assistant", "thinking", or a tool group ("misc", "edit", "run", "test", "lint").
         self.key = ""
@@ -158,7 +171,7 @@ class _Builder:
         self.watch_line = 0  # where a watch-mode request began, until we know it is not spelt out as input
         if carry.session_id:
             self.start_session(carry.session_id, datetime.fromisoformat(carry.started) if carry.started else None)
-            if carry.cwd:
+            if carry.cwd and not self.folder_rank:
                 self.cwd, self.cwd_rank = carry.cwd, 1
 
     # --- sessions and turns ------------------------------------------------------------------
@@ -167,7 +180,7 @@ class _Builder:
         self.finish()
         self.watch_line = 0
         self.session_id, self.started, self.seq = session_id, started, 0
-        self.cwd, self.cwd_rank = self.folder, 0
+        self.cwd, self.cwd_rank = self.folder, self.folder_rank
         self.fence = self.think_close = self.after_run = ""
         self.in_banner = True
         if session_id not in self.session_ids:
