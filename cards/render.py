@@ -5,14 +5,18 @@ from __future__ import annotations
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 
-def template_environment(package: str) -> Environment:
-    """Templates of `package`, strict about missing fields, no HTML escaping (Markdown and JSON out)."""
+def template_environment(package: str, *, html: bool = False) -> Environment:
+    """Templates of `package`, strict about missing fields; HTML escaping only for `html` pages.
+
+    Markdown and JSON go out as written; an HTML page shows card text, which may hold markup, as text.
+    """
     return Environment(
         loader=PackageLoader(package, "templates"),
         undefined=StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
-        autoescape=False,
+        lstrip_blocks=html,
+        autoescape=html,
     )
 
 
