@@ -43,6 +43,7 @@ class Settings:
     rebuild_concurrency: int = 2
     step_timeout_s: int = 1800
     run_lock_timeout_s: int = 0
+    follow_symlinks: bool = False  # read log links that resolve outside the folders named
     nightly_cron: str = "30 3 * * *"
     nightly_timezone: str = ""  # IANA name for the cron; empty: this machine's local zone
     # Aider keeps one history per repository, so its logs are read only from folders registered
@@ -91,6 +92,8 @@ def _coerce(name: str, kind: type, raw: object) -> object:
             return Path(str(raw)).expanduser()
         if kind in (int, "int"):
             return int(raw)  # type: ignore[arg-type]
+        if kind in (bool, "bool"):
+            return _boolean(raw)
         if kind in (float, "float"):
             return float(raw)  # type: ignore[arg-type]
         if kind in ("tuple[str, ...]",):
@@ -100,6 +103,17 @@ def _coerce(name: str, kind: type, raw: object) -> object:
         return str(raw)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"setting {name!r} has a bad value {raw!r}: {exc}") from exc
+
+
+def _boolean(raw: object) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    word = str(raw).strip().lower()
+    if word in ("1", "true", "yes", "on"):
+        return True
+    if word in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError("expected true or false")
 
 
 def load_settings(home: str | Path | None = None, env: dict[str, str] | None = None) -> Settings:

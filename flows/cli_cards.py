@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import tempfile
+from dataclasses import replace
 from importlib.resources import files
 from pathlib import Path
 
@@ -90,14 +91,17 @@ def execute_run(settings: Settings, logs: tuple[str, ...], host: str, as_json: b
               help="Log format; auto detects it per file.")
 @click.option("--no-index", is_flag=True,
               help="Write cards only; leave the derived index for the next run or `memoir index rebuild`.")
+@click.option("--follow-symlinks", is_flag=True,
+              help="Also read log links that point outside the folders given (setting follow_symlinks).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
 @pass_ctx
-def run_cmd(ctx, logs, host, no_index, as_json):
+def run_cmd(ctx, logs, host, no_index, follow_symlinks, as_json):
     """Read new log lines, cut them into experiences and write experience cards.
 
     Host logs are only ever read. A second run over the same logs writes nothing new.
     """
-    summary = execute_run(ctx.settings, logs, host, as_json, with_index=not no_index)
+    settings = replace(ctx.settings, follow_symlinks=True) if follow_symlinks else ctx.settings
+    summary = execute_run(settings, logs, host, as_json, with_index=not no_index)
     emit_json(summary.to_dict()) if as_json else print_summary(summary)
 
 

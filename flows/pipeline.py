@@ -156,10 +156,14 @@ def store_cards(store: CardStore, cards: Iterable[Card], summary: RunSummary,
     return changed
 
 
-def collect_logs(paths: list[Path], host: str, ledger: Ledger, progress: Progress | None = None) -> CollectResult:
-    """Read each candidate log file in turn, so a long run can show progress per file."""
+def collect_logs(paths: list[Path], host: str, ledger: Ledger, progress: Progress | None = None,
+                 follow_symlinks: bool = False) -> CollectResult:
+    """Read each candidate log file in turn, so a long run can show progress per file.
+
+    `collect_file` counts whatever one file or line raises under `skipped`; the batch goes on.
+    """
     out = CollectResult()
-    files = list(iter_candidates(paths, host, out.skipped))
+    files = list(iter_candidates(paths, host, out.skipped, follow_symlinks))
     if host != "auto":
         reader_for(host)
     for i, path in enumerate(files):

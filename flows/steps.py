@@ -93,7 +93,7 @@ def collect_step(run: Run, paths: list[Path], host: str, progress: Progress | No
     """Read what was appended to each log since the ledger's last commit."""
     summary = run.summary
     with Ledger.in_state_dir(run.settings.state_dir) as ledger:
-        collected = collect_logs(paths, host, ledger, progress)
+        collected = collect_logs(paths, host, ledger, progress, run.settings.follow_symlinks)
     summary.files_seen, summary.files_read = collected.files_seen, collected.files_read
     summary.bytes_read = collected.bytes_read
     summary.skipped.update(collected.skipped)
