@@ -4,10 +4,11 @@ Decisions, one name each:
 - **confirm** → `status: active`, `confirmed_by: user`, `gate` cleared (the gate that held it
   back is kept as `held_by`). `verified_by: tN` is the rule stage's different claim: a passing
   test run at turn N backed the conclusion.
-- **reject** → the card stays a `candidate` with `gate: rejected_by_user` (and the why). It is a
-  judgment on the card, not a request to forget its turns: it keeps owning its sources so they
-  are not mined again, never enters recall, and leaves the review queue. `memoir forget` is the
-  tombstone, for turns that must not be kept at all.
+- **reject** → the card stays a `candidate` with `gate: rejected_by_user` and `why:` (the reason,
+  sanitized, for whoever later wonders why the card never comes back). It is a judgment on the
+  card, not a request to forget its turns: it keeps owning its sources so they are not mined
+  again, never enters recall, and leaves the review queue. `memoir forget` is the tombstone, for
+  turns that must not be kept at all.
 - **edit** → the person's text is written as is, without updating the store's manifest, so it
   is a hand edit like any other: no later run overwrites it.
 
@@ -16,16 +17,20 @@ Cards a person confirmed or rejected are never rewritten by the rules (`user_own
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 
 from cards.model import Card
+from cards.sanitize import sanitize
 from cards.store import CardStore, parse_card, write_atomic
 
 REVIEWABLE = ("candidate", "incomplete")
 REJECTED = "rejected_by_user"
 USER = "user"
+DEFAULT_WHY = "not worth recalling"
+MAX_MATCHES_SHOWN = 5  # an ambiguous prefix lists this many ids, enough to pick a longer prefix
 
 
 class ReviewError(Exception):
@@ -66,8 +71,77 @@ def reject(card: Card, *, why: str = "", at: str = "") -> Card:
     if card.gate and card.gate != REJECTED:
         extra["held_by"] = card.gate
     if why.strip():
-        extra["why"] = " ".join(why.split())
+        # Typed by a person at a prompt: it may hold a pasted token, and it goes into the card file.
+        extra["why"] = sanitize(" ".join(why.split()))
     return card.with_(status="candidate", confirmed_by="", gate=REJECTED, extra=extra)
+
+
+def find_card(ref: str, ids: Sequence[str], cards_dir: Path) -> str:
+    """The id `ref` names: an id, a unique prefix of one (`c-` may be left out), or the card's file.
+
+    Raises:
+        ReviewError: nothing matches, the prefix is ambiguous, or the file is not one of this
+            home's cards (an exported copy, a tombstone).
+    """
+    ref = ref.strip()
+    if "/" in ref or ref.endswith(".md"):
+        path = Path(ref).expanduser()
+        if path.resolve().parent != Path(cards_dir).resolve():
+            raise ReviewError(f"{ref} is not a card file of this memoir home (its cards are in {cards_dir}/)")
+        ref = path.stem
+    if ref in ids:
+        return ref
+    matches = [i for i in ids if ref and (i.startswith(ref) or i.startswith("c-" + ref))]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise ReviewError(f"no card matches {ref!r}; `memoir review --json` lists the cards awaiting review")
+    shown = ", ".join(matches[:MAX_MATCHES_SHOWN]) + (", …" if len(matches) > MAX_MATCHES_SHOWN else "")
+    raise ReviewError(f"{ref!r} matches {len(matches)} cards ({shown}); give more of the id")
+
+
+def reviewable_alone(card: Card) -> None:
+    """A card named by id may be ruled on unless it is history or a tombstone.
+
+    Raises:
+        ReviewError: the card is superseded or forgotten; the message names what to review instead.
+    """
+    if card.status == "superseded":
+        newer = f" by {card.superseded_by}" if card.superseded_by else ""
+        raise ReviewError(f"{card.id} was superseded{newer}; it is history, review the newer card")
+    if card.status == "forgotten":
+        raise ReviewError(f"{card.id} is forgotten; `memoir unforget {card.id}` brings it back first")
+
+
+@dataclass(frozen=True)
+class GateNote:
+    """Why a card waits, for the person about to decide: the gate, its reason now, what clears it."""
+
+    gate: str
+    help: str
+    reason: str = ""  # what the gate finds in the card as it reads now; "" when it cannot tell
+    met_now: bool = False  # the card as it reads now passes the gate (after an edit, say)
+
+
+def gate_note(card: Card, min_conclusion_chars: int = 0) -> GateNote | None:
+    """The note for the gate that holds `card`, rechecked on the text where the card alone suffices.
+
+    The other gates need the source turns or the other cards; for them the note only explains.
+    """
+    from cards.draft import conclusion_problem
+    from cards.gates import GATE_HELP, failure_conditions_stated, verifiable_judgment
+
+    if not card.gate:
+        return None
+    help_text = GATE_HELP.get(card.gate, "no explanation is known for this gate name")
+    own = {"verifiable_judgment": verifiable_judgment, "failure_conditions_stated": failure_conditions_stated}
+    if card.gate in own:
+        result = own[card.gate](card)
+        return GateNote(card.gate, help_text, result.reason, result.passed)
+    if card.gate.startswith("conclusion_"):
+        problem = conclusion_problem(card.conclusion, min_conclusion_chars)
+        return GateNote(card.gate, help_text, problem.replace("_", " "), not problem)
+    return GateNote(card.gate, help_text)
 
 
 def apply_decision(store: CardStore, card: Card) -> None:
@@ -104,13 +178,17 @@ class Pending:
     workspace: str
     conclusion: str
     sources: list[dict]
+    gate_help: str = ""
 
     @classmethod
     def of(cls, card: Card) -> Pending:
+        from cards.gates import GATE_HELP
+
         line = " ".join((card.goal or card.conclusion).split())
         return cls(card.id, card.status, card.gate, line[:100], card.workspace, card.conclusion,
-                   [s.to_dict() for s in card.sources])
+                   [s.to_dict() for s in card.sources], GATE_HELP.get(card.gate, ""))
 
     def to_json(self) -> dict:
-        return {"id": self.id, "status": self.status, "gate": self.gate, "title": self.title,
-                "workspace": self.workspace, "conclusion": self.conclusion, "sources": self.sources}
+        return {"id": self.id, "status": self.status, "gate": self.gate, "gate_help": self.gate_help,
+                "title": self.title, "workspace": self.workspace, "conclusion": self.conclusion,
+                "sources": self.sources}

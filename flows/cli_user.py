@@ -120,25 +120,55 @@ def unforget_cmd(ctx, card_id):
 # --- review ------------------------------------------------------------------------------------------
 
 _ACTIONS = {"c": "confirm", "r": "reject", "e": "edit", "s": "skip", "q": "quit"}
+_WHY_PROMPT = ("Why reject it? The reason is kept in the card file (`why:`) so whoever opens it later sees why "
+               "it never comes back; the card stays out of review and recall either way.")
+
+
+class _Stopped(Exception):
+    """The person ended input (Ctrl-D or Ctrl-C) at a prompt: the review ends, nothing half-done."""
+
+
+def _ask(text: str, **kwargs) -> str:
+    try:
+        return click.prompt(text, **kwargs)
+    except click.Abort as exc:
+        click.echo()  # the prompt left the cursor on its line
+        raise _Stopped() from exc
 
 
 @cli.command("review")
-@click.option("--json", "as_json", is_flag=True, help="List what awaits review as JSON and exit (for scripts).")
+@click.argument("card", required=False)
+@click.option("--json", "as_json", is_flag=True, help="List what awaits review (or CARD) as JSON and exit (for scripts).")
 @pass_ctx
-def review_cmd(ctx, as_json):
+def review_cmd(ctx, card, as_json):
     """Walk the cards the gates held back, one at a time: confirm, reject, edit in $EDITOR, skip or quit.
 
+    With CARD (an id, a unique start of one, or the card's file) only that card is shown, whatever
+    its status: a rejected card can be confirmed after all, an active one rejected. Under each
+    card the gate that held it back says what it means and what would clear it.
+
     Confirm makes a card active with `confirmed_by: user`; reject keeps it as a candidate with
-    `gate: rejected_by_user`, out of recall and out of review; edit writes your text as a hand
-    edit that no later run overwrites. The file changes first, then the index.
+    `gate: rejected_by_user` and your reason as `why:`, out of recall and out of review; edit
+    writes your text as a hand edit that no later run overwrites. The file changes first, then
+    the index. Ctrl-D at a prompt ends the review; what was decided stays decided.
     """
-    from cards.review import Pending, awaiting_review
+    from cards.review import Pending, ReviewError, awaiting_review, find_card, reviewable_alone
 
     store = _store(ctx.settings)
-    cards, problems = store.load_all()
-    queue = awaiting_review(cards)
-    for problem in problems:
-        click.echo(f"unreadable card file: {problem}", err=True)
+    if card:
+        try:
+            card_id = find_card(card, store.ids(), store.cards_dir)
+            queue = [store.read(card_id)]
+            reviewable_alone(queue[0])
+        except (ReviewError, CardFileError) as exc:
+            raise click.ClickException(str(exc)) from exc
+        except OSError as exc:
+            raise click.ClickException(f"cannot read {card}: {exc}") from exc
+    else:
+        cards, problems = store.load_all()
+        queue = awaiting_review(cards)
+        for problem in problems:
+            click.echo(f"unreadable card file: {problem}", err=True)
     if as_json:
         emit_json([Pending.of(c).to_json() for c in queue])
         return
@@ -146,16 +176,46 @@ def review_cmd(ctx, as_json):
         click.echo("nothing awaits review")
         return
     done = {"confirm": 0, "reject": 0, "edit": 0, "skip": 0}
+    stopped = False
     for i, first in enumerate(queue, 1):
-        action = _review_one(ctx.settings, store, first.id, i, len(queue), done)
+        try:
+            action = _review_one(ctx.settings, store, first.id, i, len(queue), done)
+        except _Stopped:
+            stopped = True
+            break
         if action == "quit":
             break
-    click.echo(f"{done['confirm']} confirmed, {done['reject']} rejected, {done['edit']} edited, {done['skip']} skipped")
+    decided = done["confirm"] + done["reject"]
+    counts = f"{done['confirm']} confirmed, {done['reject']} rejected, {done['edit']} edited, {done['skip']} skipped"
+    if stopped:
+        click.echo(f"review stopped, {decided} decided, {len(queue) - decided} left ({counts})")
+    else:
+        click.echo(f"{counts}; {len(queue) - decided} left")
+
+
+def _gate_text(card, settings) -> str:
+    """The held gate, what it finds now and what clears it, wrapped for a terminal."""
+    import textwrap
+
+    from cards.review import gate_note
+
+    note = gate_note(card, settings.min_conclusion_chars)
+    if note is None:
+        return ""
+    lines = [f"held back by {note.gate}" + (f": {note.reason}" if note.reason and not note.met_now else "")]
+    lines += textwrap.wrap(note.help, 96, initial_indent="  ", subsequent_indent="  ")
+    if note.met_now:
+        lines.append("  The card as it reads now meets this gate: confirm it to clear the hold.")
+    return "\n".join(lines)
 
 
 def _review_one(settings, store: CardStore, card_id: str, i: int, n: int, done: dict) -> str:
-    """Show one card until the person decides; returns the action that ended it."""
-    from cards.review import ReviewError, apply_decision, confirm, reject, save_edit
+    """Show one card until the person decides; returns the action that ended it.
+
+    Raises:
+        _Stopped: input ended at a prompt; the card is left as it was.
+    """
+    from cards.review import DEFAULT_WHY, ReviewError, apply_decision, confirm, reject, save_edit
     from index.containers import human_review
 
     while True:
@@ -165,8 +225,11 @@ def _review_one(settings, store: CardStore, card_id: str, i: int, n: int, done: 
             click.echo(f"cannot read {card_id}: {exc}; skipped", err=True)
             return "skip"
         click.echo(human_review(card, store))
-        key = click.prompt(f"[{i}/{n}] (c)onfirm (r)eject (e)dit (s)kip (q)uit",
-                           type=click.Choice(list(_ACTIONS)), show_choices=False)
+        gate = _gate_text(card, settings)
+        if gate:
+            click.echo(gate + "\n")
+        key = _ask(f"[{i}/{n}] (c)onfirm (r)eject (e)dit (s)kip (q)uit", type=click.Choice(list(_ACTIONS)),
+                   show_choices=False)
         action = _ACTIONS[key]
         if action in ("skip", "quit"):
             done["skip"] += action == "skip"
@@ -175,7 +238,8 @@ def _review_one(settings, store: CardStore, card_id: str, i: int, n: int, done: 
             if action == "confirm":
                 apply_decision(store, confirm(card, min_conclusion_chars=settings.min_conclusion_chars))
             elif action == "reject":
-                why = click.prompt("why (optional)", default="", show_default=False)
+                click.echo(_WHY_PROMPT)
+                why = _ask("reason", default=DEFAULT_WHY)
                 apply_decision(store, reject(card, why=why))
             else:
                 text = click.edit(store.read_text(card_id) or "", extension=".md", require_save=True)

@@ -8,8 +8,21 @@ import stat
 import pytest
 from click.testing import CliRunner
 
-from cards.review import REJECTED, ReviewError, awaiting_review, confirm, reject
-from cards.store import content_hash
+from cards.distill.rules import CONFLICT_GATE
+from cards.draft import conclusion_problem
+from cards.gates import GATE_HELP, GATE_NAMES
+from cards.review import (
+    DEFAULT_WHY,
+    REJECTED,
+    ReviewError,
+    awaiting_review,
+    confirm,
+    find_card,
+    gate_note,
+    reject,
+    reviewable_alone,
+)
+from cards.store import CardStore, content_hash
 from flows import commands  # noqa: F401  (registers the subcommands)
 from flows.cli import cli
 from flows.pipeline import run_pipeline
@@ -59,6 +72,57 @@ def test_reject_keeps_a_candidate_out_of_review_and_recall_for_good():
     queue = awaiting_review([done, card(2, status="candidate"), card(3), card(4, status="incomplete"),
                              confirm(card(5, status="candidate"))])
     assert [c.id for c in queue] == [card(2).id, card(4).id]
+
+
+def test_reject_keeps_the_reason_without_a_secret_pasted_into_it():
+    done = reject(card(1, status="candidate"), why="leaks ghp_abcdefghijklmnopqrstuvwxyz0123456789AB again")
+    assert done.extra["why"] == "leaks [REDACTED:github_token] again"
+
+
+def test_every_gate_a_card_can_be_held_by_says_what_would_clear_it():
+    cut = "The build fails because the lockfile pins an old resolver and"
+    held_by = {*GATE_NAMES, CONFLICT_GATE, REJECTED, conclusion_problem("too short", 40),
+               conclusion_problem(cut, 40), conclusion_problem("Run this:\n```sh\nnpm ci --legacy-peer-deps", 20),
+               "no_settled_conclusion"}
+    assert "" not in held_by and held_by <= set(GATE_HELP), held_by - set(GATE_HELP)
+    for gate in held_by:
+        assert any(w in GATE_HELP[gate].lower() for w in ("confirm", "edit", "reject")), gate
+
+
+def test_find_card_takes_an_id_a_unique_start_of_one_or_its_file(tmp_path):
+    ids = ["c-0a1b000000000001", "c-0a1b000000000002", "c-77ff000000000000"]
+    cards_dir = tmp_path / "cards"
+    assert find_card("c-77ff000000000000", ids, cards_dir) == ids[2]
+    assert find_card("77f", ids, cards_dir) == find_card("c-77", ids, cards_dir) == ids[2]
+    assert find_card(str(cards_dir / f"{ids[1]}.md"), ids, cards_dir) == ids[1]
+    with pytest.raises(ReviewError, match="matches 2 cards .*c-0a1b000000000001, c-0a1b000000000002"):
+        find_card("0a1b", ids, cards_dir)
+    with pytest.raises(ReviewError, match="no card matches 'c-99'"):
+        find_card("c-99", ids, cards_dir)
+    with pytest.raises(ReviewError, match="not a card file of this memoir home"):
+        find_card(str(tmp_path / "export" / "docker" / f"{ids[2]}.md"), ids, cards_dir)
+
+
+def test_a_superseded_or_forgotten_card_is_not_reviewed_alone():
+    reviewable_alone(card(1, status="active", gate=""))
+    reviewable_alone(card(2, status="candidate", gate=REJECTED))
+    with pytest.raises(ReviewError, match="superseded by c-0000000000000009; it is history"):
+        reviewable_alone(card(3, status="superseded", superseded_by="c-0000000000000009"))
+    with pytest.raises(ReviewError, match="memoir unforget"):
+        reviewable_alone(card(4, status="forgotten"))
+
+
+def test_the_gate_note_rechecks_what_the_card_alone_can_show():
+    held = card(1, status="candidate", gate="failure_conditions_stated", counterexamples="none")
+    note = gate_note(held)
+    assert (note.gate, note.met_now) == ("failure_conditions_stated", False)
+    assert "placeholder" in note.reason and note.help == GATE_HELP["failure_conditions_stated"]
+    assert gate_note(held.with_(counterexamples="Not on Linux hosts without Docker Desktop.")).met_now
+    cut = gate_note(card(2, status="incomplete", gate="conclusion_cut_off", conclusion="It fails because the"), 10)
+    assert (cut.reason, cut.met_now) == ("conclusion cut off", False)
+    dup = gate_note(card(3, status="candidate", gate="not_duplicate"))  # needs the other cards: explained only
+    assert (dup.reason, dup.met_now, dup.help) == ("", False, GATE_HELP["not_duplicate"])
+    assert gate_note(card(4)) is None
 
 
 # --- the command ----------------------------------------------------------------------------------------
@@ -119,3 +183,55 @@ def test_edit_in_editor_is_a_hand_edit_and_can_then_be_confirmed(built, held, me
     confirmed = store.read(FIRST)
     assert confirmed.status == "active" and confirmed.follow_up.endswith("race detector first.")
     assert row(settings, embedder, FIRST).status == "active"
+
+
+def test_review_of_one_card_by_its_start_or_its_file_leaves_the_queue_alone(built, held, memoir_home, embedder):
+    FIRST, SECOND = held[0].id, held[1].id
+    settings = copy_home(built, memoir_home)
+    store = store_of(settings)
+    out = CliRunner().invoke(cli, ["--home", str(settings.home), "review", SECOND[:9]], input="c\n",
+                             catch_exceptions=False)
+    assert out.exit_code == 0, out.output
+    assert "[1/1]" in out.output and f"held back by {held[1].gate}" in out.output
+    assert GATE_HELP[held[1].gate].split()[0] in out.output  # the explanation is shown under the gate
+    assert "1 confirmed, 0 rejected, 0 edited, 0 skipped; 0 left" in out.output
+    assert store.read(SECOND).status == "active" and store.read(FIRST).status == held[0].status
+    assert row(settings, embedder, SECOND).status == "active"
+
+    listed = CliRunner().invoke(cli, ["--home", str(settings.home), "review", "--json", str(store.path_for(FIRST))])
+    (one,) = json.loads(listed.output)
+    assert (one["id"], one["gate_help"]) == (FIRST, GATE_HELP[held[0].gate])
+    missing = CliRunner().invoke(cli, ["--home", str(settings.home), "review", "c-ffffffff"])
+    assert missing.exit_code == 1 and "no card matches 'c-ffffffff'" in missing.output
+
+
+def test_end_of_input_stops_the_review_cleanly_and_keeps_what_was_decided(built, held, memoir_home):
+    FIRST, SECOND = held[0].id, held[1].id
+    settings = copy_home(built, memoir_home)
+    store = store_of(settings)
+    before = store.path_for(SECOND).read_bytes()
+    # Confirm the first, then Ctrl-D at the second's reason prompt: the second stays as it was.
+    out = review(settings, "c\nr\n")
+    assert out.exit_code == 0, out.output
+    assert "Aborted" not in out.output and "Why reject it? The reason is kept in the card file" in out.output
+    assert "review stopped, 1 decided, 1 left (1 confirmed, 0 rejected, 0 edited, 0 skipped)" in out.output
+    assert store.read(FIRST).status == "active" and store.path_for(SECOND).read_bytes() == before
+
+    out = review(settings, "")
+    assert out.exit_code == 0 and "review stopped, 0 decided, 1 left" in out.output
+    out = review(settings, "r\n\n")  # Enter takes the offered reason
+    assert out.exit_code == 0 and store.read(SECOND).extra["why"] == DEFAULT_WHY
+
+
+def test_a_superseded_card_named_alone_is_refused_with_what_to_do(memoir_home):
+    from cards.config import load_settings
+
+    settings = load_settings(home=memoir_home)
+    store = CardStore(settings.cards_dir, settings.state_dir)
+    old = card(1, status="superseded", superseded_by=card(2).id)
+    store.write_many([old, card(2)])
+    store.save_manifest()
+    before = store.path_for(old.id).read_bytes()
+    out = CliRunner().invoke(cli, ["--home", str(settings.home), "review", old.id], input="r\n\n")
+    assert out.exit_code == 1 and f"superseded by {card(2).id}; it is history" in out.output
+    assert store.path_for(old.id).read_bytes() == before
