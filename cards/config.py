@@ -208,6 +208,17 @@ def plan_config_edit(text: str, key: str, values: list[str]) -> str:
     return out
 
 
+def read_config_list(path: Path, key: str) -> list[str]:
+    """`key`'s list as the file itself holds it (no environment override), [] when unset or no file."""
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}; fix or remove it") from exc
+    return list(_coerce(key, "tuple[str, ...]", data.get(key, ())))  # type: ignore[call-overload]
+
+
 def write_config_list(path: Path, key: str, values: list[str]) -> None:
     """Set `key` in the TOML file at `path` (created if missing), replaced atomically.
 

@@ -7,3 +7,4 @@ from flows import cli_flows  # noqa: F401
 from flows import cli_recall  # noqa: F401
 from flows import cli_user  # noqa: F401
 from flows import cli_report  # noqa: F401
+from flows import cli_logs  # noqa: F401

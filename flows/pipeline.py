@@ -16,7 +16,7 @@ from pathlib import Path
 from cards.collect import CollectResult, collect_file, iter_candidates
 from cards.config import Settings
 from cards.draft import draft_card
-from cards.hosts import default_roots, reader_for
+from cards.hosts import aider, default_roots, reader_for
 from cards.ledger import Ledger
 from cards.model import Card, Experience, Turn
 from cards.sanitize import sanitize_with_report
@@ -74,10 +74,15 @@ class RunSummary:
         }
 
 
-def default_log_paths(user_home: Path | None = None) -> list[Path]:
-    """The host log folders that exist on this machine."""
-    roots = default_roots(user_home or Path.home())
-    return [p for p in roots.values() if p.exists()]
+def default_log_sources(aider_repos: Iterable[str] = (), user_home: Path | None = None) -> list[tuple[str, Path]]:
+    """(host, path) for every log source a run reads without --logs: host folders, registered Aider histories."""
+    roots = list(default_roots(user_home or Path.home()).items())
+    return roots + [(aider.HOST, Path(aider.history_file(p))) for p in aider_repos]
+
+
+def default_log_paths(user_home: Path | None = None, aider_repos: Iterable[str] = ()) -> list[Path]:
+    """The default log sources that exist on this machine (an Aider repo may not have a history yet)."""
+    return [p for _, p in default_log_sources(aider_repos, user_home) if p.exists()]
 
 
 def sanitize_turns(turns: Iterable[Turn], blob_cap: int, redacted: Counter) -> list[Turn]:

@@ -76,10 +76,10 @@ def start_run(settings: Settings, with_index: bool = True) -> Run:
 
 
 def log_paths(run: Run, logs: list[str]) -> list[Path]:
-    """The logs to read (default: this machine's host log folders)."""
-    paths = [Path(p) for p in logs] or default_log_paths()
+    """The logs to read (default: host log folders and registered Aider repos on this machine)."""
+    paths = [Path(p) for p in logs] or default_log_paths(aider_repos=run.settings.aider_repos)
     if not paths:
-        run.summary.notes.append("no host log folders found; pass --logs PATH")
+        run.summary.notes.append("no host log folders found; pass --logs PATH, or `memoir logs add REPO` for Aider")
     return paths
 
 
