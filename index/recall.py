@@ -46,6 +46,7 @@ LEXICAL_MIN_COVERAGE = 0.6  # share of query terms a card must contain when no m
 LEXICAL_MIN_TERMS = 2  # ... and at least this many, so a single shared word never suffices
 LOG_FILE = "recall.jsonl"
 LOG_MAX_BYTES = 5_000_000  # then rotated once to recall.jsonl.1
+PARSED_CARDS_MAX = 20_000  # parsed cards a recaller keeps (~2 KB each): every candidate of a day's prompts
 SESSIONS_DIR = "recall-sessions"
 SESSION_TTL_S = 3 * 24 * 3600  # per-session injected ids are pruned after this long untouched
 BRIEF_CARDS = 30  # newest cards of a workspace a session brief looks at
@@ -433,6 +434,7 @@ class Recaller:
         self._index = None
         self._index_id: tuple[int, int] | None = None
         self._lock = threading.Lock()
+        self._parsed: dict[str, tuple[tuple[int, int, int], Card, str]] = {}
 
     @property
     def mode(self) -> str:
@@ -471,6 +473,24 @@ class Recaller:
                 self._index = open_index(self.settings.index_dir, self.embedder, busy_timeout_ms=READ_BUSY_MS)
             self._index_id = ident
             return self._index
+
+    def read_card(self, card_id: str) -> tuple[Card, str]:
+        """The card and its retrieval text, parsed once per version of its file: parsing the front
+        matter was a quarter of a warm recall's CPU, and a long-lived service reads the same cards
+        again and again. A hand edit changes the file's mtime or size, so it is read afresh."""
+        path = self.store.path_for(card_id)
+        st = os.stat(path)  # FileNotFoundError: a card deleted by hand
+        key = (st.st_mtime_ns, st.st_size, st.st_ino)
+        found = self._parsed.get(card_id)
+        if found is not None and found[0] == key:
+            return found[1], found[2]
+        card = self.store.read(card_id)
+        text = retrieval_text(card)
+        with self._lock:
+            if len(self._parsed) >= PARSED_CARDS_MAX:
+                self._parsed.pop(next(iter(self._parsed)))  # the oldest entry: a bounded cache, not an LRU
+            self._parsed[card_id] = (key, card, text)
+        return card, text
 
     # -- the public call -------------------------------------------------------------------------
 
@@ -579,12 +599,13 @@ class Recaller:
         cards: dict[str, Card] = {}
         for card_id, hit in hits.items():
             try:
-                card = self.store.read(card_id)
+                card, card_text = self.read_card(card_id)
             except FileNotFoundError:
                 card = missing_card(card_id)
+                card_text = retrieval_text(card)
             except (OSError, UnicodeDecodeError, CardFileError):
                 continue  # a broken hand edit: `memoir index check` reports it, recall skips it
-            coverage = lexical_coverage(terms, retrieval_text(card))
+            coverage = lexical_coverage(terms, card_text)
             similarity = hit.get("cosine", 0.0) if self.embedder is not None else coverage
             cards[card_id] = card
             candidates.append(candidate_from(card, dict(hit, coverage=coverage), similarity, now,
@@ -622,7 +643,7 @@ class Recaller:
             while new_id and new_id not in seen:  # to the newest card of the chain
                 seen.add(new_id)
                 try:
-                    card = self.store.read(new_id)
+                    card, _ = self.read_card(new_id)
                 except (OSError, UnicodeDecodeError, CardFileError):
                     card = None
                     break

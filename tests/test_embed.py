@@ -39,3 +39,11 @@ def test_similar_problems_are_closer_than_unrelated_ones():
         "Postgres refuses connections: too many clients, raise max_connections",
     ])
     assert float(a @ b) > float(a @ c) + 0.1
+
+
+@pytest.mark.slow
+def test_one_text_gives_the_same_vector_as_a_batch():
+    embedder = default_embedder()
+    texts = ["ECONNRESET in the rate limiter", "ünïcödé 日本語 tokens", "x " * 400, "a"]
+    for text in texts:
+        assert np.allclose(embedder.encode_one(text), embedder.encode([text])[0], atol=1e-5)

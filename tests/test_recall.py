@@ -202,3 +202,16 @@ def test_a_superseded_hit_brings_the_card_that_replaced_it_and_never_itself(sett
         result = r.recall(QUERY, workspace=WORKSPACE, now=NOW, budget_ms=10_000)
     assert [c.id for c in result.cards] == [newer.id]
     assert entry(result, older.id)["gate"] != "injected"
+
+
+def test_a_long_lived_recaller_sees_a_hand_edit_of_a_card_it_has_parsed(settings, embedder):
+    store = index_cards(settings, embedder, [BASE])
+    with Recaller(settings, embedder) as r:
+        first, _ = r.read_card(BASE.id)
+        assert r.read_card(BASE.id)[0] is first  # parsed once per version of the file
+        path = store.path_for(BASE.id)
+        path.write_text(path.read_text(encoding="utf-8").replace(BASE.conclusion, "Pin the broker to 3.6."),
+                        encoding="utf-8")
+        edited, text = r.read_card(BASE.id)
+    assert edited.conclusion.startswith("Pin the broker to 3.6.") and edited is not first
+    assert "Pin the broker to 3.6." in text
