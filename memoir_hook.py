@@ -100,16 +100,101 @@ loads, dumps = _codec()
 # --- paths and the wire ------------------------------------------------------------------------------
 
 
-def socket_path(state_dir: str) -> str:
-    """`<state>/recall.sock`, or a per-user path in the temp dir when that is too long for a socket."""
+def socket_path(state_dir: str, *, env=None, temp_dir: str | None = None, create: bool = False) -> str:
+    """`<state>/recall.sock`, or, when that is too long for a socket, a socket in a folder only this
+    user can reach (`private_socket_dir`). Raises UnsafeSocket when no such folder can be had.
+
+    Args:
+        create: make the private folder if it is missing (the service binds; a client only looks).
+    """
     path = os.path.join(str(state_dir), SOCKET_NAME)
     if len(os.fsencode(path)) <= MAX_SOCKET_PATH:
         return path
     import hashlib  # only on this rare path: the hook's imports are its start-up time
-    import tempfile
 
     digest = hashlib.sha256(os.fsencode(os.path.abspath(str(state_dir)))).hexdigest()[:16]
-    return os.path.join(tempfile.gettempdir(), f"memoir-{os.getuid()}-{digest}.sock")
+    folder = private_socket_dir(os.environ if env is None else env, temp_dir, create=create)
+    return os.path.join(folder, f"recall-{digest}.sock")
+
+
+class UnsafeSocket(OSError):
+    """The socket's folder or the process answering on it is not this user's own: nothing is sent
+    to it and nothing it says is trusted (another local user could put text into the prompt)."""
+
+
+def private_dir_problem(path: str, uid: int) -> str:
+    """Why `path` is not a private folder of `uid` (a real directory, its own, mode 0700); '' if it is.
+
+    lstat, not stat: a symlink is refused even when it points at a good folder, since whoever
+    owns the link's folder can point it elsewhere later.
+    """
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return f"{path}: {exc.strerror or exc}"
+    kind = st.st_mode & 0o170000
+    if kind == 0o120000:
+        return f"{path} is a symlink"
+    if kind != 0o040000:
+        return f"{path} is not a directory"
+    if st.st_uid != uid:
+        return f"{path} belongs to uid {st.st_uid}, not {uid}"
+    if st.st_mode & 0o777 != 0o700:
+        return f"{path} has mode {st.st_mode & 0o777:04o}, not 0700"
+    return ""
+
+
+def private_socket_dir(env, temp_dir: str | None = None, *, create: bool = False) -> str:
+    """`$XDG_RUNTIME_DIR/memoir` when the runtime dir is this user's and 0700, else
+    `<temp dir>/memoir-<uid>`: a folder checked to be this user's own, mode 0700, not a symlink.
+
+    A fixed name in a shared temp dir can be made first by anyone; so it is never trusted for its
+    name, only after the check. A missing folder is returned as is when `create` is off (nothing
+    listens there yet). Raises UnsafeSocket naming each folder refused and why.
+    """
+    uid = os.getuid()
+    refused = []
+    candidates = []
+    runtime = env.get("XDG_RUNTIME_DIR") or ""
+    if runtime:
+        why = private_dir_problem(runtime, uid)
+        if why:
+            refused.append(f"XDG_RUNTIME_DIR {why}")
+        else:
+            candidates.append(os.path.join(runtime, "memoir"))
+    if temp_dir is None:
+        import tempfile
+
+        temp_dir = tempfile.gettempdir()
+    candidates.append(os.path.join(temp_dir, f"memoir-{uid}"))
+    for folder in candidates:
+        if create:
+            try:
+                os.mkdir(folder, 0o700)
+                os.chmod(folder, 0o700)  # ours, just made: the umask may have taken more than group/other
+            except FileExistsError:
+                pass
+            except OSError as exc:
+                refused.append(f"{folder}: {exc.strerror or exc}")
+                continue
+        elif not os.path.lexists(folder):
+            return folder  # no service made it: connecting finds nothing, and the service checks on creating it
+        why = private_dir_problem(folder, uid)
+        if not why:
+            return folder
+        refused.append(why)
+    raise UnsafeSocket("no private folder for the recall socket (" + "; ".join(refused) + "); remove it, "
+                       "set XDG_RUNTIME_DIR to a folder of yours with mode 0700, or use a shorter MEMOIR_HOME")
+
+
+def peer_uid(sock) -> int | None:
+    """The uid of the process at the other end of a connected unix socket; None where the platform
+    cannot say (no SO_PEERCRED: the private folder is the guard there)."""
+    option = getattr(_socket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    raw = sock.getsockopt(_socket.SOL_SOCKET, option, 12)  # struct ucred: pid, uid, gid as C ints
+    return int.from_bytes(raw[4:8], sys.byteorder)
 
 
 class NoService(Exception):
@@ -117,7 +202,10 @@ class NoService(Exception):
 
 
 def ask(state_dir: str, request: dict, timeout_s: float) -> dict:
-    """One request, one JSON answer. Raises NoService, TimeoutError, or OSError/ValueError."""
+    """One request, one JSON answer, only from a server run by this user.
+
+    Raises NoService, UnsafeSocket (before the request is sent), TimeoutError, or OSError/ValueError.
+    """
     path = socket_path(state_dir)
     if timeout_s <= 0:
         raise TimeoutError("no time left to ask")
@@ -128,6 +216,11 @@ def ask(state_dir: str, request: dict, timeout_s: float) -> dict:
             s.connect(path)
         except (FileNotFoundError, ConnectionRefusedError) as exc:
             raise NoService(str(exc)) from exc
+        # Checked before the prompt leaves this process: a stranger gets neither the prompt nor a say.
+        uid = peer_uid(s)
+        if uid is not None and uid != os.getuid():
+            raise UnsafeSocket(f"refused the recall service on {path}: it runs as uid {uid}, not as you "
+                               f"(uid {os.getuid()})")
         s.sendall(dumps(request).encode("utf-8") + b"\n")
         s.shutdown(_socket.SHUT_WR)
         chunks = []
@@ -344,6 +437,8 @@ def run_hook(payload: object, caller: Caller, started: float) -> tuple[str, str,
         if event == "SessionStart" and workspace:
             return hook_output(event, lexical_brief(caller.resolved(), workspace)), event, "cold_start", detail
         return "", event, "cold_start", detail
+    except UnsafeSocket as exc:
+        return "", event, "error", f"refused: {exc}"  # never a cold start: the service could not bind there either
     except TimeoutError:
         return "", event, "timeout", f"no answer within {budget:.0f} ms"
     except (OSError, ValueError) as exc:

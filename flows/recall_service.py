@@ -2,7 +2,9 @@
 
 Loading torch and the embedding model takes seconds, a prompt hook has 300 ms. So one long-lived
 process (`memoir serve-recall`) keeps the model and the index open and answers on a unix socket
-in the state dir (a 0700 dir, a 0600 socket, never a network port). The hook's client is
+in the state dir (a 0700 dir, a 0600 socket, never a network port; when that path is too long for a
+socket, in a private folder `memoir_hook.private_socket_dir` checks). Both ends check the other's
+uid (SO_PEERCRED): the client trusts no answer, and the service serves no request, from another user. The hook's client is
 `memoir_hook.py` (stdlib only, started with `python -I -S`); this module is the service and the
 helpers the CLI uses to reach it.
 
@@ -45,9 +47,12 @@ class ServiceError(Exception):
     """The recall service cannot start (already running, socket not creatable)."""
 
 
-def socket_path(state_dir: Path) -> Path:
-    """`<state>/recall.sock`, or a per-user path in the temp dir when that is too long for a socket."""
-    return Path(memoir_hook.socket_path(str(state_dir)))
+def socket_path(state_dir: Path, *, create: bool = False) -> Path:
+    """`<state>/recall.sock`, or a socket in a private folder when that is too long for a socket.
+
+    Raises memoir_hook.UnsafeSocket when no private folder can be had.
+    """
+    return Path(memoir_hook.socket_path(str(state_dir), create=create))
 
 
 def ask(state_dir: Path, request: dict, timeout_s: float) -> dict | None:
@@ -177,10 +182,20 @@ class RecallService:
         return {"ok": False, "error": f"unknown op {op!r}"}
 
     def answer(self, conn: socket.socket) -> None:
-        """Read one request from `conn`, answer it, close it; never raises."""
+        """Read one request from `conn`, answer it, close it; never raises.
+
+        A connection from another user is refused unread: the socket's folder keeps others out,
+        and this holds even where someone loosened the folder's mode.
+        """
         with conn:
             try:
-                answer = self.handle(_read_request(conn))
+                stranger = stranger_uid(conn)
+                if stranger is not None:
+                    print(f"memoir recall service: refused a connection from uid {stranger}", file=sys.stderr)
+                    _drain(conn)  # unread bytes at close would reset the connection before the refusal arrives
+                    answer = {"ok": False, "error": f"refused: this recall service answers uid {os.getuid()} only"}
+                else:
+                    answer = self.handle(_read_request(conn))
             except Exception as exc:  # noqa: BLE001 - one bad request must not stop the service
                 answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
             try:
@@ -194,6 +209,12 @@ class RecallService:
             r.close()
 
 
+def stranger_uid(conn: socket.socket) -> int | None:
+    """The peer's uid when it is not this process's user; None for our own user (or no way to tell)."""
+    uid = memoir_hook.peer_uid(conn)
+    return uid if uid is not None and uid != os.getuid() else None
+
+
 def request_budget(request: dict, settings: Settings) -> float | None:
     """The recall's deadline: the caller's, and never past its settings' budget counted from its start."""
     budget = request.get("budget_ms")
@@ -205,6 +226,17 @@ def request_budget(request: dict, settings: Settings) -> float | None:
     left = (settings.sync_timeout_ms - (time.time() - float(started_at)) * 1000
             - memoir_hook.OUTPUT_MARGIN_MS - memoir_hook.SERVICE_MARGIN_MS)
     return max(0.0, left if budget is None else min(budget, left))
+
+
+def _drain(conn: socket.socket, cap: int = 65536) -> None:
+    """Read (and drop) what the peer sends, up to its first newline, its end, or `cap` bytes."""
+    conn.settimeout(IO_TIMEOUT_S)
+    seen = 0
+    while seen < cap:
+        chunk = conn.recv(cap)
+        if not chunk or b"\n" in chunk:
+            return
+        seen += len(chunk)
 
 
 def _read_request(conn: socket.socket) -> dict:
@@ -249,7 +281,10 @@ def take_lock(state_dir: Path, inherited_fd: int | None = None) -> int:
 
 def bind_socket(state_dir: Path) -> tuple[socket.socket, Path]:
     """A listening unix socket only this user can connect to; a stale socket file is replaced."""
-    path = socket_path(state_dir)
+    try:
+        path = socket_path(state_dir, create=True)
+    except memoir_hook.UnsafeSocket as exc:
+        raise ServiceError(str(exc)) from exc
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists():
         if ask(state_dir, {"op": "ping"}, 0.5) is not None:
