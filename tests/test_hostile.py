@@ -1,0 +1,266 @@
+"""Hostile files beside good sessions: each is counted by reason and the batch goes on (issue 17).
+
+memoir may not fix a host log, so a file or line that stopped one run would stop every run after
+it. The good sessions must give exactly the cards they give alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import signal
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cards.collect import collect
+from cards.hosts.base import Carry, SessionReader
+from cards.hosts.detect import detect_host, undetected_reason
+from cards.store import CardStore
+import flows.commands  # noqa: F401  (registers the subcommands)
+from flows.cli import cli
+
+FIXTURES = Path(__file__).parent / "fixtures"
+# Real-shaped sessions of three hosts (tests/fixtures/SOURCES.md); each gives cards on its own.
+GOOD = (
+    "second_set/claude-code/-home-jonas-src-quire",
+    "second_set/claude-code/-home-lena-src-fare-engine",
+    "second_set/codex/2026/11/27",
+    "second_set/aider/quire",
+)
+NOBODY = 65534
+BIG_LINE = 50 * 1024 * 1024
+PNG_HEAD = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x01\x00\x00\x00\x01\x00\x08\x06\x00\x00\x00"
+
+
+def _claude(sid: str, n: int, role: str, content, **extra) -> dict:
+    message = {"role": role, "content": content}
+    if role == "assistant":
+        message["id"] = f"msg_{sid}_{n}"
+    return {"parentUuid": None, "isSidechain": False, "cwd": "/home/dev/toy", "sessionId": sid, "version": "2.1.0",
+            "gitBranch": "main", "type": role, "message": message, "uuid": f"{sid}-{n}",
+            "timestamp": f"2026-11-20T09:00:{n:02d}Z", **extra}
+
+
+def _line(obj: dict) -> bytes:
+    return json.dumps(obj).encode() + b"\n"
+
+
+def _hello(sid: str) -> list[bytes]:
+    """A greeting and its answer: turns a reader must keep, and nothing a card is made of."""
+    return [_line(_claude(sid, 1, "user", "hi")), _line(_claude(sid, 2, "assistant", [{"type": "text", "text": "Hello! What shall we work on?"}]))]
+
+
+def _plant(root: Path, outside: Path) -> Counter:
+    """Write one of each hostile file under `root`; returns the skip counts a run must report."""
+    hostile = root / "hostile"
+    hostile.mkdir()
+    deep = b'{"x": ' + b"[" * 10_000 + b"\n"
+    hello = _hello("s-deep")
+    (hostile / "deep.jsonl").write_bytes(hello[0] + b"[" * 10_000 + b"\n" + deep + hello[1])
+    (hostile / "nul.jsonl").write_bytes(b'{"type": "user", "\x00\x00"}\n' + b"".join(_hello("s-nul")))
+    (hostile / "junk.jsonl").write_bytes(b"[1,2,3]\n" + b"".join(_hello("s-junk")))
+    with open(hostile / "big.jsonl", "wb") as fh:
+        first, second = _hello("s-big")
+        fh.write(first)
+        fh.write(b'{"type": "blob", "sessionId": "s-big", "data": "' + b"A" * BIG_LINE + b'"}\n')
+        fh.write(second)
+    os.mkfifo(hostile / "pipe.jsonl")
+    os.symlink("loop.jsonl", hostile / "loop.jsonl")
+    os.symlink("..", hostile / "up")  # a folder loop: never walked twice
+    (outside / "elsewhere.jsonl").write_bytes(b"".join(_hello("s-outside")))
+    os.symlink(outside / "elsewhere.jsonl", hostile / "out.jsonl")
+    os.symlink(outside, hostile / "out-dir")
+    (hostile / "utf16.jsonl").write_bytes(b"".join(_hello("s-utf16")).decode().encode("utf-16"))
+    latin = _line(_claude("s-latin", 1, "user", "ça marche, café")).decode().replace("\\u00e7", "ç").replace("\\u00e9", "é")
+    (hostile / "latin1.jsonl").write_bytes(latin.encode("latin-1") + _hello("s-latin")[1])
+    (hostile / "shut.jsonl").write_bytes(b"".join(_hello("s-shut")))
+    (hostile / "shut.jsonl").chmod(0o000)
+    (hostile / "empty.jsonl").write_bytes(b"")
+    (hostile / "image.jsonl").write_bytes(PNG_HEAD + bytes(range(256)) * 8)
+    return Counter({
+        "bad_line_too_deep": 2,  # deep.jsonl: the bare `[[[…` line and the `{"x": [[[…` one
+        "bad_json": 1, "unknown_shape": 1,  # nul.jsonl's NUL line, junk.jsonl's `[1,2,3]`
+        "unknown_type": 1,  # big.jsonl's 50 MB line parses, and is a type no reader knows
+        "special_file": 1, "symlink_loop": 1, "symlink_outside": 2, "utf16": 1, "bad_encoding": 1,
+        "unreadable": 1, "empty": 1, "binary": 1,
+    })
+
+
+def _cards(home: Path) -> dict[str, tuple]:
+    cards, problems = CardStore(home / "cards", home / "state").load_all()
+    assert not problems
+    return {c.id: (c.title, c.background, c.goal, c.evidence, c.conclusion, c.counterexamples, c.follow_up,
+                   c.sources, c.status) for c in cards}
+
+
+def _run(home: Path, logs: Path, env: dict[str, str]) -> tuple[int, dict]:
+    result = CliRunner().invoke(cli, ["--home", str(home), "run", "--logs", str(logs), "--no-index", "--json"], env=env)
+    return result.exit_code, json.loads(result.output) if result.exit_code == 0 else {"output": result.output}
+
+
+def _run_as_nobody(home: Path, logs: Path, env: dict[str, str]) -> tuple[int, dict]:
+    """`memoir run` in a forked child that has dropped root, so a mode-000 file is really unreadable."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report, and leave without running pytest's exit hooks
+        os.close(read_end)
+        try:
+            os.setgroups([])
+            os.setresgid(NOBODY, NOBODY, NOBODY)
+            os.setresuid(NOBODY, NOBODY, NOBODY)
+            payload = _run(home, logs, env)
+        except BaseException as exc:  # noqa: BLE001 - reported to the parent, which fails the test
+            payload = (-1, {"error": repr(exc)})
+        os.write(write_end, json.dumps(payload).encode())
+        os._exit(0)
+    os.close(write_end)
+    # A run that opened the FIFO would block for good: fail instead of hanging the suite.
+    ready, _, _ = select.select([read_end], [], [], 900)
+    if not ready:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the run never finished: something blocked (a FIFO opened for reading?)")
+    with os.fdopen(read_end, "rb") as fh:
+        data = fh.read()
+    os.waitpid(pid, 0)
+    code, payload = json.loads(data)
+    return code, payload
+
+
+@pytest.fixture
+def base():
+    """A world-readable temp folder, so an unprivileged run can reach it wherever the clone lives."""
+    path = Path(tempfile.mkdtemp(prefix="memoir-hostile-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path)
+
+
+def test_hostile_files_are_counted_and_the_good_sessions_give_the_same_cards(base):
+    logs, outside = base / "logs", base / "outside"
+    outside.mkdir()
+    for rel in GOOD:
+        shutil.copytree(FIXTURES / rel, logs / rel.replace("/", "__"))
+    env = {"XDG_CONFIG_HOME": str(base / "no-config"), "MEMOIR_CONFIG": ""}
+    code, alone = _run(base / "home-alone", logs, env)
+    assert code == 0, alone
+    expected = _plant(logs, outside)
+    home = base / "home-hostile"
+    home.mkdir()
+    if os.geteuid() == 0:
+        os.chown(home, NOBODY, NOBODY)
+        code, mixed = _run_as_nobody(home, logs, env)
+    else:
+        code, mixed = _run(home, logs, env)
+    assert code == 0, mixed
+    assert alone["cards"]["new"] >= 3
+    assert _cards(home) == _cards(base / "home-alone")
+    skipped = Counter({k: v for k, v in mixed["skipped"].items() if not k.startswith("no_card_")})
+    skipped.subtract({k: v for k, v in alone["skipped"].items() if not k.startswith("no_card_")})
+    assert +skipped == expected
+    # The lines around each bad one were read: deep, nul, junk, big and latin-1 each add a session.
+    assert mixed["sessions"] == alone["sessions"] + 5
+    assert mixed["files_read"] == alone["files_read"] + 5
+    assert mixed["files_seen"] == alone["files_seen"] + 10  # links out and the loop are never candidates
+
+
+def test_detection_passes_over_junk_nul_and_deep_first_lines():
+    record = _line(_claude("s", 1, "user", "hi"))
+    for first in (b"[1,2,3]\n", b"\x00\x00\x00\n", b"[" * 10_000 + b"\n", b'{"a": ' + b"[" * 10_000 + b"\n", b"not json\n"):
+        assert detect_host("x.jsonl", first + record) == "claude-code", first[:12]
+    assert detect_host("x.jsonl", b"[1,2,3]\n" * 3) is None
+
+
+@pytest.mark.parametrize("head, reason", [
+    (PNG_HEAD + bytes(range(256)), "binary"),
+    (b"".join(_hello("s")).decode().encode("utf-16"), "utf16"),
+    (b"".join(_hello("s")).decode().encode("utf-16-le"), "utf16"),  # no BOM
+    (b"".join(_hello("s")).decode().encode("utf-16-be"), "utf16"),
+    (b"[1,2,3]\nnotes\n", "unknown_format"),
+])
+def test_a_file_without_a_record_is_named_for_what_it_is(head, reason):
+    assert detect_host("x.jsonl", head) is None
+    assert undetected_reason(head) == reason
+
+
+def test_bad_lines_are_counted_and_the_lines_around_them_read(tmp_path):
+    lines = [_line(_claude("s-mixed", n, "user", f"question {n}")) for n in range(1, 6)]
+    latin = b'{"type": "user", "sessionId": "s-mixed", "message": {"role": "user", "content": "caf\xe9"}}\n'
+    bad = [b"[1,2,3]\n", b'{"a": "\x00"}\n', b"[" * 10_000 + b"\n", latin]
+    log = tmp_path / "mixed.jsonl"
+    log.write_bytes(b"".join(x for pair in zip(bad + [b""], lines) for x in pair))
+    r = collect([tmp_path])
+    assert [t.text for t in r.sessions[("claude-code", "s-mixed")]] == [f"question {n}" for n in range(1, 6)]
+    assert {k: r.skipped[k] for k in ("unknown_shape", "bad_json", "bad_line_too_deep", "bad_encoding")} == {
+        "unknown_shape": 1, "bad_json": 1, "bad_line_too_deep": 1, "bad_encoding": 1}
+    assert r.files_read == 1
+
+
+class _Strict(SessionReader):
+    """A reader that fails on a shape it never expected, as a real reader bug would."""
+
+    host = "jsonl"
+
+    def line(self, obj: dict, line: int) -> None:
+        self.add_turn(None, line, "user", "text", obj["text"].upper())
+
+
+def test_a_line_a_reader_did_not_foresee_is_counted_and_the_next_read():
+    reader = _Strict("x.jsonl", Carry(), "s")
+    reader.read_lines([(1, {"text": "one"}), (2, {"other": 1}), (3, {"text": 3}), (4, {"text": "four"})])
+    assert [t.text for t in reader.turns] == ["ONE", "FOUR"]
+    assert reader.skipped == Counter({"bad_line_KeyError": 1, "bad_line_AttributeError": 1})
+
+
+def test_links_out_of_the_named_folders_are_read_only_when_asked(tmp_path):
+    logs, outside = tmp_path / "logs", tmp_path / "outside"
+    (logs / "project").mkdir(parents=True)
+    (outside / "more").mkdir(parents=True)
+    (logs / "project" / "s-in.jsonl").write_bytes(b"".join(_hello("s-in")))
+    (outside / "s-out.jsonl").write_bytes(b"".join(_hello("s-out")))
+    (outside / "more" / "s-far.jsonl").write_bytes(b"".join(_hello("s-far")))
+    os.symlink(outside / "s-out.jsonl", logs / "project" / "linked.jsonl")
+    os.symlink(outside / "more", logs / "more")
+    os.symlink(logs / "project" / "s-in.jsonl", logs / "again.jsonl")  # inside: the same file, read once
+    os.symlink(logs, logs / "project" / "up")  # a folder loop
+    os.symlink(outside / "gone.jsonl", logs / "dangling.jsonl")
+
+    plain = collect([logs])
+    assert sorted(sid for _, sid in plain.sessions) == ["s-in"]
+    assert len(plain.sessions[("claude-code", "s-in")]) == 2
+    assert {k: plain.skipped[k] for k in ("symlink_outside", "symlink_broken")} == {"symlink_outside": 2, "symlink_broken": 1}
+
+    followed = collect([logs], follow_symlinks=True)
+    assert sorted(sid for _, sid in followed.sessions) == ["s-far", "s-in", "s-out"]
+    assert all(len(turns) == 2 for turns in followed.sessions.values())
+    assert followed.skipped["symlink_outside"] == 0
+    # Named by the user, a link is read: the folders given are the user's choice.
+    assert sorted(sid for _, sid in collect([logs / "project" / "linked.jsonl"]).sessions) == ["s-out"]
+
+
+def test_follow_symlinks_is_a_setting_and_a_run_flag(tmp_path):
+    from cards.config import ConfigError, load_settings
+
+    assert load_settings(home=tmp_path, env={}).follow_symlinks is False
+    assert load_settings(home=tmp_path, env={"MEMOIR_FOLLOW_SYMLINKS": "true"}).follow_symlinks is True
+    assert load_settings(home=tmp_path, env={"MEMOIR_FOLLOW_SYMLINKS": "0"}).follow_symlinks is False
+    with pytest.raises(ConfigError, match="follow_symlinks"):
+        load_settings(home=tmp_path, env={"MEMOIR_FOLLOW_SYMLINKS": "sometimes"})
+    logs, outside = tmp_path / "logs", tmp_path / "outside"
+    logs.mkdir()
+    outside.mkdir()
+    (outside / "s-out.jsonl").write_bytes(b"".join(_hello("s-out")))
+    os.symlink(outside / "s-out.jsonl", logs / "linked.jsonl")
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "no-config"), "MEMOIR_CONFIG": ""}
+    code, plain = _run(tmp_path / "home-plain", logs, env)
+    assert (code, plain["sessions"], plain["skipped"].get("symlink_outside")) == (0, 0, 1)
+    result = CliRunner().invoke(cli, ["--home", str(tmp_path / "home-follow"), "run", "--logs", str(logs),
+                                      "--no-index", "--json", "--follow-symlinks"], env=env)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["sessions"] == 1
