@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cards.follow_up import open_follow_ups
 from cards.model import SECTION_TITLES, SECTIONS, Card
 from cards.render import template_environment
 from cards.sanitize import contains_sensitive
@@ -152,13 +153,12 @@ def plan_brief(cards: Iterable[Card]) -> tuple[list[str], list[BriefItem], list[
     counts = Counter(t for c in cards for t in c.topics)
     topics = [f"{t} ({n})" for t, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:BRIEF_TOPICS]]
     recent = [BriefItem(c.id, (c.updated or c.created)[:10], title_of(c)) for c in cards[:BRIEF_RECENT]]
-    follow: list[FollowUp] = []
+    follow: dict[str, FollowUp] = {}  # by text: two cards of one session often carry the same item
     for c in cards:
-        for line in c.follow_up.splitlines():
-            text = " ".join(line.strip().lstrip("-*").split())
-            if text and len(follow) < BRIEF_FOLLOW_UPS:
-                follow.append(FollowUp(c.id, text[:200]))
-    return topics, recent, follow
+        for text in open_follow_ups(c.follow_up):  # headings, narration, code and "none" are not follow-ups
+            if len(follow) < BRIEF_FOLLOW_UPS:
+                follow.setdefault(text, FollowUp(c.id, text[:200]))
+    return topics, recent, list(follow.values())
 
 
 def session_brief(workspace: str, cards: Iterable[Card]) -> str:
