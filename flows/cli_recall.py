@@ -239,8 +239,13 @@ def hook_command(home: str | None) -> str:
     return f"{env}{shlex.quote(sys.executable)} -I -S {shlex.quote(script)} claude-code"
 
 
+def _is_our_command(hook: object) -> bool:
+    return isinstance(hook, dict) and any(m in str(hook.get("command", "")) for m in HOOK_MARKERS)
+
+
 def _is_ours(entry: dict) -> bool:
-    return any(m in str(h.get("command", "")) for h in entry.get("hooks", []) for m in HOOK_MARKERS)
+    hooks = entry.get("hooks", [])
+    return isinstance(hooks, list) and any(_is_our_command(h) for h in hooks)
 
 
 def plan_hook_settings(current: dict, command: str) -> dict:
@@ -259,10 +264,81 @@ def plan_hook_settings(current: dict, command: str) -> dict:
     return new
 
 
+def plan_hook_removal(current: dict) -> tuple[dict, list[str]]:
+    """`current` without memoir's hook commands, and the events they were under; all else kept.
+
+    Only memoir's commands go: an entry that also runs someone else's command keeps that one. An
+    entry, event list or `hooks` table is dropped only when memoir's removal left it empty.
+    """
+    new = json.loads(json.dumps(current))
+    hooks = new.get("hooks")
+    if not isinstance(hooks, dict):
+        return new, []
+    removed: list[str] = []
+    for event in list(hooks):
+        entries = hooks[event]
+        if not isinstance(entries, list) or not any(isinstance(e, dict) and _is_ours(e) for e in entries):
+            continue
+        kept = []
+        for entry in entries:
+            if not (isinstance(entry, dict) and _is_ours(entry)):
+                kept.append(entry)
+                continue
+            others = [h for h in entry["hooks"] if not _is_our_command(h)]
+            removed += [event] * (len(entry["hooks"]) - len(others))
+            if others:
+                kept.append({**entry, "hooks": others})
+        if kept:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    if removed and not hooks:
+        del new["hooks"]
+    return new, removed
+
+
+def _settings_path(settings_path: str) -> Path:
+    return Path(settings_path).expanduser()
+
+
+def _read_settings(path: Path) -> tuple[str, dict]:
+    """The settings file's text and object ('' and {} when it does not exist); exits on a broken one."""
+    try:
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        current = json.loads(text) if text.strip() else {}
+    except (OSError, ValueError) as exc:
+        click.echo(f"memoir: cannot read {path}: {exc}; fix the file first, nothing was changed", err=True)
+        sys.exit(EXIT_USAGE)
+    if not isinstance(current, dict):
+        click.echo(f"memoir: {path} does not hold a JSON object; nothing was changed", err=True)
+        sys.exit(EXIT_USAGE)
+    return text, current
+
+
+def _diff(path: Path, before_text: str, current: dict, after_text: str, label: str) -> str:
+    old = (json.dumps(current, indent=2) + "\n") if before_text.strip() else ""
+    return "".join(difflib.unified_diff(old.splitlines(True), after_text.splitlines(True), str(path),
+                                        f"{path} ({label})"))
+
+
+def _write_settings(path: Path, text: str) -> None:
+    from cards.store import write_atomic
+
+    try:
+        write_atomic(path, text)
+    except OSError as exc:
+        click.echo(f"memoir: cannot write {path}: {exc}; nothing was changed", err=True)
+        sys.exit(EXIT_FAILED)
+
+
+_SETTINGS_OPTION = click.option(
+    "--settings", "settings_path", type=click.Path(dir_okay=False),
+    default=lambda: str(Path.home() / ".claude" / "settings.json"), show_default="~/.claude/settings.json",
+    help="The Claude Code settings file (a project's .claude/settings.json works too).")
+
+
 @hook_install_group.command("claude-code")
-@click.option("--settings", "settings_path", type=click.Path(dir_okay=False),
-              default=lambda: str(Path.home() / ".claude" / "settings.json"), show_default="~/.claude/settings.json",
-              help="The Claude Code settings file (a project's .claude/settings.json works too).")
+@_SETTINGS_OPTION
 @click.option("--dry-run", is_flag=True, help="Print the change as a diff and write nothing.")
 @click.pass_context
 def hook_install_claude_code(click_ctx, settings_path, dry_run):
@@ -270,36 +346,55 @@ def hook_install_claude_code(click_ctx, settings_path, dry_run):
 
     Running it again changes nothing, and replaces older memoir hook commands. The command names
     the memoir home (MEMOIR_HOME=…): run it again after moving the home. The first prompt starts
-    `memoir serve-recall` in the background if it is not running.
+    `memoir serve-recall` in the background if it is not running. `memoir hook uninstall
+    claude-code` takes the hooks out again.
     """
-    from cards.store import write_atomic
-
     # The home goes into the command: the hook's client then sends its environment and lets the
     # service resolve the settings, instead of importing the config module on every prompt.
     home = str(click_ctx.find_root().obj.settings.home)
-    path = Path(settings_path).expanduser()
-    try:
-        before_text = path.read_text(encoding="utf-8") if path.exists() else ""
-        current = json.loads(before_text) if before_text.strip() else {}
-    except (OSError, ValueError) as exc:
-        click.echo(f"memoir: cannot read {path}: {exc}; fix the file first, nothing was changed", err=True)
-        sys.exit(EXIT_USAGE)
-    if not isinstance(current, dict):
-        click.echo(f"memoir: {path} does not hold a JSON object; nothing was changed", err=True)
-        sys.exit(EXIT_USAGE)
+    path = _settings_path(settings_path)
+    before_text, current = _read_settings(path)
     after = plan_hook_settings(current, hook_command(home))
     after_text = json.dumps(after, indent=2) + "\n"
     if after == current:
         click.echo(f"{path}: memoir hooks already installed, nothing to change")
         return
     if dry_run:
-        old = (json.dumps(current, indent=2) + "\n") if before_text.strip() else ""
-        click.echo("".join(difflib.unified_diff(old.splitlines(True), after_text.splitlines(True),
-                                                str(path), f"{path} (with memoir hooks)")), nl=False)
+        click.echo(_diff(path, before_text, current, after_text, "with memoir hooks"), nl=False)
         return
-    try:
-        write_atomic(path, after_text)
-    except OSError as exc:
-        click.echo(f"memoir: cannot write {path}: {exc}", err=True)
-        sys.exit(EXIT_FAILED)
+    _write_settings(path, after_text)
     click.echo(f"{path}: memoir hooks installed (UserPromptSubmit → recall, SessionStart → brief)")
+
+
+@hook_group.group("uninstall")
+def hook_uninstall_group():
+    """Remove memoir's hook from a host's settings file."""
+
+
+@hook_uninstall_group.command("claude-code")
+@_SETTINGS_OPTION
+@click.option("--dry-run", is_flag=True, help="Print the change as a diff and write nothing.")
+def hook_uninstall_claude_code(settings_path, dry_run):
+    """Remove memoir's hook commands from the settings file; every other setting and hook is kept.
+
+    Any command memoir has ever installed there goes (older forms too); running it again changes
+    nothing. Cards, index and state stay; a recall service the hook started stops by itself after
+    hours without prompts (or stop it now: it is `memoir serve-recall`).
+    """
+    path = _settings_path(settings_path)
+    if not path.exists():
+        click.echo(f"{path}: no such file, so no memoir hooks to remove")
+        return
+    before_text, current = _read_settings(path)
+    after, removed = plan_hook_removal(current)
+    if not removed:
+        click.echo(f"{path}: no memoir hooks found, nothing to change")
+        return
+    after_text = json.dumps(after, indent=2) + "\n"
+    if dry_run:
+        click.echo(_diff(path, before_text, current, after_text, "without memoir hooks"), nl=False)
+        return
+    _write_settings(path, after_text)
+    events = ", ".join(dict.fromkeys(removed))
+    click.echo(f"{path}: removed {len(removed)} memoir hook command{'s' if len(removed) != 1 else ''} ({events}); "
+               "other settings and hooks kept")
