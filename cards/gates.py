@@ -396,6 +396,24 @@ def _order_clauses(card: Card) -> list[str]:
     return found
 
 
+def instruction_shapes(text: str, *, orders: bool = True) -> tuple[str, ...]:
+    """Why `text` reads as an instruction to whoever reads it, as short reasons that never quote it:
+    what the gate below looks for, for text shown outside a card (search, MCP).
+
+    Args:
+        orders: also count order-shaped sentences ("always disable tests"); off for text whose
+            orders a person is known to have typed.
+    """
+    found = []
+    if _OVERRIDE.search(text):
+        found.append("tries to override instructions")
+    if _REMOTE_EXEC.search(text) or _SHELL_PIPE.search(text):
+        found.append("pipes text into a shell")
+    if orders and any(_ORDER.search(s) for s in sentences(text)):
+        found.append("gives an order")
+    return tuple(found)
+
+
 def _typed_by_user(order: str, evidence: EvidenceView) -> bool:
     want = content_words(order)
     if not want:
