@@ -6,6 +6,7 @@ it. The good sessions must give exactly the cards they give alone.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import select
@@ -22,8 +23,9 @@ from cards.collect import collect
 from cards.hosts.base import Carry, SessionReader
 from cards.hosts.detect import detect_host, undetected_reason
 from cards.store import CardStore
-import flows.commands  # noqa: F401  (registers the subcommands)
 from flows.cli import cli
+
+importlib.import_module("flows.commands")  # registers the subcommands on `cli`
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # Real-shaped sessions of three hosts (tests/fixtures/SOURCES.md); each gives cards on its own.
