@@ -154,23 +154,51 @@ def brief_cmd(ctx, workspace):
         click.echo(f"no cards for {ws}", err=True)
 
 
+EXPORT_STATUSES = ("active", "candidate", "incomplete", "superseded")  # forgotten tombstones stay home
+
+
+def parse_statuses(values: tuple[str, ...]) -> tuple[str, ...]:
+    """`--status` values (repeated or comma-separated, `all` for every one) as card statuses, in order.
+
+    Raises:
+        click.BadParameter: a value that is no exportable status.
+    """
+    wanted = [v.strip().lower() for value in values for v in value.split(",") if v.strip()]
+    unknown = [v for v in wanted if v not in EXPORT_STATUSES + ("all",)]
+    if unknown:
+        why = "; forgotten cards are tombstones and never exported" if "forgotten" in unknown else ""
+        raise click.BadParameter(f"{', '.join(unknown)} is not one of {', '.join(EXPORT_STATUSES)}, all{why}")
+    if "all" in wanted:
+        return EXPORT_STATUSES
+    return tuple(dict.fromkeys(wanted)) or ("active",)
+
+
 @cli.command("export")
 @click.argument("dest", type=click.Path())
+@click.option("--status", "statuses", multiple=True, default=("active",), show_default=True,
+              callback=lambda _ctx, _param, values: parse_statuses(values),
+              help="Cards of this status: active, candidate, incomplete, superseded, or all. Repeat it or give "
+                   "a comma list (--status active,candidate).")
 @pass_ctx
-def export_cmd(ctx, dest):
+def export_cmd(ctx, dest, statuses):
     """Copy the card files, bundled by topic, into DEST (a folder, or a .tar.gz archive).
 
-    The index is never exported: `memoir index rebuild` makes one from the cards anywhere.
+    Only active cards unless --status says otherwise: the ones recall would use, not the
+    candidates a person has yet to review. The index is never exported: `memoir index rebuild`
+    makes one from the cards anywhere.
     """
     from cards.store import CardStore
     from index.containers import export_cards
 
     store = CardStore(ctx.settings.cards_dir, ctx.settings.state_dir)
     try:
-        path, n = export_cards(store, Path(dest))
+        path, n = export_cards(store, Path(dest), statuses)
     except OSError as exc:
         raise click.ClickException(f"cannot write {dest}: {exc}") from exc
-    click.echo(f"exported {n} cards to {path}")
+    which = "all statuses" if statuses == EXPORT_STATUSES else ", ".join(statuses)
+    click.echo(f"exported {n} card{'s' if n != 1 else ''} ({which}) to {path}")
+    if n == 0 and statuses != EXPORT_STATUSES:
+        click.echo(f"no {which} cards; `memoir export --status all {dest}` takes every card", err=True)
 
 
 @cli.command("serve-recall")

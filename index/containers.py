@@ -17,7 +17,7 @@ import os
 import re
 import tarfile
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -234,22 +234,23 @@ def topic_dir(card: Card) -> str:
     return re.sub(r"[^\w.-]+", "-", topic).strip(".-") or NO_TOPIC
 
 
-def plan_export(cards: Iterable[Card]) -> dict[str, list[Card]]:
-    """Topic folder -> its cards (forgotten tombstones stay home), sorted for a stable layout."""
+def plan_export(cards: Iterable[Card], statuses: Collection[str] | None = None) -> dict[str, list[Card]]:
+    """Topic folder -> its cards of `statuses` (None: any; forgotten tombstones stay home), sorted for a stable layout."""
     out: dict[str, list[Card]] = {}
     for c in sorted(cards, key=lambda c: c.id):
-        if c.status != "forgotten":
+        if c.status != "forgotten" and (statuses is None or c.status in statuses):
             out.setdefault(topic_dir(c), []).append(c)
     return dict(sorted(out.items()))
 
 
-def export_cards(store: CardStore, dest: Path) -> tuple[Path, int]:
+def export_cards(store: CardStore, dest: Path, statuses: Collection[str] | None = None) -> tuple[Path, int]:
     """Copy card files byte for byte into `dest/<topic>/`, or into a .tar.gz when `dest` names one.
 
-    Returns the path written and the number of cards. The index is never part of an export.
+    Returns the path written and the number of cards (those of `statuses`, or all when None).
+    The index is never part of an export.
     """
     cards, _problems = store.load_all()
-    plan = plan_export(cards)
+    plan = plan_export(cards, statuses)
     files: list[tuple[str, bytes]] = []
     listing: list[tuple[str, list[ExportItem]]] = []
     for topic, items in plan.items():
