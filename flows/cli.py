@@ -32,14 +32,16 @@ class Context:
     @property
     def settings(self) -> Settings:
         if self.config_error is not None:
-            raise click.ClickException(f"{self.config_error} (config file: {self.config_path}; "
-                                       "`memoir status` shows it too)")
+            raise click.ClickException(f"{self.config_error} ({self.config_source}); fix it, then "
+                                       "rerun (`memoir status` shows it too)")
         assert self._settings is not None
         return self._settings
 
     @property
-    def config_path(self) -> str:
-        return str(default_config_file(dict(os.environ)))
+    def config_source(self) -> str:
+        """Where a bad setting came from: the config file, or the environment when there is none."""
+        path = default_config_file(dict(os.environ))
+        return f"config file {path}" if path.exists() else f"MEMOIR_* environment (no config file at {path})"
 
     def settings_without_config(self) -> Settings:
         """Defaults plus --home / MEMOIR_HOME only: enough for `status` to report a broken config."""

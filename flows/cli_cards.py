@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import sys
+import os
 import tempfile
 from dataclasses import replace
 from importlib.resources import files
@@ -17,6 +17,7 @@ from cards.model import STATUSES
 from cards.store import CardStore
 from cards.title import display_title
 from flows.cli import cli, emit_json, pass_ctx
+from flows.progress import Display
 from flows.pipeline import RunSummary, run_pipeline
 
 
@@ -25,30 +26,13 @@ def examples_dir() -> Path:
     return Path(str(files("cards") / "examples"))
 
 
-class _Bar:
-    """A progress bar on stderr that appears only for runs long enough to need one."""
-
-    def __init__(self, enabled: bool):
-        self.enabled = enabled and sys.stderr.isatty()
-        self.bar = None
-
-    def __call__(self, stage: str, done: int, total: int) -> None:
-        if not self.enabled or total < 20:
-            return
-        if self.bar is None:
-            self.bar = click.progressbar(length=total, label=f"{stage:<8}", file=sys.stderr)
-            self.bar.__enter__()
-        self.bar.update(1)
-        if done == total:
-            self.close()
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-            self.bar = None
+def _Bar(enabled: bool) -> Display:
+    """The progress display of `run`, `demo` and `replay`: rich on a terminal's stderr, else silent."""
+    return Display(as_json=not enabled)
 
 
-def print_summary(summary: RunSummary) -> None:
+def print_summary(summary: RunSummary, settings: Settings | None = None) -> None:
+    """The run in a few lines, ending with where the cards are and what to do next."""
     d = summary.to_dict()
     click.echo(f"files     {d['files_seen']} seen, {d['files_read']} read ({d['bytes_read'] / 1e6:.1f} MB)")
     click.echo(f"turns     {d['turns']} in {d['sessions']} sessions → {d['experiences']} experiences")
@@ -70,18 +54,49 @@ def print_summary(summary: RunSummary) -> None:
     for note in d["notes"]:
         click.echo(f"note      {note}")
     click.echo(f"took      {d['elapsed_s']:.2f} s")
+    if settings is not None:
+        for line in next_steps(summary, settings):
+            click.echo(line)
+
+
+def next_steps(summary: RunSummary, settings: Settings) -> list[str]:
+    """Where the cards went and what a person does next (review what waits, then recall)."""
+    from cards.review import awaiting_review
+
+    store = CardStore(settings.cards_dir, settings.state_dir)
+    library, _ = store.load_all()
+    held = len(awaiting_review(library))
+    written = sum(summary.cards.get(k, 0) for k in ("new", "updated"))
+    lines = [f"cards in  {settings.cards_dir}: {len(library)} files, {summary.cards.get('new', 0)} new, "
+             f"{summary.cards.get('updated', 0)} updated this run, {held} held for review"]
+    if summary.queued.get("card_write"):
+        lines.append("next      fix the cause in the note above, then `memoir replay` writes the queued cards")
+    elif held:
+        lines.append("next      `memoir review` to confirm or reject the held cards; "
+                     "`memoir recall \"<a question or an error>\"` to try recall")
+    elif written or library:
+        lines.append("next      `memoir recall \"<a question or an error>\"` to see which cards come back; "
+                     "`memoir status` for the library")
+    else:
+        lines.append("next      no cards yet: point `memoir run --logs PATH` at a folder of session logs")
+    return lines
+
+
+def missing_paths(paths: tuple[str, ...]) -> list[str]:
+    """Paths that name nothing at all (a typo), as opposed to files that exist but cannot be read."""
+    return [p for p in paths if not os.path.lexists(p)]
 
 
 def execute_run(settings: Settings, logs: tuple[str, ...], host: str, as_json: bool,
                 with_index: bool = True, **options) -> RunSummary:
-    bar = _Bar(enabled=not as_json)
-    try:
-        return run_pipeline(settings, [Path(p) for p in logs] or None, host=host, progress=bar,
-                            with_index=with_index, **options)
-    except (ReaderError, LedgerError) as exc:
-        raise click.ClickException(str(exc)) from exc
-    finally:
-        bar.close()
+    if missing := missing_paths(logs):
+        raise click.UsageError(f"no such file or folder: {', '.join(missing)} (check --logs)")
+    with Display(as_json) as progress:
+        try:
+            return run_pipeline(settings, [Path(p) for p in logs] or None, host=host, progress=progress,
+                                with_index=with_index, **options)
+        except (ReaderError, LedgerError) as exc:
+            raise click.ClickException(str(exc)) from exc
 
 
 @cli.command("run")
@@ -102,7 +117,7 @@ def run_cmd(ctx, logs, host, no_index, follow_symlinks, as_json):
     """
     settings = replace(ctx.settings, follow_symlinks=True) if follow_symlinks else ctx.settings
     summary = execute_run(settings, logs, host, as_json, with_index=not no_index)
-    emit_json(summary.to_dict()) if as_json else print_summary(summary)
+    emit_json(summary.to_dict()) if as_json else print_summary(summary, settings)
 
 
 @cli.group("cards")
@@ -204,7 +219,7 @@ def demo_cmd(keep, as_json):
         return
     click.echo(f"memoir demo: example sessions from {examples_dir()}")
     click.echo(f"home: {home}\n")
-    print_summary(summary)
+    print_summary(summary, settings)
     store = CardStore(settings.cards_dir, settings.state_dir)
     cards, _ = store.load_all()
     click.echo(f"\n{len(cards)} cards:")

@@ -7,6 +7,7 @@ import sys
 import click
 
 from flows.cli import EXIT_BUSY, EXIT_FAILED, cli, emit_json, pass_ctx
+from flows.progress import Display, announced
 
 # `memoir index check` exit codes: a script can tell "run a rebuild" from "the file is damaged",
 # and both from "memoir cannot get at the file" (a rebuild would fail the same way) or "nothing here".
@@ -49,10 +50,18 @@ def rebuild_cmd(ctx, concurrency: int | None, as_json: bool) -> None:
     total = len(store.ids())
     workers = concurrency or s.rebuild_concurrency
     try:
-        with click.progressbar(length=total, label=f"Embedding {total} cards", file=sys.stderr,
-                               show_pos=True, show_eta=True) as bar:
-            report = rebuild_index(store, s.index_dir, default_embedder(), workers, progress=bar.update,
-                                   pending=PendingIndex(s.state_dir))
+        with Display(as_json) as progress:
+            done = 0
+
+            def embedded(n: int) -> None:
+                nonlocal done
+                done += n
+                progress("embed", done, total)
+
+            if total:
+                progress("embed", 0, total)
+            report = rebuild_index(store, s.index_dir, announced(default_embedder(), progress), workers,
+                                   progress=embedded, pending=PendingIndex(s.state_dir))
     except IndexBusy as exc:
         click.echo(f"memoir: {exc}", err=True)
         sys.exit(EXIT_BUSY)

@@ -38,7 +38,7 @@ def status_cmd(ctx, as_json):
         report = status_report(settings)
     except (StatusError, ConfigError) as exc:
         raise click.ClickException(str(exc)) from exc
-    config = {"file": ctx.config_path, "error": str(broken)} if broken else None
+    config = {"source": ctx.config_source, "error": str(broken)} if broken else None
     if as_json:
         emit_json({**report.to_dict(), "config": config} if broken else report.to_dict())
     else:
@@ -46,8 +46,8 @@ def status_cmd(ctx, as_json):
             click.echo(line)
         if broken:
             click.echo(f"config     BROKEN: {broken}")
-            click.echo(f"  file     {ctx.config_path}; fix or remove it: until then `memoir run` stops "
-                       "and the hook recalls nothing")
+            click.echo(f"  source   {ctx.config_source}; fix it: until then `memoir run` stops and "
+                       "the hook recalls nothing")
     if broken:
-        click.echo(f"memoir: the config file {ctx.config_path} cannot be used: {broken}", err=True)
+        click.echo(f"memoir: the configuration cannot be used ({ctx.config_source}): {broken}", err=True)
         sys.exit(EXIT_FAILED)

@@ -70,8 +70,8 @@ def index_section(settings: Settings) -> StatusSection:
     line = f"index      {health.status.replace('_', ' ')}"
     if health.status == "healthy" and not health.card_files and not Path(health.path).exists():
         line = "index      none yet (the first `memoir run` builds it)"
-    elif health.status == "cannot_open":
-        line += f" — {'; '.join(health.problems[:2])}"
+    elif health.status == "cannot_open":  # not damage: a rebuild would fail the same way
+        line += f" — {'; '.join(health.problems[:2])} (runbooks/index-corruption.md)"
     elif health.status != "healthy":
         advice = "`memoir index rebuild`" if health.status == "corrupt" else "`memoir run` or `memoir index rebuild`"
         line += f" — {'; '.join(health.problems[:2])}; fix: {advice} (runbooks/index-corruption.md)"

@@ -7,7 +7,9 @@ the bench and the tests compare the flow with exactly the same calls made direct
 from __future__ import annotations
 
 import math
+import re
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,16 +64,21 @@ class Run:
     library: dict = field(default_factory=dict)  # id -> Card as on disk, kept current by store_step
 
 
-def start_run(settings: Settings, with_index: bool = True) -> Run:
-    """Open the run's store and queue; remove leftovers of a killed run."""
+def start_run(settings: Settings, with_index: bool = True, progress: Progress | None = None) -> Run:
+    """Open the run's store and queue; remove leftovers of a killed run.
+
+    With `progress`, the embedding model's first load (seconds) is reported as a stage of its own.
+    """
     store = CardStore(settings.cards_dir, settings.state_dir)
     queue = OverflowQueue(settings.queue_dir)
     clean_leftovers(settings, queue)
     index = None
     if with_index:
+        from flows.progress import announced
         from flows.stages import IndexStage
+        from index.embed import default_embedder
 
-        index = IndexStage(settings, store)
+        index = IndexStage(settings, store, embedder=announced(default_embedder(), progress))
     return Run(settings, RunSummary(), store, queue, index)
 
 
@@ -132,10 +139,42 @@ def distill_step(run: Run, drafted: list) -> list[Card]:
 
 
 def store_step(run: Run, cards: list[Card]) -> list[str]:
-    """Write the card files; a refused write goes to the overflow queue. Returns changed ids."""
+    """Write the card files; a refused write goes to the overflow queue. Returns changed ids.
+
+    Queued writes are not a success: the summary names the cause the filesystem gave and the
+    command that writes them once it is fixed.
+    """
+    queued_before = run.summary.queued["card_write"]
     changed = store_cards(run.store, cards, run.summary, run.queue)
     run.library.update((c.id, c) for c in changed)
+    if run.summary.queued["card_write"] > queued_before:
+        ids = {c.id for c in cards}
+        errors = [str(i.payload.get("error", "")) for i in run.queue.items("pending", "card_write") if i.key in ids]
+        n = run.summary.queued["card_write"] - queued_before
+        run.summary.notes.append(f"{n} card writes refused: {write_cause(errors, run.settings.cards_dir)}; "
+                                 "fix that, then run `memoir replay` (runbooks/overflow-replay.md)")
     return [c.id for c in changed]
+
+
+_OS_ERROR = re.compile(r"^\[Errno \d+\] (?P<why>[^:]+)(?:: '(?P<path>.*)')?")
+
+
+def write_cause(errors: list[str], cards_dir: Path) -> str:
+    """The most common reason among refused card writes, said once: "Operation not permitted on <dir>"."""
+    causes: Counter = Counter()
+    for error in errors:
+        m = _OS_ERROR.match(error)
+        if m is None:
+            causes[error or "unknown error"] += 1
+            continue
+        where = m["path"] or ""
+        if where and (Path(where).parent == Path(cards_dir) or Path(cards_dir) in Path(where).parents):
+            where = str(cards_dir)
+        causes[f"{m['why']} on {where}" if where else m["why"]] += 1
+    if not causes:
+        return "unknown error"
+    (cause, _), *others = causes.most_common()
+    return cause + (f" (and {len(others)} other errors)" if others else "")
 
 
 def index_step(run: Run, changed: list[str]) -> None:
@@ -174,25 +213,37 @@ def record_step(run: Run) -> RunSummary:
 def nightly_direct(settings: Settings, logs: list[str], host: str = "auto", with_index: bool = True,
                    progress: Progress | None = None) -> RunSummary:
     """The nightly steps in order without Prefect: what `memoir run` does, and what the flow calls."""
+    from flows.progress import stage
+
     started = time.monotonic()
     step_s = settings.step_timeout_s
-    run = start_run(settings, with_index)
+    run = start_run(settings, with_index, progress)
     paths = log_paths(run, logs)
     # Extract
     with step_deadline("index check", step_s):
+        done = stage(progress if with_index else None, "index check")
         check_index(run)
+        done()
     with step_deadline("collect", step_s):
         collected = collect_step(run, paths, host, progress)
     # Transform
     with step_deadline("transform", step_s):
+        done = stage(progress, "transform", f"{collected.turn_count} turns")
         drafted = transform_step(run, collected)
+        done(f"{len(drafted)} experiences")
     with step_deadline("distill", step_s):
+        done = stage(progress, "distill")
         cards = distill_step(run, drafted)
+        done(f"{len(cards)} cards")
     # Load
     with step_deadline("store", step_s):
+        done = stage(progress, "store", f"{len(cards)} cards")
         changed = store_step(run, cards)
+        done(f"{len(changed)} changed")
     with step_deadline("index", step_s):
+        done = stage(progress if with_index else None, "index", f"{len(changed)} cards")
         index_step(run, changed)
+        done()
     commit_step(run, collected)
     summary = record_step(run)
     summary.elapsed_s = time.monotonic() - started

@@ -98,8 +98,7 @@ def check_index(index_dir: Path, store: CardStore, model_id: str, dim: int,
     n_pending = len(pending) if pending is not None else 0
     base = dict(path=str(path), card_files=len(hashes), pending=n_pending)
     if why := unreachable(Path(index_dir), path):
-        return IndexHealth(CANNOT_OPEN, [f"{why}; fix the permissions or move the file aside "
-                                         "(runbooks/index-corruption.md)"], **base)
+        return IndexHealth(CANNOT_OPEN, [f"{why}; fix the permissions or move the file aside"], **base)
     if not path.exists():
         if not hashes:
             return IndexHealth(HEALTHY, [], **base)
@@ -119,7 +118,7 @@ def check_index(index_dir: Path, store: CardStore, model_id: str, dim: int,
                         "the running `memoir run` or rebuild has finished") from exc
     except (apsw.CantOpenError, apsw.PermissionsError, apsw.ReadOnlyError, apsw.AuthError) as exc:
         return IndexHealth(CANNOT_OPEN, [f"cannot open {path}: {type(exc).__name__}: {exc}; fix the "
-                                         "permissions (runbooks/index-corruption.md)"], **base)
+                                         "permissions"], **base)
     except apsw.Error as exc:
         return IndexHealth(CORRUPT, [f"reading {path} failed: {type(exc).__name__}: {exc}"], **base)
     finally:
