@@ -28,7 +28,7 @@ TOPICS_SHOWN = 15  # the chart's rows; the table below it lists every topic
 RUN_ROWS = 50  # the newest runs in the table; the per-night chart covers DAYS_SHOWN nights
 
 # Chart geometry, in SVG user units: labels left, bars right, the number after each bar.
-LABEL_W, BAR_W, VALUE_W, ROW_H, BAR_H = 170, 380, 50, 20, 14
+LABEL_W, BAR_W, VALUE_W, ROW_H, BAR_H = 170, 300, 50, 20, 14
 
 
 # --- the views -------------------------------------------------------------------------------------------
@@ -344,7 +344,7 @@ def plan_report(
     for run in runs:
         day = _day(run.finished)
         if day in days:
-            per_night.setdefault(day, Counter()).update(added=run.added, superseded=run.superseded)
+            per_night.setdefault(day, Counter()).update(added=run.added)
         skipped.update(dict(run.skipped))
     gates = Counter(g for e in recalls for g in e.rejected_by)
     hook_series = tuple(hook_outcomes) or tuple(sorted({e.outcome for e in hook_calls}))
@@ -354,8 +354,8 @@ def plan_report(
                             empty="no cards yet: `memoir run` writes them"),
         "topics": bar_chart(f"Cards by topic (top {TOPICS_SHOWN})",
                             [(r.topic, r.counts.to_dict()) for r in topics[:TOPICS_SHOWN]], STATUSES),
-        "nights": bar_chart("Cards added and superseded per night",
-                            [(d, per_night[d]) for d in days if d in per_night], ("added", "superseded")),
+        "nights": bar_chart("Cards added per night", [(d, per_night[d]) for d in days if d in per_night],
+                            ("added",)),
         "skipped": bar_chart("Skipped by reason, all runs",
                              [(reason, {"skipped": n}) for reason, n in skipped.most_common()], ("skipped",),
                              empty="nothing skipped"),
