@@ -20,6 +20,7 @@ from cards.hosts import aider, default_roots, reader_for
 from cards.ledger import Ledger
 from cards.model import Card, Experience, Turn
 from cards.sanitize import sanitize_with_report
+from cards.sanitize_fields import marker_counts, sanitize_field, sanitize_id
 from cards.segment import SegmentRules, segment_with_skips
 from cards.store import CardStore, remove_temp_files, render_card
 from flows.lock import run_lock
@@ -86,15 +87,27 @@ def default_log_paths(user_home: Path | None = None, aider_repos: Iterable[str] 
 
 
 def sanitize_turns(turns: Iterable[Turn], blob_cap: int, redacted: Counter) -> list[Turn]:
-    """Scrub every turn before anything downstream can store it."""
+    """Scrub every stored field of every turn (text, cwd, file path, session id, branch) before anything downstream can store it.
+
+    A tool call's arguments were sanitized decoded by its reader (cards.hosts.base.tool_call_text);
+    the markers that pass left are counted here, where the run's redactions are counted.
+    """
     out = []
     for turn in turns:
+        if turn.kind == "tool_call":
+            redacted.update(marker_counts(turn.text))
         result = sanitize_with_report(turn.text, blob_cap)
-        if result.counts:
-            redacted.update(result.counts)
-            out.append(replace(turn, text=result.text))
-        else:
-            out.append(turn)
+        redacted.update(result.counts)
+        fields = {
+            "text": result.text,
+            "cwd": sanitize_field(turn.cwd),
+            "source_file": sanitize_field(turn.source_file),
+            "session_id": sanitize_id(turn.session_id),
+            "git_branch": sanitize_field(turn.git_branch),
+            "tool_name": sanitize_field(turn.tool_name),
+        }
+        changed = {k: v for k, v in fields.items() if v != getattr(turn, k)}
+        out.append(replace(turn, **changed) if changed else turn)
     return out
 
 

@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 
 from cards.hosts.strip import strip_injected
 from cards.model import Turn
+from cards.sanitize_fields import sanitize_json_text, sanitize_value
 
 TOOL_CALL_CHARS = 2000  # a call's arguments: enough to see what was run, not a pasted file
 TOOL_RESULT_CHARS = 4000  # head and tail of an output keep the command echo and the final error
@@ -138,6 +139,8 @@ class SessionReader:
     def add_turn(self, ts: object, line: int, role: str, kind: str, text: str, tool_name: str = "",
                  limit: int = TEXT_CHARS, *, is_sidechain: bool = False, uuid: str = "") -> None:
         """One bounded, stripped Turn; an empty tool output still counts as a (silent) result."""
+        if role == "tool":
+            text = sanitize_json_text(text)  # a JSON output's escapes would hide its values from the text pass
         text = clip(strip_injected(text), limit) or (EMPTY_OUTPUT if role == "tool" else "")
         if not text:
             self.skipped["empty_text"] += 1
@@ -248,13 +251,19 @@ def compact_json(value: object, limit: int = TOOL_CALL_CHARS) -> str:
 
 
 def tool_call_text(name: str, args: object, limit: int = TOOL_CALL_CHARS) -> str:
-    """`name {json args}`: the readable form of a tool call, its arguments bounded by `limit`."""
+    """`name {json args}`: the readable form of a tool call, its arguments bounded by `limit`.
+
+    Every string argument is sanitized decoded, before it is rendered as JSON (where `\\n` and
+    `\\"` would hide `password: …` from the text rules) and before it is bounded (where a cut
+    could split a secret from its key).
+    """
     if isinstance(args, str):
         stripped = args.strip()
         try:
             args = json.loads(stripped) if stripped[:1] in ("{", "[") else stripped
         except (ValueError, RecursionError):
             args = stripped
+    args = sanitize_value(args)
     body = args if isinstance(args, str) else compact_json(args, limit)
     return f"{name} {clip(body, limit)}".strip()
 

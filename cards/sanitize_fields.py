@@ -1,0 +1,109 @@
+"""The sanitizer applied to structured values and to every field a writer stores.
+
+`cards.sanitize` works on text. Two places need more than that:
+
+- Tool calls and JSON outputs: rendered as JSON, a newline is `\\n` and a quote `\\"`, and the
+  rules that catch `password: …` in prose miss it inside `{"command": "…\\npassword: …"}`. So
+  the decoded string leaves are sanitized (keys kept), then the value is rendered.
+- Writers (card files, the ledger, queue items, run and status logs, the recall log): each
+  sanitizes the final text of every field it writes, whatever sanitized it before, so a value
+  that took a path around the pipeline's pass (a cwd, a file path, an error message) is caught.
+  The final pass never cuts long lines (`FIELD_CAP`): cutting is the pipeline's call, made once
+  with the user's `blob_cap`; sanitizing twice with the same cap is the identity.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from collections import Counter
+from functools import lru_cache
+
+from cards.sanitize import MARKER_RE, sanitize_with_report
+
+FIELD_CAP = sys.maxsize  # a writer's pass redacts secrets and blobs but never cuts a line
+
+
+def sanitize_value(value: object, counts: Counter | None = None, blob_cap: int = FIELD_CAP) -> object:
+    """A copy of a JSON-like value with every string leaf sanitized; keys and non-strings kept.
+
+    Iterative, so a value nested as deep as the JSON parser allowed cannot exhaust the stack.
+    """
+    counts = Counter() if counts is None else counts
+
+    def leaf(v: object) -> object:
+        if isinstance(v, str):
+            result = sanitize_with_report(v, blob_cap)
+            counts.update(result.counts)
+            return result.text
+        if isinstance(v, dict):
+            return {}
+        if isinstance(v, (list, tuple)):
+            return []
+        return v
+
+    top = leaf(value)
+    stack = [(value, top)] if isinstance(value, (dict, list, tuple)) else []
+    while stack:
+        src, dst = stack.pop()
+        pairs = src.items() if isinstance(src, dict) else enumerate(src)
+        for key, v in pairs:
+            new = leaf(v)
+            if isinstance(dst, dict):
+                dst[key] = new
+            else:
+                dst.append(new)
+            if isinstance(v, (dict, list, tuple)):
+                stack.append((v, new))
+    return top
+
+
+def sanitize_json_text(text: str, counts: Counter | None = None) -> str:
+    """`text` with the string leaves of its JSON sanitized when it is JSON and held a secret; else as is.
+
+    Unchanged JSON keeps its own formatting (a tool output is shown as the tool printed it).
+    """
+    stripped = text.strip()
+    if stripped[:1] not in ("{", "["):
+        return text
+    try:
+        value = json.loads(stripped)
+    except (ValueError, RecursionError):
+        return text
+    found: Counter = Counter()
+    clean = sanitize_value(value, found)
+    if not found:
+        return text
+    if counts is not None:
+        counts.update(found)
+    try:
+        return json.dumps(clean, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    except (TypeError, ValueError, RecursionError):
+        return text
+
+
+@lru_cache(maxsize=4096)
+def sanitize_field(text: str) -> str:
+    """One stored field (a path, a cwd, a title, a log message) as a writer must store it.
+
+    Cached: the same cwd or file path is written for every turn and card of a session.
+    """
+    return sanitize_with_report(text, FIELD_CAP).text if text else text
+
+
+def marker_counts(text: str) -> Counter:
+    """Markers already in `text`, by kind: what a reader redacted before the pipeline's pass."""
+    return Counter(m.group(0)[10:-1] for m in MARKER_RE.finditer(text) if m.group(0).startswith("[REDACTED:"))
+
+
+def sanitize_id(text: str) -> str:
+    """An identifier (a session id) as stored: sanitized, plus a hash of the raw value when that changed it.
+
+    The hash keeps two ids apart that differ only in what was redacted (two sessions under
+    `/mnt/10.0.0.1/` and `/mnt/10.0.0.2/`), so their cards do not collide.
+    """
+    clean = sanitize_field(text)
+    if clean == text:
+        return text
+    return f"{clean}~{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"

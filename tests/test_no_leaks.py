@@ -1,0 +1,142 @@
+"""Nothing leaks: the secrets corpus planted in every place a session holds text, then every byte under the home searched.
+
+The sessions are built at test time (tests/fixtures/secrets/build_sessions.py) from
+tests/fixtures/secrets/corpus.jsonl; memoir's real CLI runs over them with the real index and
+model (`run`, `recall` with a secret-bearing prompt, deep `search`, lexical `search --turns`,
+`status`). Then every file under the memoir home is read as bytes (card files, the index
+databases, the ledger, queue items, every .jsonl and .log), and SQLite files are also read row
+by row, so a value split over database pages is still found. A secret counts as found in its
+plain, JSON-escaped or lower-cased form; a failure names the corpus id, its shape and the file.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from functools import cache
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import flows.commands  # noqa: F401  (registers the commands)
+from cards.sanitize import sanitize
+from flows.cli import cli
+from tests.fixtures.secrets.build_sessions import CORPUS, build_sessions, load_corpus, path_safe
+
+ENTRIES = load_corpus() if CORPUS.exists() else []
+SECRETS = [e for e in ENTRIES if "secret" in e]
+NEAR_MISSES = [e for e in ENTRIES if "near_miss" in e]
+PARTIAL = 16  # a run this long of a secret's own characters is a partial leak (a redaction cut short)
+
+
+def _cli(home: Path, *args: str) -> str:
+    res = CliRunner().invoke(cli, ["--home", str(home), *args], catch_exceptions=False)
+    assert res.exit_code == 0, f"memoir {' '.join(args[:1])} exited {res.exit_code}: {res.output[-2000:]}"
+    return res.output
+
+
+def _sqlite_text(path: Path) -> str:
+    """Every text value of every table a plain sqlite3 can read (virtual tables it cannot load are skipped)."""
+    parts: list[str] = []
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return ""
+    try:
+        tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        for table in tables:
+            try:
+                for row in db.execute(f'SELECT * FROM "{table}"'):
+                    for value in row:
+                        if isinstance(value, bytes):
+                            value = value.decode("utf-8", "replace")
+                        if isinstance(value, str):
+                            parts.append(value)
+            except sqlite3.Error:
+                continue
+    finally:
+        db.close()
+    return "\n".join(parts)
+
+
+def _standalone(secret: str) -> bool:
+    """A secret the sanitizer knows without its context (a token, an e-mail, an address) can be planted in a path."""
+    return path_safe(secret) and secret not in sanitize(f"/srv/{secret}/app")
+
+
+@pytest.fixture(scope="module")
+def attacked(tmp_path_factory):
+    """(home, {file: lower-cased text}, run summary) after every command that writes under the home."""
+    if not SECRETS:
+        pytest.fail(f"no secrets corpus at {CORPUS}")
+    tmp = tmp_path_factory.mktemp("no-leaks")
+    home, logs = tmp / "home", tmp / "logs"
+    build_sessions(logs, ENTRIES, in_path=_standalone)
+    summary = json.loads(_cli(home, "run", "--logs", str(logs), "--json"))
+    prompt = "why does the loader fail with " + " and ".join(e["line"] for e in SECRETS[:8])
+    workspace = "/srv/" + next((e["secret"] for e in SECRETS if _standalone(e["secret"])), "app") + "/settingsvc"
+    _cli(home, "recall", prompt, "--json", "--workspace", workspace, "--timeout-ms", "60000")
+    _cli(home, "search", prompt, "--json")
+    _cli(home, "search", "--turns", prompt, "--json")
+    _cli(home, "status", "--json")
+    files: dict[str, str] = {}
+    for path in sorted(p for p in home.rglob("*") if p.is_file()):
+        text = path.read_bytes().decode("utf-8", "replace")
+        if path.read_bytes()[:16] == b"SQLite format 3\x00":
+            text += "\n" + _sqlite_text(path)
+        files[str(path.relative_to(home))] = text.lower()
+    return home, files, summary
+
+
+def _forms(secret: str) -> set[str]:
+    return {f.lower() for f in (secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1])}
+
+
+def _where(files: dict[str, str], needles: set[str]) -> list[str]:
+    return [name for name, text in files.items() if any(n in text for n in needles)]
+
+
+def test_the_planted_sessions_make_cards_from_every_host(attacked):
+    home, files, summary = attacked
+    cards = [name for name in files if name.startswith("cards/") and name.endswith(".md")]
+    hosts = {h for name in cards for h in ("claude-code", "codex", "aider") if f"host: {h}" in files[name]}
+    assert hosts == {"claude-code", "codex", "aider"}, summary
+    assert len(cards) >= len(SECRETS) // 5, summary
+    assert sum(summary["redacted"].values()) >= len(SECRETS), summary["redacted"]
+
+
+@pytest.mark.parametrize("entry", SECRETS, ids=[f"{e['id']}-{e['shape']}" for e in SECRETS])
+def test_no_secret_reaches_any_file_under_the_home(attacked, entry):
+    _, files, _ = attacked
+    secret = entry["secret"]
+    leaked = _where(files, _forms(secret))
+    assert not leaked, f"secret {entry['id']} ({entry['shape']}) stored in: {', '.join(leaked)}"
+    if len(secret) >= PARTIAL * 3 // 2 and not any(c.isspace() for c in secret):
+        windows = {secret[i:i + PARTIAL].lower() for i in range(0, len(secret) - PARTIAL + 1)}
+        partial = _where(files, windows)
+        assert not partial, f"part of secret {entry['id']} ({entry['shape']}) stored in: {', '.join(partial)}"
+
+
+@cache
+def _near_miss_context(line: str, near_miss: str) -> str:
+    """The words just before the near-miss in its line: where they stand in a card, it must follow."""
+    return line[: line.index(near_miss)][-24:].lower()
+
+
+@pytest.mark.parametrize("entry", NEAR_MISSES, ids=[f"{e['id']}-{e['shape']}" for e in NEAR_MISSES])
+def test_every_near_miss_is_stored_intact(attacked, entry):
+    _, files, _ = attacked
+    near = entry["near_miss"].lower()
+    assert _where(files, {near}), f"near-miss {entry['id']} ({entry['shape']}) is nowhere under the home"
+    context = _near_miss_context(entry["line"], entry["near_miss"])
+    if len(context.strip()) < 8:
+        return  # too little text before it to find its place
+    for name, text in files.items():
+        if not name.startswith("cards/"):
+            continue
+        at = text.find(context)
+        while at >= 0:
+            after = text[at + len(context): at + len(context) + len(near)]
+            assert after == near, f"near-miss {entry['id']} ({entry['shape']}) became {after!r} in {name}"
+            at = text.find(context, at + 1)
