@@ -313,7 +313,6 @@ def start_service(home: str, state_dir: str) -> int | None:
     service at the same moment start one service, not one each.
     """
     import fcntl
-    import subprocess
 
     os.makedirs(str(state_dir), mode=0o700, exist_ok=True)
     fd = os.open(os.path.join(str(state_dir), LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o600)
@@ -322,6 +321,8 @@ def start_service(home: str, state_dir: str) -> int | None:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             return None  # a service holds it: loading the model, or answering on a socket we missed
+        import subprocess  # only the one hook that starts the service pays for it (~10 ms of imports)
+
         log = os.open(os.path.join(str(state_dir), SERVICE_LOG), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             # -I: like the hook, the service must not import the user's folder. `-m flows.cli` would

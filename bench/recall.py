@@ -195,6 +195,22 @@ def wait_warm(state_dir: Path, limit_s: float = 300) -> bool:
     return True
 
 
+def process_cpu_ms(pid: int | None) -> float:
+    """User + system CPU a running process has used so far (Linux /proc), in ms; nan when unknown."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, TypeError):
+        return float("nan")
+
+
+def children_cpu_ms() -> float:
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (ru.ru_utime + ru.ru_stime) * 1000
+
+
 def line(label: str, calls: list[tuple[float, str, str]], answerable: set[str] | None = None) -> str:
     walls = [c[0] for c in calls]
     injected = sum(bool(c[1]) for c in calls)
@@ -235,9 +251,16 @@ def bench_hooks(home: Path, settings, queries: list[str], answerable: set[str], 
             return
         print(f"recall service warm {time.perf_counter() - t:.1f} s after the cold calls", flush=True)
         run_sessions(home, queries[:3], cmd, cwd, 1)
+        pid = service_pid(state) or (service.pid if service is not None else None)
         for n in SESSIONS:
+            client0, service0 = children_cpu_ms(), process_cpu_ms(pid)
             calls = run_sessions(home, queries, cmd, cwd, n)
-            print(line(f"hook warm, {n} session{'s' if n > 1 else ''}", calls, answerable), flush=True)
+            client, served = children_cpu_ms() - client0, process_cpu_ms(pid) - service0
+            # CPU per call does not depend on the machine's load the way wall time does: with one
+            # core left by the busy process, n sessions wait about n times this for their answer.
+            print(line(f"hook warm, {n} session{'s' if n > 1 else ''}", calls, answerable)
+                  + f"\n{'':<24} CPU per call: hook process {client / len(calls):5.1f} ms + "
+                  f"service {served / len(calls):5.1f} ms", flush=True)
     finally:
         busy.kill()
         busy.wait()
