@@ -93,7 +93,8 @@ _PEM = re.compile(
 )
 _GCP = re.compile(r'"private_key"\s*:\s*"(-----BEGIN[^"]*)"')
 _URL = re.compile(
-    r"://(?:(?<=https://)(?P<slack>hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]+)"
+    r"://(?:(?<=https://)hooks\.slack\.com/(?:services|workflows|triggers)/(?P<slack>[A-Za-z0-9_/-]+)"
+    r"|(?P<user>[A-Za-z0-9_-]{20,})@(?=[^\s@/?#\"'<>])"
     r"|[^\s:/?#@\"'<>]+:" + _NOT_MARKER + r"(?!\$)(?P<password>[^\s/?#\"'<>]+)@(?=[^\s@/?#\"'<>]))"
 )
 _BEARER = re.compile(r"earer(?<=[Bb]earer)\s+" + _NOT_MARKER + r"(?P<body>[A-Za-z0-9._~+/-]{16,}=*)")
@@ -115,6 +116,102 @@ _PRIVATE_V6 = re.compile(
     r"(?::[0-9a-fA-F]{0,4}){2,7}(?:%[\w.]+)?(?![0-9A-Fa-f:])"
 )
 
+
+# Provider tokens named by a fixed prefix (gitleaks and detect-secrets list the same shapes). Each
+# pattern opens with its prefix, then refuses a prefix glued to a longer word.
+_TOKEN_TAIL = r"(?![\w-])"
+_PREFIXED = tuple(
+    (re.compile(pattern + _TOKEN_TAIL), kind)
+    for pattern, kind in (
+        (r"gl(?<!\wgl)(?:pat|dt|rt|ptt|cbt|ft|imt|oas|soat|ffct|agent)-[\w-]{20,}", "gitlab_token"),
+        (r"glc_(?<!\wglc_)[A-Za-z0-9+/]{32,400}={0,2}", "grafana_token"),
+        (r"glsa_(?<!\wglsa_)[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}", "grafana_token"),
+        (r"pypi-AgEIcHlwaS5vcmc[\w-]{50,}", "pypi_token"),
+        (r"SG\.(?<![\w.]SG\.)[\w-]{22}\.[\w-]{43}", "sendgrid_key"),
+        (r"SK(?<!\wSK)[0-9a-fA-F]{32}", "twilio_key"),
+        (r"shp(?<!\wshp)(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", "shopify_token"),
+        (r"do(?<!\wdo)[opr]_v1_[a-f0-9]{64}", "digitalocean_token"),
+        (r"dapi(?<!\wdapi)[a-f0-9]{32}(?:-\d)?", "databricks_token"),
+        (r"dp\.(?<![\w.]dp\.)(?:pt|st|ct|sa|scim|audit)\.(?:[\w-]{1,40}\.)?[A-Za-z0-9]{40,44}", "doppler_token"),
+        (r"key-(?<![\w-]key-)[0-9a-f]{32}", "mailgun_key"),
+        (r"EAAA(?<!\wEAAA)[\w-]{60,}", "square_token"),
+        (r"sq0(?<!\wsq0)(?:atp|csp)-[\w-]{22,43}", "square_token"),
+        (r"HRKU-(?<!\wHRKU-)[\w-]{30,}", "heroku_key"),
+        (r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}", "age_secret_key"),
+        (r"hv(?<![\w.]hv)[sbr]\.[\w-]{24,}", "vault_token"),
+        (r"AT(?<!\wAT)[AC]TT3[\w=-]{150,}", "atlassian_token"),
+        (r"lin_(?<!\wlin_)(?:api|oauth)_[A-Za-z0-9]{40}", "linear_key"),
+        (r"PMAK-(?<!\wPMAK-)[a-f0-9]{24}-[a-f0-9]{34}", "postman_key"),
+        (r"NR(?<!\wNR)(?:AK|II|AA|RA|JS)-[A-Za-z0-9]{19,32}", "newrelic_key"),
+        (r"sntry(?<!\wsntry)[su]_[\w=+/-]{40,}", "sentry_token"),
+        (r"v1\.0-(?<![\w.]v1\.0-)[a-f0-9]{24}-[a-f0-9]{146}", "cloudflare_key"),
+        (r"dckr_(?<!\wdckr_)(?:pat|oat)_[\w-]{27,}", "dockerhub_token"),
+        (r"whsec_(?<!\wwhsec_)[A-Za-z0-9+/]{32,}", "stripe_key"),
+        (r"ya29\.(?<![\w.]ya29\.)[\w-]{30,}", "google_oauth_token"),
+        (r"GOCSPX-(?<!\wGOCSPX-)[\w-]{28}", "google_oauth_token"),
+    )
+)
+# Shapes anchored on a literal in their middle; the code walks back to where the token starts.
+_MAILCHIMP = re.compile(r"-us(?<=[0-9a-f]{32}-us)\d{1,2}(?!\w)")  # 32 hex before it
+_TELEGRAM = re.compile(r":AA(?<=\d:AA)[\w-]{33}(?![\w-])")  # 8 to 10 digits (the bot id) before it
+_DISCORD = re.compile(r"\.(?<=[\w-]{24}\.)[\w-]{6}\.[\w-]{27,38}(?![\w.-])")  # base64 user id before it
+_AUTH_TOKEN = re.compile(r"auth[ _-]?token[^\n0-9a-f]{0,16}?(?<![0-9a-z])(?P<hex>[0-9a-f]{32})(?![0-9a-z])")
+_NETRC = re.compile(
+    r"machine(?<!\wmachine)\s+\S+(?:\s+(?:login|account|port|protocol)\s+\S+){0,3}?\s+password\s+"
+    + _NOT_MARKER + r"(?![$<{%])(?P<password>\S{3,})"
+)
+_AWS_BARE_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+AWS_PAIR_WINDOW = 300  # how far after an access key its secret is looked for (same or next line)
+# Documentation values: the AWS docs' example pair names no account; a card would lose its meaning.
+_DOCUMENTED = frozenset({"AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"})
+
+# Host names that only resolve inside one organisation. Fixed names that every installation shares
+# (Docker's and GCP's, Kubernetes' API service) and documentation names survive.
+_PRIVATE_SUFFIX = re.compile(
+    r"\.(?:internal|local|lan|intranet|home\.arpa|corp(?:\.[a-z0-9-]+)*\.[a-z]{2,24})(?![\w-]|\.\w|\()"
+)
+_HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-.")
+_PUBLIC_PRIVATE_HOSTS = frozenset(
+    "host.docker.internal gateway.docker.internal metadata.google.internal example.local "
+    "example.internal example.lan kubernetes.default.svc.cluster.local".split()
+)
+_CODE_OWNERS = frozenset("self this cls threading _thread super os sys ctx".split())  # `threading.local`
+
+# Numbers (cards, IBANs, US-style phones) are looked for on a byte copy where every digit is "0",
+# every capital "A" and every other letter "a": the shapes then open with literals ("0000", "AA00",
+# "000-000-0000") and the search runs at literal speed. Offsets match: one byte per character.
+_NUMBER_TABLE = bytes(
+    0x30 if 0x30 <= b <= 0x39 else 0x41 if 0x41 <= b <= 0x5A else 0x61 if 0x61 <= b <= 0x7A
+    else b if b in b" -" else 0x2E
+    for b in range(256)
+)
+_CARD_SHAPE = re.compile(rb"0000(?:0{9,15}|(?P<s>[ -])0000(?P=s)0000(?P=s)0000|(?P<t>[ -])000000(?P=t)00000?)")
+_IBAN_START = re.compile(rb"AA00 ?[A0]{4}")
+_US_PHONE_SHAPE = re.compile(rb"000-000-0000")
+_PHONE_PLUS = re.compile(r"\+(?<![\w+]\+)\d{1,3}(?:[ .-]?(?:\(\d{1,4}\)|\d{1,4})){2,6}(?!\w|[.-]\d)")
+_PHONE_PAREN = re.compile(r"\((?<![\w(]\()[2-9]\d{2}\) ?[2-9]\d{2}[-. ]\d{4}(?!\w|[.-]\d)")
+PHONE_DIGITS = (9, 15)  # E.164 allows 15; fewer than 9 is a version, a range or a small sum
+# Lengths by country (ISO 13616 registry, the countries most seen); an unknown country is not an IBAN.
+_IBAN_LENGTHS = {
+    cc: int(n)
+    for cc, n in (
+        item.split(":")
+        for item in (
+            "AD:24 AE:23 AL:28 AT:20 AZ:28 BA:20 BE:16 BG:22 BH:22 BR:29 CH:21 CR:22 CY:28 CZ:24 DE:22 "
+            "DK:18 DO:28 EE:20 EG:29 ES:24 FI:18 FO:18 FR:27 GB:22 GE:22 GI:23 GL:18 GR:27 GT:28 HR:21 "
+            "HU:28 IE:22 IL:23 IS:26 IT:27 JO:30 KW:30 KZ:20 LB:28 LI:21 LT:20 LU:20 LV:21 MC:27 MD:24 "
+            "ME:22 MK:19 MR:27 MT:31 MU:30 NL:18 NO:15 PK:24 PL:28 PS:29 PT:25 QA:29 RO:24 RS:22 SA:24 "
+            "SE:24 SI:19 SK:24 SM:27 TN:24 TR:26 UA:29 VG:24 XK:20"
+        ).split()
+    )
+}
+# Test numbers published by card networks and payment providers: they pay nothing.
+_TEST_CARDS = frozenset(
+    "4242424242424242 4111111111111111 4000056655665556 4012888888881881 5555555555554444 "
+    "5200828282828210 5105105105105100 2223003122003222 378282246310005 371449635398431 "
+    "6011111111111117 6011000990139424 3530111333300000 3566002020360505 30569309025904".split()
+)
+
 # Kinds in priority order: where findings overlap, the merged marker names the earliest kind.
 KINDS = (
     "gcp_service_account_key",
@@ -130,14 +227,46 @@ KINDS = (
     "google_api_key",
     "npm_token",
     "huggingface_token",
+    "gitlab_token",
+    "pypi_token",
+    "sendgrid_key",
+    "twilio_key",
+    "shopify_token",
+    "digitalocean_token",
+    "databricks_token",
+    "doppler_token",
+    "mailgun_key",
+    "mailchimp_key",
+    "square_token",
+    "telegram_bot_token",
+    "discord_bot_token",
+    "heroku_key",
+    "age_secret_key",
+    "vault_token",
+    "atlassian_token",
+    "grafana_token",
+    "linear_key",
+    "postman_key",
+    "newrelic_key",
+    "sentry_token",
+    "cloudflare_key",
+    "dockerhub_token",
     "jwt",
     "bearer_token",
+    "google_oauth_token",
     "basic_auth",
     "auth_header",
     "cookie",
     "url_password",
+    "url_token",
+    "netrc_password",
+    "auth_token",
     "secret_assignment",
+    "card_number",
+    "iban",
+    "phone_number",
     "email",
+    "internal_host",
     "private_ipv4",
     "private_ipv6",
     "blob",
@@ -199,6 +328,8 @@ _EMAIL_DOMAIN = re.compile(
 )
 _EMAIL_LOCAL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._%+-")
 _NOT_PERSONAL_LOCAL = frozenset({"git", "noreply", "no-reply"})
+_DOCS_DOMAINS = ("example.com", "example.org", "example.net")
+_DOCS_TLDS = frozenset({"example", "test", "invalid", "localhost"})
 # Retina asset names (logo@2x.png) and versioned files look like addresses with a file-type TLD.
 _FILE_TLDS = frozenset(
     "png jpg jpeg gif svg webp ico bmp css js mjs cjs ts tsx jsx json map md txt lock yaml yml "
@@ -303,11 +434,25 @@ def _emails(text: str) -> Iterator[Finding]:
         while start > 0 and text[start - 1] in _EMAIL_LOCAL_CHARS:
             start -= 1
         local = text[start:at]
-        if not local.strip(".") or local.lower() in _NOT_PERSONAL_LOCAL:
+        if not local.strip(".") or local.lower() in _NOT_PERSONAL_LOCAL or _documentation_domain(m.group()[1:]):
             continue
-        if start > 0 and text[start - 1] in ":/@":
+        if start > 0 and text[start - 1] in ":/@" and _url_userinfo(text, start):
             continue  # userinfo of a URL: url_password covers what is secret there
         yield Finding("email", start, m.end())
+
+
+def _documentation_domain(domain: str) -> bool:
+    """RFC 2606 names (example.com, *.example, *.test, *.invalid) reach no one."""
+    d = domain.lower()
+    return d.rsplit(".", 1)[-1] in _DOCS_TLDS or d in _DOCS_DOMAINS or d.endswith(tuple("." + x for x in _DOCS_DOMAINS))
+
+
+def _url_userinfo(text: str, start: int) -> bool:
+    """True when `start` sits right after `scheme://` or `scheme://user:`, not in a path."""
+    if text.startswith("//", start - 2):
+        return True
+    scheme = text.rfind("://", max(0, start - 256), start)
+    return scheme != -1 and not any(c in "/?# \t\n\"'<>" for c in text[scheme + 3 : start])
 
 
 def _tokens(text: str) -> Iterator[Finding]:
@@ -347,6 +492,8 @@ def _tokens(text: str) -> Iterator[Finding]:
             if start > 0 and (text[start - 1].isalnum() or kind == "google_api_key" and text[start - 1] in "_-"):
                 continue
             yield Finding(kind, start, m.end())
+            if kind == "aws_access_key":
+                yield from _aws_pair_secret(text, m.end())
     if "J" in text:
         for m in _JWT.finditer(text):
             yield Finding("jwt", m.start() - 2, m.end())
@@ -354,6 +501,9 @@ def _tokens(text: str) -> Iterator[Finding]:
         for m in _URL.finditer(text):
             if m.group("slack"):
                 yield Finding("slack_webhook", m.start("slack"), m.end("slack"))
+            elif m.group("user"):
+                if _mixed(m.group("user")):  # a token as user name (Sentry DSN, `https://<pat>@host`)
+                    yield Finding("url_token", m.start("user"), m.end("user"))
             else:
                 yield Finding("url_password", m.start("password"), m.end("password"))
     if "earer" in text:
@@ -362,11 +512,163 @@ def _tokens(text: str) -> Iterator[Finding]:
                 yield Finding("bearer_token", m.start("body"), m.end("body"))
 
 
+def _aws_pair_secret(text: str, key_end: int) -> Iterator[Finding]:
+    """A secret key with no name before it: 40 mixed-case characters after the access key."""
+    nl = text.find("\n", key_end, key_end + AWS_PAIR_WINDOW)
+    limit = key_end + AWS_PAIR_WINDOW if nl == -1 else text.find("\n", nl + 1, key_end + AWS_PAIR_WINDOW)
+    m = _AWS_BARE_SECRET.search(text, key_end, limit if limit != -1 else key_end + AWS_PAIR_WINDOW)
+    # A git SHA is lower-case hex; a secret key mixes cases.
+    if m and not m.group().islower() and not m.group().isupper():
+        yield Finding("aws_secret_key", m.start(), m.end())
+
+
+def _prefixed(text: str) -> Iterator[Finding]:
+    """Provider tokens with a fixed prefix, and the few shapes anchored on a literal inside them."""
+    for pattern, kind in _PREFIXED:
+        for m in pattern.finditer(text):
+            yield Finding(kind, m.start(), m.end())
+    if "-us" in text:
+        for m in _MAILCHIMP.finditer(text):
+            start = m.start() - 32
+            if start == 0 or not text[start - 1].isalnum():
+                yield Finding("mailchimp_key", start, m.end())
+    if ":AA" in text:
+        for m in _TELEGRAM.finditer(text):
+            start = m.start()
+            while start > 0 and text[start - 1].isdigit():
+                start -= 1
+            if 8 <= m.start() - start <= 10 and (start == 0 or not (text[start - 1].isalnum() or text[start - 1] == "_")):
+                yield Finding("telegram_bot_token", start, m.end())
+    for m in _DISCORD.finditer(text):
+        start = m.start()
+        while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_-"):
+            start -= 1
+        token = text[start : m.end()]
+        if 24 <= m.start() - start <= 26 and text[start] in "MNO" and _mixed(token) and not (start and text[start - 1] == "."):
+            yield Finding("discord_bot_token", start, m.end())
+    if "machine" in text:
+        for m in _NETRC.finditer(text):
+            yield Finding("netrc_password", m.start("password"), m.end("password"))
+
+
+def _auth_tokens(lower: str) -> Iterator[Finding]:
+    """A 32-hex value right after the words "auth token" (Twilio's shape, which has no prefix)."""
+    for m in _AUTH_TOKEN.finditer(lower):
+        if _mixed(m.group("hex")):
+            yield Finding("auth_token", m.start("hex"), m.end("hex"))
+
+
+def _internal_hosts(text: str) -> Iterator[Finding]:
+    for m in _PRIVATE_SUFFIX.finditer(text):
+        start = m.start()
+        while start > 0 and text[start - 1] in _HOST_CHARS:
+            start -= 1
+        host = text[start : m.end()]
+        if start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_"):
+            continue  # part of an identifier (`my_obj.local`) or a capitalised namespace
+        if host[:1] in ".-" or m.start() == start or host in _PUBLIC_PRIVATE_HOSTS:
+            continue  # `.env.local`, `~/.local`
+        if host.split(".", 1)[0] in _CODE_OWNERS:
+            continue
+        yield Finding("internal_host", start, m.end())
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for i, c in enumerate(reversed(digits)):
+        d = ord(c) - 48
+        if i % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+def _card_issuer(digits: str) -> bool:
+    """The length and first digits of a card network (Visa, Mastercard, Amex, Discover, JCB, Diners)."""
+    n, head = len(digits), digits[:2]
+    if n == 16:
+        return digits[0] in "456" or head == "35" or 2221 <= int(digits[:4]) <= 2720
+    if n == 15:
+        return head in ("34", "37")
+    if n == 14:
+        return head in ("30", "36", "38")
+    return n in (13, 19) and digits[0] == "4"
+
+
+def _iban_valid(compact: str) -> bool:
+    """ISO 13616 check: move the first four characters to the end, read letters as 10..35, mod 97."""
+    rearranged = compact[4:] + compact[:4]
+    return int("".join(str(int(c, 36)) for c in rearranged)) % 97 == 1
+
+
+def _number_boundary(text: str, start: int, end: int) -> bool:
+    """No letter, digit or number punctuation glued to either end (not a piece of a longer id)."""
+    if start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_.-+"):
+        return False
+    if end < len(text) and (text[end].isalnum() or text[end] == "_"):
+        return False
+    return not (end + 1 < len(text) and text[end] in ".-:" and text[end + 1].isdigit())
+
+
+def _numbers(text: str) -> Iterator[Finding]:
+    """Card numbers (Luhn), IBANs (mod 97) and phone numbers."""
+    if "+" in text:
+        for m in _PHONE_PLUS.finditer(text):
+            n = sum(c.isdigit() for c in m.group())
+            if PHONE_DIGITS[0] <= n <= PHONE_DIGITS[1]:
+                yield Finding("phone_number", m.start(), m.end())
+    if "(" in text:
+        for m in _PHONE_PAREN.finditer(text):
+            yield Finding("phone_number", m.start(), m.end())
+    shape = text.encode("ascii", "replace").translate(_NUMBER_TABLE)  # one byte per character
+    for m in _CARD_SHAPE.finditer(shape):
+        start, end = m.span()
+        digits = text[start:end].replace(" ", "").replace("-", "")
+        if (
+            _number_boundary(text, start, end) and _card_issuer(digits) and _luhn(digits)
+            and digits not in _TEST_CARDS and len(set(digits)) > 2
+        ):
+            yield Finding("card_number", start, end)
+    for m in _IBAN_START.finditer(shape):
+        found = _iban_at(text, m.start())
+        if found:
+            yield found
+    for m in _US_PHONE_SHAPE.finditer(shape):
+        start, end = m.span()
+        if text[start] in "23456789" and text[start + 4] in "23456789" and _number_boundary(text, start, end):
+            yield Finding("phone_number", start, end)
+
+
+def _iban_at(text: str, start: int) -> Finding | None:
+    """The IBAN starting at `start`, walked to its country's length (spaces only between groups of 4)."""
+    length = _IBAN_LENGTHS.get(text[start : start + 2])
+    if length is None or start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        return None
+    chars, pos, n = [], start, len(text)
+    while len(chars) < length and pos < n:
+        c = text[pos]
+        if c.isascii() and (c.isdigit() or c.isupper()):
+            chars.append(c)
+        elif not (c == " " and len(chars) % 4 == 0 and pos + 1 < n and text[pos + 1] != " "):
+            break
+        pos += 1
+    if len(chars) != length or pos < n and (text[pos].isalnum() or text[pos] == "_"):
+        return None
+    return Finding("iban", start, pos) if _iban_valid("".join(chars)) else None
+
+
 def find_secrets(text: str) -> list[Finding]:
     """Every sensitive span in `text` (secrets, private addresses, e-mails), blobs excluded."""
     found = list(_tokens(text))
+    found.extend(_prefixed(text))
+    found.extend(_numbers(text))
+    if "." in text:
+        found.extend(_internal_hosts(text))
+    lower = text.lower()
+    if "auth" in lower:
+        found.extend(_auth_tokens(lower if len(lower) == len(text) else text.translate(_ASCII_LOWER)))
     if "=" in text or ":" in text:
-        found.extend(_assignments(text, text.lower()))
+        found.extend(_assignments(text, lower))
     if "--" in text:
         found.extend(_flags(text))
     if "@" in text:
@@ -380,6 +682,8 @@ def find_secrets(text: str) -> list[Finding]:
                 found.append(Finding("private_ipv6", m.start(), m.end()))
     if found and ("[REDACTED:" in text or "[BLOB " in text):
         found = _outside_markers(text, found)
+    if found and "EXAMPLE" in text:
+        found = [f for f in found if text[f.start : f.end] not in _DOCUMENTED]
     return found
 
 

@@ -162,8 +162,8 @@ def test_near_miss_survives_byte_for_byte(text: str) -> None:
 
 
 def test_only_the_password_of_a_url_is_replaced() -> None:
-    out = sanitize("postgres://admin:S3cr3tPass@db.internal:5432/app")
-    assert out == "postgres://admin:[REDACTED:url_password]@db.internal:5432/app"
+    out = sanitize("postgres://admin:S3cr3tPass@db.example.com:5432/app")
+    assert out == "postgres://admin:[REDACTED:url_password]@db.example.com:5432/app"
 
 
 def test_assignment_keeps_its_key() -> None:
@@ -187,7 +187,7 @@ def test_overlapping_shapes_merge_into_the_most_specific_marker() -> None:
         '"api_key": "[REDACTED:secret_assignment]"',
         "Authorization: Bearer [REDACTED:jwt]",
         "Cookie: [REDACTED:cookie]",
-        "https://admin:[REDACTED:url_password]@db.internal/x",
+        "https://admin:[REDACTED:url_password]@[REDACTED:internal_host]/x",
         "ssh root@[REDACTED:private_ipv4]",
     ],
     ids=["bare", "env", "json", "bearer", "cookie", "url", "ssh"],

@@ -1,0 +1,64 @@
+"""cards/sanitize.py against tests/fixtures/secrets/corpus.jsonl: every secret goes, nothing else does.
+
+A secret line must come out as the line with each secret span replaced by exactly one marker, so a
+detector that eats a neighbour (`postgres://appuser…` becoming `postgre<path>`) fails here as
+surely as one that misses the secret. A near-miss line must come out unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from cards.sanitize import MARKER_RE, sanitize
+
+CORPUS = Path(__file__).parent / "fixtures" / "secrets" / "corpus.jsonl"
+ENTRIES = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
+SECRETS = [e for e in ENTRIES if "secret" in e]
+NEAR_MISSES = [e for e in ENTRIES if "near_miss" in e]
+
+
+def _spans(line: str, secrets: list[str]) -> list[tuple[int, int]]:
+    spans = []
+    for secret in secrets:
+        start = line.index(secret)
+        spans.append((start, start + len(secret)))
+    return sorted(spans)
+
+
+def _expected_shape(line: str, spans: list[tuple[int, int]]) -> re.Pattern[str]:
+    """The line with one marker in place of each secret span and every other character as it was."""
+    parts, pos = [], 0
+    for start, end in spans:
+        parts.append(re.escape(line[pos:start]))
+        parts.append("(?:" + MARKER_RE.pattern + ")")
+        pos = end
+    parts.append(re.escape(line[pos:]))
+    return re.compile("".join(parts), re.S)
+
+
+def test_corpus_meets_the_issue_counts() -> None:
+    assert len(SECRETS) >= 60
+    assert len({e["shape"] for e in SECRETS}) >= 35
+    assert len(NEAR_MISSES) >= 25
+    assert len({e["id"] for e in ENTRIES}) == len(ENTRIES)
+
+
+@pytest.mark.parametrize("entry", SECRETS, ids=[e["id"] + "-" + e["shape"] for e in SECRETS])
+def test_secret_is_replaced_and_nothing_around_it_is_eaten(entry: dict) -> None:
+    line = entry["line"]
+    secrets = [entry["secret"], *entry.get("also", [])]
+    out = sanitize(line)
+    for secret in secrets:
+        assert secret not in out
+    assert _expected_shape(line, _spans(line, secrets)).fullmatch(out), out
+    assert sanitize(out) == out
+
+
+@pytest.mark.parametrize("entry", NEAR_MISSES, ids=[e["id"] + "-" + e["shape"] for e in NEAR_MISSES])
+def test_near_miss_line_survives_unchanged(entry: dict) -> None:
+    assert entry["near_miss"] in entry["line"]
+    assert sanitize(entry["line"]) == entry["line"]
