@@ -4,10 +4,16 @@
 file in the state dir (`state/ledger.sqlite`). The ledger moves forward only through `commit`,
 which the caller runs after the cards from a read are stored: a crash in between rereads the same
 bytes next time, and stable card ids make that rereading harmless.
+
+No raw path is stored: a row is keyed by the sha256 of the file's path (so a rerun finds it) and
+shows the path, the session ids and the carried cwd sanitized, like everything under the home (a
+path under `/home/jane.doe@corp.com/` or `/mnt/10.42.7.19/` stays out of the file). A ledger
+written before that is rewritten in this form when it is opened, and vacuumed so the old bytes go.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from collections.abc import Callable, Iterable
@@ -16,11 +22,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from cards.hosts.base import Carry
+from cards.sanitize_fields import sanitize_field, sanitize_id
 
 LEDGER_FILE = "ledger.sqlite"
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (
-    path TEXT PRIMARY KEY,
+    path_key TEXT PRIMARY KEY,
+    path TEXT NOT NULL,
     host TEXT NOT NULL,
     size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL,
@@ -104,6 +112,34 @@ def plan_read(
     return ReadPlan(entry.resume_offset, entry.resume_line, entry.next_seq, "appended", entry.carry)
 
 
+_COLUMNS = ("path, host, size, mtime_ns, offset, lines, resume_offset, resume_line, next_seq,"
+            " prefix_sha256, session_ids, carry")
+
+
+def path_key(path: str) -> str:
+    """What a row is found by: the raw path never stored, only its hash."""
+    return hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def stored_carry(carry: Carry) -> Carry:
+    """The carry as the ledger keeps it: cwd, branch and session ids sanitized as the run stores them."""
+    return Carry(
+        session_id=sanitize_id(carry.session_id),
+        cwd=sanitize_field(carry.cwd),
+        git_branch=sanitize_field(carry.git_branch),
+        started=carry.started,
+        seqs=tuple((sanitize_id(sid), n) for sid, n in carry.seqs),
+    )
+
+
+def _row(key: str, e: LedgerEntry, now: str) -> tuple:
+    return (
+        key, sanitize_field(e.path), e.host, e.size, e.mtime_ns, e.offset, e.lines, e.resume_offset,
+        e.resume_line, e.next_seq, e.prefix_sha256, json.dumps(list(dict.fromkeys(sanitize_id(s) for s in e.session_ids))),
+        json.dumps(stored_carry(e.carry).to_dict()), now,
+    )
+
+
 def _row_to_entry(row: tuple) -> LedgerEntry:
     (path, host, size, mtime_ns, offset, lines, resume_offset, resume_line, next_seq, prefix, sids, carry) = row
     return LedgerEntry(
@@ -130,7 +166,9 @@ class Ledger:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path)
+            self._db.execute("PRAGMA secure_delete=ON")  # a replaced row's old bytes are zeroed, not left in free pages
             self._db.execute("PRAGMA journal_mode=WAL")
+            self._migrate_raw_paths()
             self._db.execute(SCHEMA)
             self._db.commit()
         except (OSError, sqlite3.Error) as exc:
@@ -140,34 +178,37 @@ class Ledger:
     def in_state_dir(cls, state_dir: Path) -> Ledger:
         return cls(Path(state_dir) / LEDGER_FILE)
 
+    def _migrate_raw_paths(self) -> None:
+        """Rewrite a ledger that keyed rows by their raw path into the hashed, sanitized form."""
+        columns = [r[1] for r in self._db.execute("PRAGMA table_info(files)")]
+        if not columns or "path_key" in columns:
+            return
+        rows = self._db.execute(f"SELECT {_COLUMNS}, updated FROM files").fetchall()
+        with self._db:
+            self._db.execute("DROP TABLE files")
+            self._db.execute(SCHEMA)
+            self._db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                                 [_row(path_key(r[0]), _row_to_entry(r[:-1]), r[-1]) for r in rows])
+        self._db.execute("VACUUM")
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def get(self, path: str) -> LedgerEntry | None:
-        row = self._db.execute(
-            "SELECT path, host, size, mtime_ns, offset, lines, resume_offset, resume_line, next_seq,"
-            " prefix_sha256, session_ids, carry FROM files WHERE path = ?",
-            (path,),
-        ).fetchone()
+        """The entry for the file at `path` (its raw path; the row holds only its hash)."""
+        row = self._db.execute(f"SELECT {_COLUMNS} FROM files WHERE path_key = ?", (path_key(path),)).fetchone()
         return _row_to_entry(row) if row else None
 
     def entries(self) -> list[LedgerEntry]:
-        rows = self._db.execute(
-            "SELECT path, host, size, mtime_ns, offset, lines, resume_offset, resume_line, next_seq,"
-            " prefix_sha256, session_ids, carry FROM files ORDER BY path"
-        ).fetchall()
+        """Every entry, with its path as stored (sanitized: a redacted path names no file)."""
+        rows = self._db.execute(f"SELECT {_COLUMNS} FROM files ORDER BY path").fetchall()
         return [_row_to_entry(r) for r in rows]
 
     def commit(self, entries: Iterable[LedgerEntry]) -> int:
         """Record reads whose cards are stored; all or nothing. Returns the number of files recorded."""
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        rows = [
-            (
-                e.path, e.host, e.size, e.mtime_ns, e.offset, e.lines, e.resume_offset, e.resume_line,
-                e.next_seq, e.prefix_sha256, json.dumps(list(e.session_ids)), json.dumps(e.carry.to_dict()), now,
-            )
-            for e in entries
-        ]
+        rows = [_row(path_key(e.path), e, now) for e in entries]
         try:
             with self._db:
-                self._db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+                self._db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
         except sqlite3.Error as exc:
             raise LedgerError(f"cannot write read ledger {self.path}: {exc}") from exc
         return len(rows)

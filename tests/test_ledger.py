@@ -61,3 +61,48 @@ def test_ledger_round_trips_entries(tmp_path):
         assert ledger.get("/logs/a.jsonl") == _entry(size=99)
         assert len(ledger.entries()) == 1
     assert (tmp_path / "state" / "ledger.sqlite").exists()
+
+
+RAW_PATH = "/home/jane.doe@corp.com/.claude/projects/-mnt-10-42/s1.jsonl"
+RAW_CWD = "/mnt/10.42.7.19/app"
+
+
+def _state_bytes(state) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(state.iterdir()) if p.is_file())
+
+
+def test_ledger_keeps_no_raw_path_or_cwd_and_still_finds_the_file(tmp_path):
+    state = tmp_path / "state"
+    with Ledger.in_state_dir(state) as ledger:
+        ledger.commit([_entry(path=RAW_PATH, carry=Carry(session_id="s1", cwd=RAW_CWD, seqs=(("s1", 5),)))])
+        ledger.commit([_entry(path=RAW_PATH, size=99, carry=Carry(session_id="s1", cwd=RAW_CWD))])
+        found = ledger.get(RAW_PATH)
+        assert found is not None and found.size == 99  # a rerun finds its row: idempotent
+        assert [e.size for e in ledger.entries()] == [99]
+        assert "jane.doe@corp.com" not in found.path and found.path.endswith("/s1.jsonl")
+        assert "10.42.7.19" not in found.carry.cwd
+    data = _state_bytes(state)
+    assert b"jane.doe@corp.com" not in data and b"10.42.7.19" not in data
+
+
+def test_a_ledger_keyed_by_raw_paths_is_rewritten_hashed_when_opened(tmp_path):
+    import json
+    import sqlite3
+
+    state = tmp_path / "state"
+    state.mkdir()
+    old = sqlite3.connect(state / "ledger.sqlite")
+    old.execute("CREATE TABLE files (path TEXT PRIMARY KEY, host TEXT NOT NULL, size INTEGER NOT NULL,"
+                " mtime_ns INTEGER NOT NULL, offset INTEGER NOT NULL, lines INTEGER NOT NULL,"
+                " resume_offset INTEGER NOT NULL, resume_line INTEGER NOT NULL, next_seq INTEGER NOT NULL,"
+                " prefix_sha256 TEXT NOT NULL, session_ids TEXT NOT NULL, carry TEXT NOT NULL, updated TEXT NOT NULL)")
+    old.execute("INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (RAW_PATH, "jsonl", 18, 100, 18, 2, 18, 2, 5, "ab", json.dumps(["s1"]),
+                 json.dumps(Carry(session_id="s1", cwd=RAW_CWD).to_dict()), "2026-12-01T00:00:00+00:00"))
+    old.commit()
+    old.close()
+    with Ledger.in_state_dir(state) as ledger:
+        entry = ledger.get(RAW_PATH)
+        assert entry is not None and (entry.size, entry.next_seq, entry.session_ids) == (18, 5, ("s1",))
+    data = _state_bytes(state)
+    assert b"jane.doe@corp.com" not in data and b"10.42.7.19" not in data
