@@ -85,6 +85,55 @@ def _link_skip(path: str, roots: list[str], follow: bool) -> str | None:
     return None
 
 
+def _walk(root: str, host: str, skipped: Counter, roots: list[str], follow: bool) -> list[tuple[Path, bool]]:
+    """(path, is it a link) for each log file under `root`.
+
+    A loop over a stack, not recursion (os.walk recurses on Python 3.11): no depth of folders can
+    overflow the interpreter's stack and stop the run.
+    """
+    found: list[tuple[Path, bool]] = []
+    stack = [root]
+    walked: set[tuple[int, int]] = set()
+    while stack:
+        folder = stack.pop()
+        if follow:  # a followed link back up the tree would walk forever
+            key = _dir_key(folder)
+            if key in walked:
+                continue
+            walked.add(key)
+        try:
+            with os.scandir(folder) as it:
+                entries = list(it)
+        except OSError:
+            skipped["unreadable_dir"] += 1
+            continue
+        for entry in entries:
+            try:
+                link = entry.is_symlink()
+            except OSError:
+                skipped["unreadable"] += 1
+                continue
+            try:
+                is_dir = entry.is_dir()
+            except OSError:  # a link loop: _link_skip counts it
+                is_dir = False
+            if link and (why := _link_skip(entry.path, roots, follow)):
+                skipped[why] += 1
+                continue
+            if not is_dir:
+                if _wanted(entry.name, host):
+                    found.append((Path(entry.path), link))
+                continue
+            if entry.name in _SKIP_DIRS:
+                continue
+            # A directory named like a log is surfaced so it is counted, not silently passed over.
+            if _wanted(entry.name, host) and entry.name.endswith(".jsonl"):
+                found.append((Path(entry.path), link))
+            if follow or not link:  # a link inside the named folders is walked from where it points
+                stack.append(entry.path)
+    return found
+
+
 def iter_candidates(paths: list[Path], host: str, skipped: Counter | None = None,
                     follow_symlinks: bool = False) -> Iterator[Path]:
     """Log files under `paths`, sorted, each once; a path given as a file is always a candidate.
@@ -97,41 +146,16 @@ def iter_candidates(paths: list[Path], host: str, skipped: Counter | None = None
     real_dirs: dict[str, str] = {}
     skipped = Counter() if skipped is None else skipped
     roots = [os.path.realpath(Path(p).expanduser()) for p in paths]
-
-    def on_error(_exc: OSError) -> None:
-        skipped["unreadable_dir"] += 1
-
     for root in paths:
         root = Path(root).expanduser()
-        found: list[Path] = []
-        walked: set[tuple[int, int]] = set()
         # A directory named like a log file is a candidate itself, counted `unreadable` when read.
         if _is_dir(root) and not _wanted(root.name, host if host != "auto" else "jsonl"):
-            for dirpath, dirnames, filenames in os.walk(root, onerror=on_error, followlinks=follow_symlinks):
-                dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
-                links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
-                for d in links:
-                    why = _link_skip(os.path.join(dirpath, d), roots, follow_symlinks)
-                    if why:
-                        skipped[why] += 1
-                        dirnames.remove(d)
-                if follow_symlinks:  # a followed link back up the tree would walk forever
-                    walked.add(_dir_key(dirpath))
-                    dirnames[:] = [d for d in dirnames if _dir_key(os.path.join(dirpath, d)) not in walked]
-                found += [Path(dirpath) / n for n in filenames if _wanted(n, host)]
-                # A directory named like a log is surfaced so it is counted, not silently passed over.
-                found += [Path(dirpath) / d for d in dirnames if _wanted(d, host) and d.endswith(".jsonl")]
-            given = None
+            found = _walk(str(root), host, skipped, roots, follow_symlinks)
         else:
-            found.append(root)
-            given = root
-        for path in sorted(found):
+            found = [(root, False)]  # named by the user: read wherever it points
+        for path, link in sorted(found):
             key = os.path.abspath(path)
-            if path is not given and os.path.islink(key):
-                why = _link_skip(key, roots, follow_symlinks)
-                if why:
-                    skipped[why] += 1
-                    continue
+            if link:
                 real = os.path.realpath(key)
             else:
                 folder, name = os.path.split(key)

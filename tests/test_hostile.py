@@ -266,3 +266,22 @@ def test_follow_symlinks_is_a_setting_and_a_run_flag(tmp_path):
                                       "--no-index", "--json", "--follow-symlinks"], env=env)
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["sessions"] == 1
+
+
+def test_folders_nested_past_the_stack_limit_are_walked(tmp_path):
+    deepest = tmp_path / "logs"
+    folders = [deepest]
+    for _ in range(1_200):  # os.walk recurses once per level: past ~1000 it raised RecursionError
+        deepest = deepest / "d"
+        folders.append(deepest)
+    for folder in folders:
+        folder.mkdir()
+    try:
+        (deepest / "s-deep.jsonl").write_bytes(b"".join(_hello("s-deep")))
+        (tmp_path / "logs" / "s-top.jsonl").write_bytes(b"".join(_hello("s-top")))
+        r = collect([tmp_path / "logs"])
+        assert sorted(sid for _, sid in r.sessions) == ["s-deep", "s-top"]
+    finally:  # shutil.rmtree recurses too
+        (deepest / "s-deep.jsonl").unlink(missing_ok=True)
+        for folder in reversed(folders[1:]):
+            folder.rmdir()
