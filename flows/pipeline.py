@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
@@ -19,14 +19,13 @@ from cards.draft import draft_card
 from cards.hosts import aider, default_roots, reader_for
 from cards.ledger import Ledger
 from cards.model import Card, Experience, Turn
-from cards.sanitize import sanitize_with_report
-from cards.sanitize_fields import marker_counts, sanitize_field, sanitize_id
+from cards.sanitize_fields import sanitize_turn
 from cards.segment import SegmentRules, segment_with_skips
 from cards.store import CardStore, remove_temp_files, render_card
 from flows.lock import run_lock
 from flows.queue import OverflowQueue
 
-Progress = Callable[[str, int, int], None]
+Progress = Callable[..., None]  # (stage, done, total, detail=""); flows/progress.py draws it
 
 
 @dataclass
@@ -87,28 +86,8 @@ def default_log_paths(user_home: Path | None = None, aider_repos: Iterable[str] 
 
 
 def sanitize_turns(turns: Iterable[Turn], blob_cap: int, redacted: Counter) -> list[Turn]:
-    """Scrub every stored field of every turn (text, cwd, file path, session id, branch) before anything downstream can store it.
-
-    A tool call's arguments were sanitized decoded by its reader (cards.hosts.base.tool_call_text);
-    the markers that pass left are counted here, where the run's redactions are counted.
-    """
-    out = []
-    for turn in turns:
-        if turn.kind == "tool_call":
-            redacted.update(marker_counts(turn.text))
-        result = sanitize_with_report(turn.text, blob_cap)
-        redacted.update(result.counts)
-        fields = {
-            "text": result.text,
-            "cwd": sanitize_field(turn.cwd),
-            "source_file": sanitize_field(turn.source_file),
-            "session_id": sanitize_id(turn.session_id),
-            "git_branch": sanitize_field(turn.git_branch),
-            "tool_name": sanitize_field(turn.tool_name),
-        }
-        changed = {k: v for k, v in fields.items() if v != getattr(turn, k)}
-        out.append(replace(turn, **changed) if changed else turn)
-    return out
+    """Scrub every stored field of every turn before anything downstream can store it."""
+    return [sanitize_turn(t, blob_cap, redacted) for t in turns]
 
 
 def is_subagent(turns: list[Turn]) -> bool:
@@ -161,7 +140,7 @@ def store_cards(store: CardStore, cards: Iterable[Card], summary: RunSummary,
             if queue is None:
                 raise OSError(f"cannot write card {card.id}: {outcome.error}")
             queue.add("card_write", card.id, {"card_id": card.id, "text": render_card(card),
-                                              "error": outcome.error})
+                                              "error": outcome.error}, error=outcome.error)
             summary.queued["card_write"] += 1
             continue
         summary.cards[outcome.action] += 1
@@ -188,7 +167,7 @@ def collect_logs(paths: list[Path], host: str, ledger: Ledger, progress: Progres
         out.files_seen += 1
         collect_file(path, host, ledger, out)
         if progress:
-            progress("collect", i + 1, len(files))
+            progress("collect", i + 1, len(files), f"{out.bytes_read / 1e6:.1f} MB")
     for turns in out.sessions.values():
         turns.sort(key=lambda t: (t.seq, t.line))
     return out

@@ -76,14 +76,18 @@ class OverflowQueue:
     def _dir(self, state: str) -> Path:
         return self.root / state
 
-    def add(self, kind: str, key: str, payload: dict) -> QueueItem:
-        """Queue one item (replacing a pending item with the same kind and key); never retries."""
+    def add(self, kind: str, key: str, payload: dict, error: str = "") -> QueueItem:
+        """Queue one item (replacing a pending item with the same kind and key); never retries.
+
+        `error` is why the work could not be done now; it shows as `last_error` until a replay.
+        """
         if kind not in KINDS:
             raise QueueError(f"unknown queue kind {kind!r}; known: {', '.join(KINDS)}")
         if not _SAFE_KEY.match(key):
             raise QueueError(f"queue key {key!r} is not a plain id")
         now = time.time()
-        item = QueueItem(kind=kind, key=key, payload=payload, created=now, updated=now)
+        item = QueueItem(kind=kind, key=key, payload=payload, created=now, updated=now,
+                         last_error=error[:MAX_ERROR_CHARS])
         write_atomic(self._dir("pending") / item.name, item.to_json())
         return item
 

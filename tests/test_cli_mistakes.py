@@ -208,3 +208,7 @@ def test_a_denied_card_write_names_the_cause_and_the_command_to_run_after(immuta
     assert f"card writes refused: Operation not permitted on {immutable_cards}" in result.output
     assert "then run `memoir replay`" in result.output
     assert list(immutable_cards.iterdir()) == []
+    from flows.queue import OverflowQueue
+
+    items = OverflowQueue(immutable_cards.parent / "queue").items("pending", "card_write")
+    assert items and all("Operation not permitted" in i.last_error for i in items)

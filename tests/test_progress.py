@@ -62,7 +62,7 @@ def test_the_first_model_load_is_reported_once_and_vectors_are_unchanged(embedde
 def test_run_draws_progress_on_stderr_and_keeps_stdout_for_the_summary(memoir_home):
     result = CliRunner().invoke(cli, ["run", "--no-index", "--logs", str(FEEDCLI_LOG)], env=FORCED)
     assert result.exit_code == 0, result.output
-    assert "Reading log files" in result.stderr and "1/1 files" in result.stderr
+    assert "Reading log files" in result.stderr and "1/1 files" in result.stderr and " MB" in result.stderr
     assert "Writing card files" in result.stderr
     assert "Reading log files" not in result.stdout
     assert f"cards in  {memoir_home / 'cards'}:" in result.stdout
