@@ -42,6 +42,8 @@ def print_summary(summary: RunSummary, settings: Settings | None = None) -> None
         click.echo("rules     " + ", ".join(f"{v} {k}" for k, v in d["rules"].items()))
     if d["skipped"]:
         click.echo("skipped   " + ", ".join(f"{v} {k}" for k, v in d["skipped"].items()))
+    if d["skipped"].get("symlink_outside"):
+        click.echo("          (links out of the folders named are not read; `memoir run --follow-symlinks` reads them)")
     if d["redacted"]:
         click.echo("redacted  " + ", ".join(f"{v} {k}" for k, v in d["redacted"].items()))
     for card_id in d["hand_edited"]:

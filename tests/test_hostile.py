@@ -262,6 +262,8 @@ def test_follow_symlinks_is_a_setting_and_a_run_flag(tmp_path):
     env = {"XDG_CONFIG_HOME": str(tmp_path / "no-config"), "MEMOIR_CONFIG": ""}
     code, plain = _run(tmp_path / "home-plain", logs, env)
     assert (code, plain["sessions"], plain["skipped"].get("symlink_outside")) == (0, 0, 1)
+    said = CliRunner().invoke(cli, ["--home", str(tmp_path / "home-plain"), "run", "--logs", str(logs), "--no-index"], env=env)
+    assert "1 symlink_outside" in said.output and "--follow-symlinks" in said.output
     result = CliRunner().invoke(cli, ["--home", str(tmp_path / "home-follow"), "run", "--logs", str(logs),
                                       "--no-index", "--json", "--follow-symlinks"], env=env)
     assert result.exit_code == 0, result.output
