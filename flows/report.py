@@ -12,6 +12,7 @@ from pathlib import Path
 from cards.config import Settings
 from cards.status import StatusError, read_alarm_history, read_jsonl, read_runs
 from cards.store import CardStore, write_atomic
+from flows.status_sections import read_model_runs
 from index.recall import log_path
 from index.report import Report, hook_event, plan_report, recall_event, render_report
 
@@ -54,10 +55,12 @@ def build_report(settings: Settings, now: datetime) -> Report:
     recalls = _log_lines([recall_log.with_name(recall_log.name + ".1"), recall_log], problems)
     recall_events = [e for e in map(recall_event, recalls) if e is not None]
     hook_events = [e for e in (hook_event(c, OUTCOMES) for c in read_calls(str(settings.state_dir))) if e]
+    # The model stage's record of a run carries the run record's own `finished`, so they pair up.
+    alerts = {str(m.get("finished")): [str(a) for a in m.get("alerts") or ()] for m in read_model_runs(settings.state_dir)}
     return plan_report(
         cards, {c.id: store.path_for(c.id) for c in cards}, runs, now=now, home=str(settings.home),
         cards_dir=str(settings.cards_dir), alarm_history=alarms, recalls=recall_events,
-        hook_calls=hook_events, hook_outcomes=OUTCOMES, unreadable=problems,
+        hook_calls=hook_events, hook_outcomes=OUTCOMES, unreadable=problems, run_alerts=alerts,
     )
 
 

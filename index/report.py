@@ -137,6 +137,7 @@ class RunView:
     conflicts: int
     alarms: tuple[str, ...]
     skipped: tuple[tuple[str, int], ...]
+    alerts: tuple[str, ...] = ()  # what the model stage alerted in this run (model-runs.jsonl)
 
 
 @dataclass(frozen=True)
@@ -320,6 +321,7 @@ def plan_report(
     hook_calls: Sequence[LogEvent] = (),
     hook_outcomes: Sequence[str] = (),
     unreadable: Sequence[str] = (),
+    run_alerts: Mapping[str, Sequence[str]] = {},
 ) -> Report:
     """The whole page from parsed inputs; pure.
 
@@ -330,6 +332,7 @@ def plan_report(
         now: the page's date: it is printed and ends the per-day windows.
         recalls, hook_calls: the recall and hook logs as events (`recall_event`, `hook_event`).
         hook_outcomes: the outcomes the hook logs, in the order the chart stacks them.
+        run_alerts: a run's `finished` -> the model stage's alerts in that run.
     """
     by_id = {c.id: c for c in cards}
     ordered = sorted(cards, key=lambda c: (c.created, c.id), reverse=True)
@@ -371,8 +374,8 @@ def plan_report(
         counts=counts,
         groups=groups,
         topics=topics,
-        runs=tuple(RunView(r.finished, r.added, r.superseded, r.merged, r.dropped, r.conflicts, r.alarms, r.skipped)
-                   for r in reversed(runs[-RUN_ROWS:])),
+        runs=tuple(RunView(r.finished, r.added, r.superseded, r.merged, r.dropped, r.conflicts, r.alarms, r.skipped,
+                           tuple(run_alerts.get(r.finished, ()))) for r in reversed(runs[-RUN_ROWS:])),
         alarm_history=tuple(reversed(alarm_history)),
         recall_totals=dict(Counter(e.outcome for e in recalls)),
         hook_totals=dict(Counter(e.outcome for e in hook_calls)),

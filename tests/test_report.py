@@ -110,13 +110,14 @@ def test_plan_report_counts_per_day_inside_the_window_and_totals_everything():
                LogEvent("2026-12-03", "empty", ("MinSimilarity", "StaleCard")), LogEvent("2025-01-01", "empty")]
     report = plan_report([card(1), card(2, topics=(), status="candidate")], {}, runs, now=NOW,
                          recalls=recalls, hook_calls=[LogEvent("2026-12-03", "cold_start")],
-                         hook_outcomes=("injected", "cold_start"))
+                         hook_outcomes=("injected", "cold_start"), run_alerts={"2026-12-01T03:00:00Z": ["model silent"]})
     assert [(r.label, r.total) for r in report.charts["nights"].rows] == [("2026-12-01", 5)]
     assert [(r.label, r.total) for r in report.charts["skipped"].rows] == [("binary", 5), ("unreadable", 3)]
     assert [(r.label, r.total) for r in report.charts["recall"].rows] == [("2026-12-02", 2), ("2026-12-03", 1)]
     assert report.recall_totals == {"injected": 1, "timeout": 1, "empty": 2}
     assert report.top_gate == "StaleCard"
     assert [r.finished for r in report.runs] == [r.finished for r in reversed(runs)]
+    assert [r.alerts for r in report.runs] == [(), ("model silent",), ()]
     assert [(t.topic, t.counts.total) for t in report.topics] == [("(none)", 1), ("docker", 1)]
     assert [(s, len(cs)) for s, cs in report.groups][:2] == [("active", 1), ("candidate", 1)]
 
@@ -170,6 +171,22 @@ def test_report_refuses_a_home_that_does_not_exist_and_an_unwritable_out(tmp_pat
     bad = runner.invoke(_memoir(), ["--home", str(tmp_path / "home"), "report", "--out", str(tmp_path / "a-file" / "r.html")])
     assert bad.exit_code == 1 and "cannot write" in bad.output and "--out" in bad.output
     assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_log_that_cannot_be_read_is_named_on_the_page_and_the_rest_still_shows(tmp_path):
+    settings = load_settings(home=tmp_path / "home", env={"XDG_CONFIG_HOME": str(tmp_path / "xdg")})
+    store = CardStore(settings.cards_dir, settings.state_dir)
+    store.write(card(7, title="Pin the compose file version"))
+    store.save_manifest()
+    (settings.state_dir / "recall.jsonl").mkdir(parents=True)  # unreadable as a file
+    record_run(settings.state_dir, added=1, superseded=0, counts={"active": 1}, finished="2026-12-01T02:00:00Z")
+    with open(settings.state_dir / "runs.jsonl", "a", encoding="utf-8") as fh:
+        fh.write('{"finished": "2026-12-02T0')  # a crash's torn last line
+    result = CliRunner().invoke(_memoir(), ["--home", str(settings.home), "report"])
+    assert result.exit_code == 0, result.output
+    page = text_of((settings.home / "report.html").read_text(encoding="utf-8"))
+    assert "Could not be read (1;" in page and "recall.jsonl" in page
+    assert "Pin the compose file version" in page and "2026-12-01T02:00:00Z" in page
 
 
 # --- the page in a real browser ------------------------------------------------------------------------
@@ -264,6 +281,7 @@ def library(tmp_path_factory, embedder):
     return settings
 
 
+@pytest.mark.slow
 def test_report_opens_offline_in_chromium_with_cards_chains_runs_and_recall(library, tmp_path):
     out = tmp_path / "page" / "report.html"
     result = CliRunner().invoke(_memoir(), ["--home", str(library.home), "report", "--out", str(out), "--json"])
