@@ -287,3 +287,20 @@ def test_folders_nested_past_the_stack_limit_are_walked(tmp_path):
         (deepest / "s-deep.jsonl").unlink(missing_ok=True)
         for folder in reversed(folders[1:]):
             folder.rmdir()
+
+
+def test_a_tool_output_nested_too_deeply_stays_text():
+    from cards.hosts import codex
+
+    output = '{"metadata": {"exit_code": 1}, "output": ' + "[" * 5_000 + "}"
+    lines = [
+        {"timestamp": "2026-11-20T09:00:00Z", "type": "session_meta", "payload": {"id": "s1", "cwd": "/home/dev/toy"}},
+        {"timestamp": "2026-11-20T09:00:01Z", "type": "response_item",
+         "payload": {"type": "function_call", "name": "shell", "arguments": '{"command": ["ls"]}', "call_id": "c1"}},
+        {"timestamp": "2026-11-20T09:00:02Z", "type": "response_item",
+         "payload": {"type": "function_call_output", "call_id": "c1", "output": output}},
+    ]
+    r = codex.read(b"".join(_line(o) for o in lines), "rollout-x.jsonl")
+    assert not r.skipped
+    assert [t.kind for t in r.turns] == ["tool_call", "tool_result"]
+    assert r.turns[1].text.startswith('{"metadata": {"exit_code": 1}')

@@ -98,7 +98,7 @@ def output_text_and_failed(output: object) -> tuple[str, bool]:
     if text.startswith("{") and '"metadata"' in text:
         try:
             inner = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # a tool may print anything: a too-deep output stays text
             inner = None
         if isinstance(inner, dict):
             meta = inner.get("metadata")
