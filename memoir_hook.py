@@ -465,7 +465,8 @@ def hook_main(host: str = "claude-code", stdin=None, stdout=None, settings=None,
     try:
         caller = (Caller.from_settings(settings) if settings is not None
                   else Caller.from_env(dict(os.environ)) or Caller.from_settings(load_settings()))
-    except Exception:  # noqa: BLE001 - a broken config must not block the user's prompt
+    except Exception as exc:  # noqa: BLE001 - a broken config must not block the user's prompt
+        record_config_error(exc, started)
         return 0
     state = caller.state_dir
     # The last line of defence against a hang (a host that never closes stdin, a stuck disk):
@@ -492,6 +493,22 @@ def hook_main(host: str = "claude-code", stdin=None, stdout=None, settings=None,
     if outcome:
         record_call(state, event, outcome, (time.perf_counter() - started) * 1000, detail)
     return 0
+
+
+def record_config_error(exc: BaseException, started: float) -> None:
+    """Leave a line in the default home's hook.jsonl, so a broken config is not silent (best effort).
+
+    Only the error's kind and the file are written: a bad value may be a secret.
+    """
+    try:
+        from cards.config import Settings, default_config_file
+
+        state = str(Settings().state_dir)
+        where = default_config_file(dict(os.environ))
+    except Exception:  # noqa: BLE001 - nowhere to write: stay silent, the prompt goes on
+        return
+    record_call(state, "config", "error", (time.perf_counter() - started) * 1000,
+                f"config cannot be used ({type(exc).__name__}, {where}); `memoir status` says why")
 
 
 def _binary(stream) -> bool:

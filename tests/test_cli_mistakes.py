@@ -4,6 +4,7 @@ before or after the subcommand."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -212,3 +213,19 @@ def test_a_denied_card_write_names_the_cause_and_the_command_to_run_after(immuta
 
     items = OverflowQueue(immutable_cards.parent / "queue").items("pending", "card_write")
     assert items and all("Operation not permitted" in i.last_error for i in items)
+
+
+def test_the_hook_with_a_broken_config_exits_0_and_leaves_a_line_without_the_value(
+        broken_config, tmp_path, monkeypatch):
+    import memoir_hook
+
+    monkeypatch.delenv("MEMOIR_HOME")  # the slow path: the client resolves the config itself
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    payload = json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": "why does the build fail",
+                          "cwd": str(tmp_path), "session_id": "s1"}).encode()
+    out = io.BytesIO()
+    assert memoir_hook.hook_main(stdin=io.BytesIO(payload), stdout=out, count_startup=False) == 0
+    assert out.getvalue() == b""  # the prompt goes on with nothing added
+    calls = memoir_hook.read_calls(str(tmp_path / "data" / "memoir" / "state"))
+    assert [(c["event"], c["outcome"]) for c in calls] == [("config", "error")]
+    assert str(broken_config) in calls[0]["detail"] and "high" not in calls[0]["detail"]
