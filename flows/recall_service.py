@@ -97,6 +97,7 @@ class RecallService:
         self.embedder = SerialEmbedder(embedder)
         self.recaller = Recaller(settings, self.embedder)
         self._recallers: dict[tuple, object] = {}
+        self._callers: dict[tuple, Settings] = {}  # resolved per (environment, config file version)
         self._lock = threading.Lock()
 
     def warm(self) -> None:
@@ -127,14 +128,22 @@ class RecallService:
 
     def _settings_from_env(self, env: object) -> Settings:
         """The hook's fast path: resolve the caller's environment exactly as its own process would."""
-        from cards.config import ConfigError, load_settings
+        from cards.config import ConfigError, default_config_file, load_settings
 
         if not isinstance(env, dict):
             raise ValueError("env must be a JSON object")
-        try:
-            caller = load_settings(env={str(k): str(v) for k, v in env.items()})
-        except ConfigError as exc:
-            raise ValueError(str(exc)) from exc
+        env = {str(k): str(v) for k, v in env.items()}
+        key = (tuple(sorted(env.items())), _file_version(default_config_file(env)))
+        caller = self._callers.get(key)
+        if caller is None:
+            try:
+                caller = load_settings(env=env)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from exc
+            with self._lock:
+                if len(self._callers) >= MAX_RECALLERS:
+                    self._callers.pop(next(iter(self._callers)))
+                self._callers[key] = caller
         return self.settings_for({"settings": {"home": str(caller.home),
                                                **{n: getattr(caller, n) for n in REQUEST_SETTINGS}}})
 
@@ -213,6 +222,15 @@ def stranger_uid(conn: socket.socket) -> int | None:
     """The peer's uid when it is not this process's user; None for our own user (or no way to tell)."""
     uid = memoir_hook.peer_uid(conn)
     return uid if uid is not None and uid != os.getuid() else None
+
+
+def _file_version(path: Path) -> tuple[int, int] | None:
+    """What changes when a config file is edited; None when there is none (the defaults apply)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
 
 
 def request_budget(request: dict, settings: Settings) -> float | None:
