@@ -20,6 +20,9 @@ import sys
 from collections import Counter
 from functools import lru_cache
 
+from dataclasses import replace
+
+from cards.model import Turn
 from cards.sanitize import MARKER_RE, sanitize_with_report
 
 FIELD_CAP = sys.maxsize  # a writer's pass redacts secrets and blobs but never cuts a line
@@ -107,3 +110,26 @@ def sanitize_id(text: str) -> str:
     if clean == text:
         return text
     return f"{clean}~{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
+
+
+def sanitize_turn(turn: Turn, blob_cap: int, counts: Counter | None = None) -> Turn:
+    """Every stored field of a turn (text, cwd, file path, session id, branch, tool) sanitized.
+
+    A tool call's arguments were sanitized decoded by its reader (cards.hosts.base.tool_call_text);
+    the markers that pass left are counted here with this pass's own.
+    """
+    counts = Counter() if counts is None else counts
+    if turn.kind == "tool_call":
+        counts.update(marker_counts(turn.text))
+    result = sanitize_with_report(turn.text, blob_cap)
+    counts.update(result.counts)
+    fields = {
+        "text": result.text,
+        "cwd": sanitize_field(turn.cwd),
+        "source_file": sanitize_field(turn.source_file),
+        "session_id": sanitize_id(turn.session_id),
+        "git_branch": sanitize_field(turn.git_branch),
+        "tool_name": sanitize_field(turn.tool_name),
+    }
+    changed = {k: v for k, v in fields.items() if v != getattr(turn, k)}
+    return replace(turn, **changed) if changed else turn

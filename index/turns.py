@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from cards.collect import CollectResult, collect_file
-from cards.sanitize import sanitize
+from cards.sanitize_fields import sanitize_turn
 from cards.store import CardFileError, CardStore
 
 TURNS_FILE = "turns.sqlite"
@@ -125,8 +125,9 @@ def read_turns(path: str, host: str, blob_cap: int) -> list[TurnRow] | None:
         for t in turns:
             if t.kind == "thinking" or not t.text.strip():
                 continue  # thinking is never shown by search, so it is never matched either
+            t = sanitize_turn(t, blob_cap)  # every field, as the run stores it (cwd, session id)
             rows.append(TurnRow(path, t.line, t.host, t.session_id, t.seq, t.role, t.kind,
-                                t.timestamp.isoformat() if t.timestamp else "", t.cwd, sanitize(t.text, blob_cap)))
+                                t.timestamp.isoformat() if t.timestamp else "", t.cwd, t.text))
     return rows
 
 

@@ -11,6 +11,7 @@ plain, JSON-escaped or lower-cased form; a failure names the corpus id, its shap
 
 from __future__ import annotations
 
+import importlib
 import json
 import sqlite3
 from functools import cache
@@ -19,7 +20,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import flows.commands  # noqa: F401  (registers the commands)
 from cards.sanitize import sanitize
 from flows.cli import cli
 from tests.fixtures.secrets.build_sessions import CORPUS, build_sessions, load_corpus, path_safe
@@ -27,6 +27,7 @@ from tests.fixtures.secrets.build_sessions import CORPUS, build_sessions, load_c
 ENTRIES = load_corpus() if CORPUS.exists() else []
 SECRETS = [e for e in ENTRIES if "secret" in e]
 NEAR_MISSES = [e for e in ENTRIES if "near_miss" in e]
+importlib.import_module("flows.commands")  # registers every subcommand on `cli`
 PARTIAL = 16  # a run this long of a secret's own characters is a partial leak (a redaction cut short)
 
 
