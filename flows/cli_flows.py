@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+from dataclasses import replace
+from datetime import datetime
 
 import click
 
@@ -151,36 +154,121 @@ def flow_run_cmd(ctx, name, runner, wait, as_json):
 
 @cli.command("serve")
 @click.option("--cron", default=None, help="Nightly schedule, cron syntax (default: nightly_cron setting).")
+@click.option("--timezone", default=None, metavar="ZONE",
+              help="IANA time zone the crons are read in (default: nightly_timezone setting, else this "
+                   "machine's local zone).")
 @click.option("--replay-cron", default=None, help="Also replay the overflow queue on this cron schedule.")
 @click.option("--port", type=int, default=None,
               help="Port of the Prefect server started for serving (default: a free one). "
                    "Ignored when PREFECT_API_URL is set.")
+@click.option("--status", "show_status", is_flag=True,
+              help="Say whether a serve is running for this home (pid, since, API, next run, last run's "
+                   "result) and exit: 0 when one is, 1 when none is. Needs no Prefect server.")
+@click.option("--json", "as_json", is_flag=True, help="With --status: print it as JSON.")
 @pass_ctx
-def serve_cmd(ctx, cron, replay_cron, port):
+def serve_cmd(ctx, cron, timezone, replay_cron, port, show_status, as_json):
     """Register nightly, replay-backlog and rebuild-index with Prefect and run them on schedule.
 
     Without PREFECT_API_URL a local `prefect server` is started on 127.0.0.1 and stopped on exit.
-    Runbook: runbooks/nightly-run-failed.md
+    Each scheduled run prints a line when it starts and when it ends (cards, skipped); Ctrl-C or
+    SIGTERM stops serve, its flow runs and its server. Cron and systemd-timer recipes instead
+    of serve: runbooks/scheduling.md. Failed runs: runbooks/nightly-run-failed.md
     """
-    from flows.serve import ServerFailed, prefect_server, serve_deployments, sigterm_as_interrupt
+    from flows import serve as sv
 
     settings = ctx.settings
-    configure_prefect(settings.home)
+    if show_status:
+        return _serve_status(settings, as_json)
     cron = cron or settings.nightly_cron
     try:
-        with sigterm_as_interrupt():
-            if os.environ.get("PREFECT_API_URL"):
-                click.echo(f"serving on {os.environ['PREFECT_API_URL']}; nightly: {cron}", err=True)
-                serve_deployments(str(settings.home), cron, replay_cron)
-                return
-            with prefect_server(settings.home, port) as api_url:
-                os.environ["PREFECT_API_URL"] = api_url
-                click.echo(f"prefect server at {api_url.removesuffix('/api')}; nightly: {cron}", err=True)
-                serve_deployments(str(settings.home), cron, replay_cron)
-    except KeyboardInterrupt:
-        click.echo("stopped", err=True)
-    except ServerFailed as exc:
+        zone = sv.check_timezone(timezone or settings.nightly_timezone or sv.local_timezone(dict(os.environ)))
+        sv.next_run(cron, zone, datetime.now().astimezone())
+        if replay_cron:
+            sv.next_run(replay_cron, zone, datetime.now().astimezone())
+    except (sv.BadTimezone, sv.BadSchedule) as exc:
+        raise click.UsageError(str(exc)) from exc
+    configure_prefect(settings.home)
+    try:
+        with sv.serve_lock(settings.state_dir), sv.stop_on_signals() as stopping:
+            # Written before Prefect starts, so --status never shows a former serve's pid meanwhile.
+            status = sv.ServeStatus(pid=os.getpid(), started=datetime.now().astimezone().isoformat(timespec="seconds"),
+                                    api_url="(starting)", cron=cron, timezone=zone, replay_cron=replay_cron,
+                                    last_run=_last_run(settings))
+            sv.write_status(settings.state_dir, status)
+            click.echo(f"memoir serve (pid {os.getpid()}) for {settings.home}: starting Prefect "
+                       "(20-30 s the first time)...", err=True)
+            try:
+                if os.environ.get("PREFECT_API_URL"):
+                    _serve(settings, replace(status, api_url=os.environ["PREFECT_API_URL"]), stopping)
+                else:
+                    with sv.prefect_server(settings.home, port, stopping=stopping) as api_url:
+                        os.environ["PREFECT_API_URL"] = api_url
+                        _serve(settings, replace(status, api_url=api_url), stopping)
+            except KeyboardInterrupt:
+                pass  # a signal while the server started
+            finally:
+                sv.stop_children()
+                final = sv.read_status(settings.state_dir) or status
+                sv.write_status(settings.state_dir, replace(final, stopped=datetime.now().astimezone()
+                                                            .isoformat(timespec="seconds")))
+    except sv.ServeBusy as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(EXIT_BUSY)
+    except sv.ServerFailed as exc:
         raise click.ClickException(str(exc)) from exc
+    click.echo("stopped", err=True)
+
+
+def _last_run(settings) -> dict | None:
+    from flows.serve import take_snapshot
+
+    last = take_snapshot(settings.state_dir).last_run
+    return {"result": "finished", **last} if last else None
+
+
+def _serve(settings, status, stopping) -> None:
+    """Serve with the status file kept and one line per run printed."""
+    from flows import serve as sv
+
+    api_url, cron, replay_cron, zone = status.api_url, status.cron, status.replay_cron, status.timezone
+    watch = sv.Watch(settings.state_dir, status, lambda line: click.echo(line))
+
+    def ready() -> None:
+        watch.start()
+        when = sv.next_run(cron, zone, datetime.now().astimezone())
+        prefect = shutil.which("prefect") or f"{sys.executable} -m prefect"
+        for line in (
+            f"serving on {api_url.removesuffix('/api')}: {', '.join(sv.DEPLOYMENTS)}",
+            f"nightly    {cron} ({zone}); next run {when.isoformat(sep=' ', timespec='minutes')}"
+            + (f"; replay {replay_cron}" if replay_cron else ""),
+            "run now    memoir flow run nightly   (or in this server: "
+            f"PREFECT_API_URL={api_url} {prefect} deployment run nightly/memoir-nightly)",
+            "watch      memoir serve --status; each run prints a line here. Stop: Ctrl-C",
+        ):
+            click.echo(line, err=True)
+
+    try:
+        sv.serve_deployments(str(settings.home), cron, replay_cron, zone, stopping, on_ready=ready)
+    finally:
+        watch.stop()
+
+
+def _serve_status(settings, as_json: bool) -> None:
+    from flows import serve as sv
+
+    status = sv.read_status(settings.state_dir)
+    running = status is not None and sv.serving(settings.state_dir)
+    now = datetime.now().astimezone()
+    if as_json:
+        data = {"running": running, **(status.to_dict() if status else {})}
+        if running and status:
+            data["next_run"] = sv.next_run(status.cron, status.timezone, now).isoformat()
+        emit_json(data)
+    else:
+        for line in sv.status_lines(status, running, now):
+            click.echo(line)
+    if not running:
+        sys.exit(EXIT_FAILED)
 
 
 # --- the queue's block in `memoir status` ---------------------------------------------------------
