@@ -307,3 +307,24 @@ def test_a_tool_output_nested_too_deeply_stays_text():
     assert not r.skipped
     assert [t.kind for t in r.turns] == ["tool_call", "tool_result"]
     assert r.turns[1].text.startswith('{"metadata": {"exit_code": 1}')
+
+
+def test_a_lone_surrogate_escape_does_not_stop_the_run(tmp_path):
+    # `"\ud800"` is valid JSON but no UTF-8 can hold it: it failed the card's hash and stopped every run.
+    sid = "s-surrogate"
+    lines = [
+        _claude(sid, 1, "user", "pytest fails with ModuleNotFoundError: No module named 'yaml' \ud800"),
+        _claude(sid, 2, "assistant", [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "pip install pyyaml"}}]),
+        _claude(sid, 3, "user", [{"type": "tool_result", "tool_use_id": "t1", "content": "Successfully installed PyYAML-6.0.2 \udfff"}]),
+        _claude(sid, 4, "assistant", [{"type": "text", "text": "PyYAML was missing from requirements.txt; adding pyyaml there fixes the ModuleNotFoundError \U0001f600."}]),
+    ]
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "s.jsonl").write_bytes(b"".join(_line(o) for o in lines))
+    assert b"\\ud800" in (logs / "s.jsonl").read_bytes() and b"\\ud83d\\ude00" in (logs / "s.jsonl").read_bytes()
+    code, summary = _run(tmp_path / "home", logs, {"XDG_CONFIG_HOME": str(tmp_path / "no-config"), "MEMOIR_CONFIG": ""})
+    assert code == 0, summary
+    assert summary["cards"] == {"new": 1}
+    (card,) = (tmp_path / "home" / "cards").glob("*.md")
+    text = card.read_text(encoding="utf-8")
+    assert "'yaml' \ufffd" in text and "\U0001f600" in text  # the lone one replaced, the pair kept

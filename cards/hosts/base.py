@@ -8,6 +8,7 @@ offset, `carry` what an earlier read of the same file learnt (session id, cwd, n
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -165,6 +166,32 @@ class SessionReader:
         )
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_lone_surrogates(value: object) -> object:
+    """`value` with every lone UTF-16 surrogate (a `\\ud800` escape JSON allows) as U+FFFD.
+
+    Such a character cannot be written as UTF-8, so one in a single line would fail every later
+    write of the run (card file, hash, index). Iterative: any depth the parser allowed is fine.
+    """
+    def fix(v: object) -> object:
+        return _LONE_SURROGATE.sub("\ufffd", v) if isinstance(v, str) else v
+
+    top = fix(value)
+    stack = [top] if isinstance(top, (dict, list)) else []
+    while stack:
+        node = stack.pop()
+        items = list(node.items()) if isinstance(node, dict) else list(enumerate(node))
+        if isinstance(node, dict):
+            node.clear()
+        for key, v in items:
+            node[fix(key)] = fix(v)
+            if isinstance(v, (dict, list)):
+                stack.append(v)
+    return top
+
+
 def line_error(exc: BaseException) -> str:
     """The skip reason for an exception one line raised: `bad_line_too_deep` or `bad_line_<Exception>`."""
     return "bad_line_too_deep" if isinstance(exc, RecursionError) else f"bad_line_{type(exc).__name__}"
@@ -209,6 +236,8 @@ def parse_json_lines(
         if not isinstance(obj, dict):
             skipped["unknown_shape"] += 1
             continue
+        if b"\\ud" in raw or b"\\uD" in raw:  # a surrogate escape: rare, so only then the walk
+            without_lone_surrogates(obj)
         parsed.append((start_line + i + 1, obj))
     return parsed
 
