@@ -328,3 +328,21 @@ def test_a_lone_surrogate_escape_does_not_stop_the_run(tmp_path):
     (card,) = (tmp_path / "home" / "cards").glob("*.md")
     text = card.read_text(encoding="utf-8")
     assert "'yaml' \ufffd" in text and "\U0001f600" in text  # the lone one replaced, the pair kept
+
+
+def test_a_lone_surrogate_inside_decoded_call_arguments_and_outputs_is_replaced():
+    from cards.hosts import codex
+
+    lines = [
+        {"timestamp": "2026-11-20T09:00:00Z", "type": "session_meta", "payload": {"id": "s1", "cwd": "/home/dev/toy"}},
+        {"timestamp": "2026-11-20T09:00:01Z", "type": "response_item",
+         "payload": {"type": "function_call", "name": "shell", "arguments": '{"command": ["echo", "\\ud800"]}', "call_id": "c1"}},
+        {"timestamp": "2026-11-20T09:00:02Z", "type": "response_item",
+         "payload": {"type": "function_call_output", "call_id": "c1",
+                     "output": '{"output": "\\udfff password: hunter2hunter2", "metadata": {"exit_code": 0}}'}},
+    ]
+    r = codex.read(b"".join(_line(o) for o in lines), "rollout-x.jsonl")
+    assert [t.kind for t in r.turns] == ["tool_call", "tool_result"]
+    for turn in r.turns:
+        turn.text.encode("utf-8")  # raised UnicodeEncodeError for the lone surrogate
+        assert "\ufffd" in turn.text

@@ -143,6 +143,8 @@ class SessionReader:
         if role == "tool":
             text = sanitize_json_text(text)  # a JSON output's escapes would hide its values from the text pass
         text = clip(strip_injected(text), limit) or (EMPTY_OUTPUT if role == "tool" else "")
+        if not text.isascii():  # JSON decoded from inside a line (call arguments, outputs) may hold one
+            text = utf8_safe(text)
         if not text:
             self.skipped["empty_text"] += 1
             return
@@ -190,6 +192,15 @@ def without_lone_surrogates(value: object) -> object:
             if isinstance(v, (dict, list)):
                 stack.append(v)
     return top
+
+
+def utf8_safe(text: str) -> str:
+    """`text` with lone surrogates as U+FFFD, so that it can be written as UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _LONE_SURROGATE.sub("\ufffd", text)
+    return text
 
 
 def line_error(exc: BaseException) -> str:
