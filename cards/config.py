@@ -17,7 +17,15 @@ AIDER_REPOS = "aider_repos"
 
 
 class ConfigError(Exception):
-    """The configuration file or an environment override cannot be used."""
+    """The configuration file or an environment override cannot be used.
+
+    `loggable` is the message without the offending value: a person at the terminal sees the value,
+    a log line (the hook's record of a call) never does, since it may be a secret typed in the wrong key.
+    """
+
+    def __init__(self, message: str, loggable: str | None = None):
+        super().__init__(message)
+        self.loggable = loggable or message
 
 
 def _xdg(var: str, fallback: str) -> Path:
@@ -102,7 +110,8 @@ def _coerce(name: str, kind: type, raw: object) -> object:
             return tuple(s.strip() for s in str(raw).split(",") if s.strip())
         return str(raw)
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"setting {name!r} has a bad value {raw!r}: {exc}") from exc
+        raise ConfigError(f"setting {name!r} has a bad value {raw!r}: {exc}",
+                          f"setting {name!r} has a bad value ({getattr(kind, '__name__', kind)} expected)") from exc
 
 
 def _boolean(raw: object) -> bool:

@@ -139,7 +139,7 @@ class RecallService:
             try:
                 caller = load_settings(env=env)
             except ConfigError as exc:
-                raise ValueError(str(exc)) from exc
+                raise ValueError(exc.loggable) from exc  # the answer ends up in hook.jsonl
             with self._lock:
                 if len(self._callers) >= MAX_RECALLERS:
                     self._callers.pop(next(iter(self._callers)))
