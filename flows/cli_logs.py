@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from cards.config import AIDER_REPOS, ConfigError, read_config_list, write_config_list
+from cards.config import AIDER_REPOS, ConfigError, config_path, read_config_list, write_config_list
 from cards.hosts import aider, detect_host
 from flows.cli import EXIT_FAILED, EXIT_USAGE, cli, emit_json, pass_ctx
 
@@ -56,7 +56,7 @@ def check_aider_source(path: Path) -> Path:
 
 
 def _registered(ctx) -> tuple[Path, list[str]]:
-    path = Path(ctx.config_path)
+    path = config_path(ctx.settings, dict(os.environ))
     try:
         return path, read_config_list(path, AIDER_REPOS)
     except ConfigError as exc:

@@ -53,10 +53,11 @@ min_score = 0.5
 
 def test_aider_repos_read_from_file_and_env_as_absolute_paths(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
     cfg = tmp_path / "memoir.toml"
     cfg.write_text('aider_repos = ["~/src/app", "rel/repo"]\n')
-    s = load_settings(env={"MEMOIR_CONFIG": str(cfg), "HOME": str(tmp_path)})
-    assert s.aider_repos == (str(Path("~/src/app").expanduser()), str(tmp_path / "rel" / "repo"))
+    s = load_settings(env={"MEMOIR_CONFIG": str(cfg)})
+    assert s.aider_repos == (str(tmp_path / "src" / "app"), str(tmp_path / "rel" / "repo"))
     s = load_settings(env={"MEMOIR_CONFIG": str(cfg), "MEMOIR_AIDER_REPOS": "/a,/b"})
     assert s.aider_repos == ("/a", "/b")
 
