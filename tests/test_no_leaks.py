@@ -14,7 +14,6 @@ from __future__ import annotations
 import importlib
 import json
 import sqlite3
-from functools import cache
 from pathlib import Path
 
 import pytest
@@ -119,10 +118,21 @@ def test_no_secret_reaches_any_file_under_the_home(attacked, entry):
         assert not partial, f"part of secret {entry['id']} ({entry['shape']}) stored in: {', '.join(partial)}"
 
 
-@cache
-def _near_miss_context(line: str, near_miss: str) -> str:
-    """The words just before the near-miss in its line: where they stand in a card, it must follow."""
-    return line[: line.index(near_miss)][-24:].lower()
+def _near_miss_context(entry: dict) -> str:
+    """The line's text before the near-miss, when no other corpus line holds it: where it stands in a card, the near-miss must follow."""
+    line = entry["line"]
+    context = line[: line.index(entry["near_miss"])].lower()
+    if len(context.strip()) < 8 or any(context in e["line"].lower() for e in ENTRIES if e is not entry):
+        return ""
+    return context
+
+
+def _intact(after: str, near: str) -> bool:
+    """The near-miss itself, or its start where the card cut the line (`…`)."""
+    if after == near:
+        return True
+    cut = after.find("…")
+    return cut > 0 and near.startswith(after[:cut])
 
 
 @pytest.mark.parametrize("entry", NEAR_MISSES, ids=[f"{e['id']}-{e['shape']}" for e in NEAR_MISSES])
@@ -130,14 +140,14 @@ def test_every_near_miss_is_stored_intact(attacked, entry):
     _, files, _ = attacked
     near = entry["near_miss"].lower()
     assert _where(files, {near}), f"near-miss {entry['id']} ({entry['shape']}) is nowhere under the home"
-    context = _near_miss_context(entry["line"], entry["near_miss"])
-    if len(context.strip()) < 8:
-        return  # too little text before it to find its place
+    context = _near_miss_context(entry)
+    if not context:
+        return  # too little text before it, or text another line shares: its place cannot be told
     for name, text in files.items():
         if not name.startswith("cards/"):
             continue
         at = text.find(context)
         while at >= 0:
             after = text[at + len(context): at + len(context) + len(near)]
-            assert after == near, f"near-miss {entry['id']} ({entry['shape']}) became {after!r} in {name}"
+            assert _intact(after, near), f"near-miss {entry['id']} ({entry['shape']}) became {after!r} in {name}"
             at = text.find(context, at + 1)
