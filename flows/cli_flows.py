@@ -294,6 +294,19 @@ def queue_section(settings):
     return StatusSection("queue", data, tuple(lines))
 
 
+def serve_section(settings):
+    """Whether `memoir serve` runs for this home, its next run and last result (once one has run)."""
+    from cards.status import StatusSection
+    from flows import serve as sv
+
+    status = sv.read_status(settings.state_dir)
+    if status is None:
+        return None
+    running = sv.serving(settings.state_dir)
+    return StatusSection("serve", {"running": running, **status.to_dict()},
+                         tuple(sv.status_lines(status, running, datetime.now().astimezone())))
+
+
 from flows.cli_status import EXTRA_SECTIONS  # noqa: E402
 
-EXTRA_SECTIONS.append(queue_section)
+EXTRA_SECTIONS.extend([queue_section, serve_section])

@@ -375,14 +375,17 @@ def _stop(proc: subprocess.Popen) -> None:
         pass
 
 
-def stop_children(grace_s: float = 3.0) -> int:
-    """Terminate every process this one started (flow runs, the server's workers); kill what stays.
+def stop_children(grace_s: float = 3.0, pid: int | None = None) -> int:
+    """Terminate every process `pid` (default: this one) started, theirs too; kill what stays.
 
-    Returns how many were still alive. The last step of a stop, so no flow run outlives serve.
+    Returns how many there were. The last step of a stop, so no flow run outlives serve.
     """
     import psutil
 
-    children = psutil.Process().children(recursive=True)
+    try:
+        children = psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return 0
     for child in children:
         try:
             child.terminate()

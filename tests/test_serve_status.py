@@ -170,17 +170,23 @@ def test_a_signal_sets_the_stop_event_instead_of_raising():
 
 
 def test_stop_children_ends_a_whole_tree_even_one_that_ignores_sigterm():
-    code = "import signal, subprocess, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); " \
-           "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); time.sleep(120)"
-    proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
-    deadline = time.monotonic() + 30
-    while len(psutil.Process(proc.pid).children()) < 1 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    tree = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
-    assert len(tree) == 2
-    sv.stop_children(grace_s=1)
-    proc.wait(timeout=5)
-    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in tree)
+    # parent -> a child that ignores SIGTERM -> a grandchild; only the parent's descendants go.
+    inner = "import signal, subprocess, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); " \
+            "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); time.sleep(120)"
+    outer = f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {inner!r}]); time.sleep(120)"
+    parent = subprocess.Popen([sys.executable, "-c", outer], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while len(psutil.Process(parent.pid).children(recursive=True)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        tree = psutil.Process(parent.pid).children(recursive=True)
+        assert len(tree) == 2
+        assert sv.stop_children(grace_s=1, pid=parent.pid) == 2
+        assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in tree)
+        assert parent.poll() is None
+    finally:
+        parent.kill()
+        parent.wait()
 
 
 # --- the real thing -----------------------------------------------------------------------------------
@@ -273,3 +279,17 @@ def test_every_memoir_command_in_the_scheduling_recipes_exists():
     assert "--wait" in runner.invoke(cli, ["run", "--help"]).output
     serve_help = runner.invoke(cli, ["serve", "--help"]).output
     assert "--status" in serve_help and "--timezone" in serve_help
+
+
+def test_memoir_status_shows_serve_once_one_has_run(memoir_home):
+    runner = CliRunner()
+    assert "serve " not in runner.invoke(cli, ["status"]).output
+    state = memoir_home / "state"
+    state.mkdir(parents=True, exist_ok=True)
+    sv.write_status(state, sv.ServeStatus(pid=1, started="2026-12-03T12:00:00+00:00", api_url="x", cron="30 3 * * *",
+                                          timezone="UTC", last_run={"result": "failed", "finished": "t", "pid": 9},
+                                          stopped="2026-12-03T13:00:00+00:00"))
+    result = runner.invoke(cli, ["status"])
+    assert "serve      not running (last: pid 1" in result.output and "last run FAILED" in result.output
+    data = json.loads(runner.invoke(cli, ["status", "--json"]).output)
+    assert data["serve"]["running"] is False and data["serve"]["last_run"]["result"] == "failed"
