@@ -106,8 +106,8 @@ def _run(home: Path, logs: Path, env: dict[str, str]) -> tuple[int, dict]:
     return result.exit_code, json.loads(result.output) if result.exit_code == 0 else {"output": result.output}
 
 
-def _runs_as_nobody(home: Path, logs: Path, env: dict[str, str], times: int) -> list:
-    """`memoir run`, `times` times, in a forked child that has dropped root, so a mode-000 file is really unreadable."""
+def _as_nobody(fn):
+    """fn()'s JSON answer from a forked child that has dropped root, so a mode-000 file is really unreadable."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: report, and leave without running pytest's exit hooks
@@ -116,9 +116,9 @@ def _runs_as_nobody(home: Path, logs: Path, env: dict[str, str], times: int) -> 
             os.setgroups([])
             os.setresgid(NOBODY, NOBODY, NOBODY)
             os.setresuid(NOBODY, NOBODY, NOBODY)
-            payload = [_run(home, logs, env) for _ in range(times)]
+            payload = fn()
         except BaseException as exc:  # noqa: BLE001 - reported to the parent, which fails the test
-            payload = [(-1, {"error": repr(exc)})]
+            payload = {"child_error": repr(exc)}
         os.write(write_end, json.dumps(payload).encode())
         os._exit(0)
     os.close(write_end)
@@ -131,7 +131,9 @@ def _runs_as_nobody(home: Path, logs: Path, env: dict[str, str], times: int) -> 
     with os.fdopen(read_end, "rb") as fh:
         data = fh.read()
     os.waitpid(pid, 0)
-    return json.loads(data)
+    answer = json.loads(data)
+    assert not (isinstance(answer, dict) and "child_error" in answer), answer
+    return answer
 
 
 @pytest.fixture
@@ -156,7 +158,7 @@ def test_hostile_files_are_counted_and_the_good_sessions_give_the_same_cards(bas
     home.mkdir()
     if os.geteuid() == 0:
         os.chown(home, NOBODY, NOBODY)
-        runs = _runs_as_nobody(home, logs, env, 2)
+        runs = _as_nobody(lambda: [_run(home, logs, env) for _ in range(2)])
     else:
         runs = [_run(home, logs, env) for _ in range(2)]
     assert len(runs) == 2, runs
@@ -346,3 +348,21 @@ def test_a_lone_surrogate_inside_decoded_call_arguments_and_outputs_is_replaced(
     for turn in r.turns:
         turn.text.encode("utf-8")  # raised UnicodeEncodeError for the lone surrogate
         assert "\ufffd" in turn.text
+
+
+
+def test_timestamps_no_clock_can_show_do_not_stop_the_run(tmp_path):
+    # 9999-12-31 at UTC-14 is past the last datetime once in UTC: drafting the card raised OverflowError.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for sid, ts in (("s-late", "9999-12-31T23:59:59-14:00"), ("s-early", "0001-01-01T00:00:00+14:00")):
+        lines = [
+            _claude(sid, 1, "user", "pytest fails with ModuleNotFoundError: No module named 'yaml'"),
+            _claude(sid, 2, "assistant", [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "pip install pyyaml"}}]),
+            _claude(sid, 3, "user", [{"type": "tool_result", "tool_use_id": "t1", "content": "Successfully installed PyYAML-6.0.2"}]),
+            _claude(sid, 4, "assistant", [{"type": "text", "text": "PyYAML was missing from requirements.txt; adding pyyaml there fixes the ModuleNotFoundError."}]),
+        ]
+        (logs / f"{sid}.jsonl").write_bytes(b"".join(_line(dict(o, timestamp=ts)) for o in lines))
+    code, summary = _run(tmp_path / "home", logs, {"XDG_CONFIG_HOME": str(tmp_path / "no-config"), "MEMOIR_CONFIG": ""})
+    assert code == 0, summary
+    assert (summary["sessions"], summary["cards"]) == (2, {"new": 1})  # one story told twice: one card

@@ -253,8 +253,15 @@ def parse_json_lines(
     return parsed
 
 
+EARLIEST_TS = datetime(1970, 1, 1, tzinfo=timezone.utc)  # no agent log is older
+LATEST_TS = datetime(3000, 1, 1, tzinfo=timezone.utc)
+
+
 def parse_ts(value: object) -> datetime | None:
-    """ISO-8601 (with `Z`) or epoch seconds/millis to an aware datetime; naive means UTC."""
+    """ISO-8601 (with `Z`) or epoch seconds/millis to an aware datetime; naive means UTC.
+
+    None when unreadable or outside 1970..3000.
+    """
     if isinstance(value, str) and value:
         try:
             ts = datetime.fromisoformat(value)
@@ -267,7 +274,9 @@ def parse_ts(value: object) -> datetime | None:
             return None
     else:
         return None
-    return ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
+    ts = ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
+    # Year 1 or 9999 with an offset cannot even be shown in UTC: every later step would fail on it.
+    return ts if EARLIEST_TS <= ts < LATEST_TS else None
 
 
 def clip(text: str, limit: int) -> str:
