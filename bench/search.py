@@ -14,6 +14,9 @@ files (the same embedder), brute-force cosine top 5. For every question of `ques
 Prints evidence recall@5 for both side by side, and the latency of `search_cards` (warm: after
 one query, the model loaded) as p50/p95 over all questions. Also prints a stricter memoir figure:
 the answer turn itself shown (as a card's evidence or a turn). Prints figures; asserts nothing.
+
+`--floor` instead searches every question with k=20 and prints, for a range of similarity floors,
+the share of answer hits kept and of other hits hidden (`index/search.py` picked SEARCH_FLOOR from it).
 """
 
 from __future__ import annotations
@@ -84,9 +87,34 @@ def memoir_exact(result, q: dict) -> bool:
     return any(t.session_id == q["session_id"] and t.line in q["answer_lines"] for t in shown)
 
 
+def floor_report(settings, embedder, qs: list[dict]) -> None:
+    """Answer hits against the others, by the strength search hides weak hits by."""
+    from index.search import hit_strength
+
+    answers, others = [], []
+    for q in qs:
+        result = search_cards(settings, q["q"], embedder=embedder, k=20)
+        for hit in result.hits:
+            ok = any(s.session_id == q["session_id"] and any(s.lines[0] <= n <= s.lines[1] for n in q["answer_lines"])
+                     for s in hit.sources)
+            (answers if ok else others).append(hit_strength(hit))
+        for t in result.turns:
+            ok = t.session_id == q["session_id"] and t.line in q["answer_lines"]
+            (answers if ok else others).append(hit_strength(t))
+    print(f"k=20: {len(answers)} answer hits, {len(others)} other hits")
+    for floor in (0.10, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40, 0.45, 0.50):
+        kept = sum(s >= floor for s in answers) / max(1, len(answers))
+        hidden = sum(s < floor for s in others) / max(1, len(others))
+        print(f"  floor {floor:.2f}: answer hits kept {kept:.3f}   other hits hidden {hidden:.3f}")
+    for name, values in (("answer", answers), ("other", others)):
+        print(f"  {name} strength p05 {pct(values, 0.05):.3f} p25 {pct(values, 0.25):.3f} "
+              f"p50 {pct(values, 0.5):.3f} p75 {pct(values, 0.75):.3f}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--verbose", action="store_true", help="print each question and which side found it")
+    ap.add_argument("--floor", action="store_true", help="print answer vs other hits by similarity floor")
     args = ap.parse_args()
     qs = questions()
     embedder = search_embedder()  # what `memoir search` loads; the baseline uses it too (same model)
@@ -99,6 +127,9 @@ def main() -> int:
         print(f"set: {len(session_files())} sessions, {len(qs)} questions; memoir home built in {built:.1f} s "
               f"({cards} card files)")
         del summary  # the run's own counts are not what this bench measures
+        if args.floor:
+            floor_report(settings, embedder, qs)
+            return 0
 
         rows = baseline_turns(settings.blob_cap)
         matrix = embedder.encode([text for _, _, text in rows])

@@ -268,21 +268,30 @@ def _review_one(settings, store: CardStore, card_id: str, i: int, n: int, done: 
 @click.option("--workspace", type=click.Path(), help="Only cards of this directory (or one inside it, or around it).")
 @click.option("--include-superseded", is_flag=True, help="Also list cards a newer one replaced (always labelled).")
 @click.option("--turns", is_flag=True, help="Search the raw session turns (sanitized) instead of the cards.")
-@click.option("--json", "as_json", is_flag=True, help="Print {query, note, cards, turns, hidden_superseded} as JSON.")
+@click.option("--all", "show_all", is_flag=True, help="Also show hits below the similarity floor (0.30), "
+              "which are hidden and counted by default.")
+@click.option("--json", "as_json", is_flag=True, help="Print {query, note, cards, turns, hidden_superseded, "
+              "hidden_weak, floor} as JSON.")
 @pass_ctx
-def search_cmd(ctx, query, k, workspace, include_superseded, turns, as_json):
+def search_cmd(ctx, query, k, workspace, include_superseded, turns, show_all, as_json):
     """Deep search: every card that matches QUERY, with its state and sources; no gate but status.
 
     Cards and the sanitized turns of the ledgered logs are ranked together: a card whose source
     holds a matching turn shows that turn as its evidence, and a matching turn no card covers is
     listed on its own, within the same --k. Forgotten cards (and their turns) never appear;
     superseded ones only with --include-superseded, labelled with the card that replaced them.
-    `--turns` matches the ledgered logs by their words alone (read-only).
+    Of the --k best, hits less similar than 0.30 are hidden unless --all. Text that reads as an
+    instruction (a download piped into a shell, an order nobody is known to have typed) is
+    withheld with the reason. `--turns` matches the ledgered logs by their words alone (read-only).
     """
+    import contextlib
+
+    from flows.cli_recall import _spinner
     from index.errors import IndexError_
     from index.search import (
+        SEARCH_FLOOR,
         SearchUnavailable,
-        render_result,
+        render_plain,
         search_cards,
         search_embedder,
         search_turns,
@@ -293,14 +302,19 @@ def search_cmd(ctx, query, k, workspace, include_superseded, turns, as_json):
         if turns:
             result = search_turns(ctx.settings, query, k=k, workspace=ws)
         else:
-            result = search_cards(ctx.settings, query, embedder=search_embedder(), k=k, workspace=ws,
-                                  include_superseded=include_superseded)
+            # The model loads on the first query (seconds): say so to a person watching, never in --json.
+            waiting = (contextlib.nullcontext() if as_json
+                       else _spinner("searching (loading the embedding model on the first query)"))
+            with waiting:
+                result = search_cards(ctx.settings, query, embedder=search_embedder(), k=k, workspace=ws,
+                                      include_superseded=include_superseded,
+                                      floor=0.0 if show_all else SEARCH_FLOOR)
     except (SearchUnavailable, IndexError_) as exc:
         raise click.ClickException(str(exc)) from exc
     if as_json:
         emit_json(result.to_json())
     else:
-        click.echo(render_result(result), nl=False)
+        click.echo(render_plain(result), nl=False)
     for problem in result.problems:
         click.echo(f"note: {problem}", err=True)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -18,8 +19,12 @@ from flows.pipeline import run_pipeline
 from index.db import open_index
 from index.embed import default_embedder
 from index.search import (
+    SEARCH_FLOOR,
     SearchHit,
+    TurnHit,
     TurnMatch,
+    above_floor,
+    hit_strength,
     add_turn_ranks,
     merge_turns,
     nearest_turns,
@@ -128,12 +133,49 @@ def test_search_returns_superseded_cards_only_with_include_superseded_always_lab
 
     text = search(settings)
     assert OLD not in text and MID not in text and "superseded by" not in text
-    assert "2 superseded cards left out" in text
+    assert "2 superseded cards hidden; --include-superseded to show" in text
     text = search(settings, "--include-superseded")
-    assert f"[{OLD}] superseded by {NEW}" in text and f"[{MID}] superseded by {NEW}" in text
+    assert f"{OLD}.md" in text and f"{MID}.md" in text and text.count(f"superseded by {NEW}") == 2
     data = json.loads(search(settings, "--include-superseded", "--json"))
     assert {c["id"]: c["label"] for c in data["cards"]}[OLD] == f"superseded by {NEW}"
     assert data["cards"][0]["sources"][0]["file"].startswith("/logs/")
+
+
+def test_the_terminal_gets_plain_text_and_json_keeps_its_shape(settings):
+    text = search(settings)
+    assert "<memoir-context" not in text  # that frame is for agents (MCP, the hook)
+    first = [n.strip() for n in text.split("\n\n")[1].splitlines()]  # title, state and scores, file, excerpt, source
+    assert first[0].startswith("1. ") and first[1].split(" · ")[0] in ("active", "candidate (held back by not_duplicate)")
+    assert "score " in first[1] and "similarity " in first[1]
+    assert first[2].endswith(".md") and Path(first[2]).is_file()
+    assert 0 < len(first[3]) <= 210 and first[4].startswith("from claude-code session")
+    data = json.loads(search(settings, "--json"))
+    assert {"id", "state", "label", "title", "conclusion", "counterexamples", "sources", "evidence", "score",
+            "similarity"} <= set(data["cards"][0])
+    assert data["floor"] == 0.30 and all(c["strength"] >= 0.30 for c in data["cards"])
+
+
+def test_hits_below_the_floor_are_hidden_and_counted_unless_all(settings, embedder):
+    off_topic = "how long should sourdough bread proof in a cold oven"
+    result = search_cards(settings, off_topic, embedder=embedder, k=10)
+    everything = search_cards(settings, off_topic, embedder=embedder, k=10, floor=0.0)
+    assert everything.hits and result.hits == () and result.hidden_weak == len(everything.hits)
+    assert all(hit_strength(h) < SEARCH_FLOOR for h in everything.hits)
+    out = CliRunner().invoke(cli, ["--home", str(settings.home), "search", off_topic])
+    assert out.exit_code == 0 and f"{len(everything.hits)} weaker hits hidden" in out.output
+    assert "--all to show" in out.output
+    shown = CliRunner().invoke(cli, ["--home", str(settings.home), "search", off_topic, "--all", "--json"])
+    assert len(json.loads(shown.output)["cards"]) == len(everything.hits)
+    # On topic, the floor keeps what the question is about.
+    assert NEW in [h.id for h in search_cards(settings, QUERY, embedder=embedder, k=10).hits]
+
+
+def test_above_floor_keeps_hits_by_their_best_cosine_card_or_turn():
+    turn = TurnHit("claude-code", "s", "/l.jsonl", 1, 1, "user", "text", "", "t", 1.0, similarity=0.6)
+    weak_card_strong_turn = replace(hit("a", 0.1), similarity=0.1, evidence=(turn,))
+    cards, turns, hidden = above_floor([weak_card_strong_turn, replace(hit("b", 0.1), similarity=0.2)],
+                                       [turn, replace(turn, similarity=0.29)], 0.3)
+    assert [h.id for h in cards] == ["a"] and turns == [turn] and hidden == 2
 
 
 def test_workspace_keeps_cards_of_that_project(settings, embedder):
@@ -156,7 +198,7 @@ def test_search_turns_reads_ledgered_logs_read_only_and_sanitizes_every_turn(mem
     assert (SHOPAPI_LOG.stat().st_mtime_ns, SHOPAPI_LOG.read_bytes()) == before
 
     out = CliRunner().invoke(cli, ["--home", str(settings.home), "search", "--turns", "stripe webhook secret env file"])
-    assert out.exit_code == 0 and "[turn] claude-code session" in out.output
+    assert out.exit_code == 0 and "turn of claude-code session" in out.output
     assert search_turns(settings, "hello").turns == ()
 
 
@@ -242,7 +284,7 @@ def test_a_question_answered_only_in_a_turn_of_a_cards_source_finds_that_card(re
     data = json.loads(CliRunner().invoke(cli, ["--home", str(relayd.home), "search", TIMESTAMP_Q, "--k", "3",
                                                "--json"]).output)
     assert data["cards"][0]["id"] == card_id and data["cards"][0]["evidence"][0]["line"] == ASKED_LINE
-    assert set(data) == {"query", "note", "cards", "turns", "hidden_superseded"}
+    assert set(data) == {"query", "note", "cards", "turns", "hidden_superseded", "hidden_weak", "floor"}
 
 
 def test_a_forgotten_cards_turns_are_never_matched_and_another_workspace_sees_none(relayd, embedder, tmp_path):
