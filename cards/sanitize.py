@@ -72,11 +72,6 @@ def _mixed(s: str) -> bool:
 # skips ahead fast over a literal prefix; a pattern opening with a class or a lookbehind tries
 # every position and runs at a tenth of the speed. `back` is how far the secret starts before it.
 _TOKEN_END = r"(?![A-Za-z0-9_])"
-_GITHUB = re.compile(r"gh(?<![A-Za-z0-9_]gh)[pousr]_[A-Za-z0-9]{36,251}" + _TOKEN_END)
-_GITHUB_PAT = re.compile(r"github_pat_(?<![A-Za-z0-9_]github_pat_)[A-Za-z0-9_]{22,255}" + _TOKEN_END)
-_NPM = re.compile(r"npm_(?<![A-Za-z0-9_]npm_)[A-Za-z0-9]{36}" + _TOKEN_END)
-_HF = re.compile(r"hf_(?<![A-Za-z0-9_]hf_)(?P<body>[A-Za-z0-9]{30,})" + _TOKEN_END)
-_STRIPE = re.compile(r"k_(?<![A-Za-z0-9_][srp]k_)(?<=[srp]k_)(?:live|test)_[A-Za-z0-9]{16,}" + _TOKEN_END)
 _SK = re.compile(
     r"sk-(?<![A-Za-z0-9_-]sk-)(?:ant-(?P<anthropic>[A-Za-z0-9_-]{32,})"
     r"|(?!ant-)(?:proj-|svcacct-|admin-|None-)?(?P<openai>[A-Za-z0-9_-]{32,}))"
@@ -117,44 +112,88 @@ _PRIVATE_V6 = re.compile(
 )
 
 
-# Provider tokens named by a fixed prefix (gitleaks and detect-secrets list the same shapes). Each
-# pattern opens with its prefix, then refuses a prefix glued to a longer word.
+# Provider tokens named by a fixed prefix (the shapes gitleaks and detect-secrets list). Almost
+# every prefix ends in "-", "_" or ".", so one pattern per separator finds them all: it opens with
+# the separator (a literal) and tries the prefixes as lookbehinds, grouped by the character before
+# the separator so most separators fail on one test. Thirty literal scans would cost more than
+# every other detector together. The code then names the prefix and checks the body.
 _TOKEN_TAIL = r"(?![\w-])"
-_PREFIXED = tuple(
+_SEPARATED = (
+    ("ghp_ gho_ ghu_ ghs_ ghr_", "github_token", r"[A-Za-z0-9]{36,251}" + _TOKEN_END),
+    ("github_pat_", "github_token", r"[A-Za-z0-9_]{22,255}" + _TOKEN_END),
+    ("npm_", "npm_token", r"[A-Za-z0-9]{36}" + _TOKEN_END),
+    ("hf_", "huggingface_token", r"[A-Za-z0-9]{30,}" + _TOKEN_END),  # and a digit: `hf_hub_download_to_cache_dir`
+    ("sk_live_ sk_test_ rk_live_ rk_test_ pk_live_ pk_test_", "stripe_key", r"[A-Za-z0-9]{16,}" + _TOKEN_END),
+    ("glpat- gldt- glrt- glptt- glcbt- glft- glimt- gloas- glsoat- glffct- glagent-", "gitlab_token", r"[\w-]{20,}"),
+    ("glc_", "grafana_token", r"[A-Za-z0-9+/]{32,400}={0,2}"),
+    ("glsa_", "grafana_token", r"[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}"),
+    ("pypi-", "pypi_token", r"AgEIcHlwaS5vcmc[\w-]{50,}"),
+    ("SG.", "sendgrid_key", r"[\w-]{22}\.[\w-]{43}"),
+    ("shpat_ shpca_ shppa_ shpss_", "shopify_token", r"[a-fA-F0-9]{32}"),
+    ("dop_v1_ doo_v1_ dor_v1_", "digitalocean_token", r"[a-f0-9]{64}"),
+    ("dp.pt. dp.st. dp.ct. dp.sa. dp.scim. dp.audit.", "doppler_token", r"(?:[\w-]{1,40}\.)?[A-Za-z0-9]{40,44}"),
+    ("key-", "mailgun_key", r"[0-9a-f]{32}"),
+    ("sq0atp- sq0csp-", "square_token", r"[\w-]{22,43}"),
+    ("HRKU-", "heroku_key", r"[\w-]{30,}"),
+    ("AGE-SECRET-KEY-", "age_secret_key", r"1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
+    ("hvs. hvb. hvr.", "vault_token", r"[\w-]{24,}"),
+    ("lin_api_ lin_oauth_", "linear_key", r"[A-Za-z0-9]{40}"),
+    ("PMAK-", "postman_key", r"[a-f0-9]{24}-[a-f0-9]{34}"),
+    ("NRAK- NRII- NRAA- NRRA- NRJS-", "newrelic_key", r"[A-Za-z0-9]{19,32}"),
+    ("sntrys_ sntryu_", "sentry_token", r"[\w=+/-]{40,}"),
+    ("v1.0-", "cloudflare_key", r"[a-f0-9]{24}-[a-f0-9]{146}"),
+    ("dckr_pat_ dckr_oat_", "dockerhub_token", r"[\w-]{27,}"),
+    ("whsec_", "stripe_key", r"[A-Za-z0-9+/]{32,}"),
+    ("ya29.", "google_oauth_token", r"[\w-]{30,}"),
+    ("GOCSPX-", "google_oauth_token", r"[\w-]{28}"),
+)
+_PREFIXES: dict[str, tuple[str, re.Pattern[str]]] = {
+    prefix: (kind, re.compile(body if body.endswith(_TOKEN_END) else body + _TOKEN_TAIL))
+    for prefixes, kind, body in _SEPARATED
+    for prefix in prefixes.split()
+}
+# Shapes that share a separator scan without a prefix of their own: a Mailchimp key (32 hex, then
+# "-us" and the data centre), a Discord bot token (base64 user id, 6, 27+ characters between dots)
+# and the private host suffixes.
+_SEPARATOR_EXTRAS = {
+    "-": (r"(?=us\d)(?<=[0-9a-f]{32}-)",),
+    ".": (r"(?=internal|local|lan|intranet|home\.arpa|corp\.|[\w-]{6}\.[\w-]{27})",),
+}
+
+
+def _separator_scan(sep: str) -> re.Pattern[str]:
+    by_before: dict[str, list[str]] = {}
+    for prefix in _PREFIXES:
+        if prefix.endswith(sep):
+            by_before.setdefault(prefix[-2], []).append(prefix)
+    prefixes = [p for group in by_before.values() for p in group]
+    # One lookbehind of two character sets turns most separators away before any prefix is tried.
+    sieve = "(?<=[%s][%s]%s)" % tuple(
+        re.escape("".join(sorted(chars))) for chars in ({p[-3] for p in prefixes}, set(by_before), sep)
+    )
+    trie = "|".join(
+        "(?<=%s)(?:%s)" % (re.escape(c + sep), "|".join("(?<=%s)" % re.escape(p) for p in group))
+        for c, group in sorted(by_before.items())
+    )
+    branches = [sieve + "(?:" + trie + ")", *_SEPARATOR_EXTRAS.get(sep, ())]
+    return re.compile(re.escape(sep) + "(?:" + "|".join(branches) + ")")
+
+
+_SEPARATOR_SCANS = tuple((sep, _separator_scan(sep)) for sep in "-_.")
+_BY_SEPARATOR = {sep: sorted((p for p in _PREFIXES if p.endswith(sep)), key=len, reverse=True) for sep in "-_."}
+# Prefixes with no separator get a scan each.
+_UNSEPARATED = tuple(
     (re.compile(pattern + _TOKEN_TAIL), kind)
     for pattern, kind in (
-        (r"gl(?<!\wgl)(?:pat|dt|rt|ptt|cbt|ft|imt|oas|soat|ffct|agent)-[\w-]{20,}", "gitlab_token"),
-        (r"glc_(?<!\wglc_)[A-Za-z0-9+/]{32,400}={0,2}", "grafana_token"),
-        (r"glsa_(?<!\wglsa_)[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}", "grafana_token"),
-        (r"pypi-AgEIcHlwaS5vcmc[\w-]{50,}", "pypi_token"),
-        (r"SG\.(?<![\w.]SG\.)[\w-]{22}\.[\w-]{43}", "sendgrid_key"),
         (r"SK(?<!\wSK)[0-9a-fA-F]{32}", "twilio_key"),
-        (r"shp(?<!\wshp)(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", "shopify_token"),
-        (r"do(?<!\wdo)[opr]_v1_[a-f0-9]{64}", "digitalocean_token"),
         (r"dapi(?<!\wdapi)[a-f0-9]{32}(?:-\d)?", "databricks_token"),
-        (r"dp\.(?<![\w.]dp\.)(?:pt|st|ct|sa|scim|audit)\.(?:[\w-]{1,40}\.)?[A-Za-z0-9]{40,44}", "doppler_token"),
-        (r"key-(?<![\w-]key-)[0-9a-f]{32}", "mailgun_key"),
         (r"EAAA(?<!\wEAAA)[\w-]{60,}", "square_token"),
-        (r"sq0(?<!\wsq0)(?:atp|csp)-[\w-]{22,43}", "square_token"),
-        (r"HRKU-(?<!\wHRKU-)[\w-]{30,}", "heroku_key"),
-        (r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}", "age_secret_key"),
-        (r"hv(?<![\w.]hv)[sbr]\.[\w-]{24,}", "vault_token"),
-        (r"AT(?<!\wAT)[AC]TT3[\w=-]{150,}", "atlassian_token"),
-        (r"lin_(?<!\wlin_)(?:api|oauth)_[A-Za-z0-9]{40}", "linear_key"),
-        (r"PMAK-(?<!\wPMAK-)[a-f0-9]{24}-[a-f0-9]{34}", "postman_key"),
-        (r"NR(?<!\wNR)(?:AK|II|AA|RA|JS)-[A-Za-z0-9]{19,32}", "newrelic_key"),
-        (r"sntry(?<!\wsntry)[su]_[\w=+/-]{40,}", "sentry_token"),
-        (r"v1\.0-(?<![\w.]v1\.0-)[a-f0-9]{24}-[a-f0-9]{146}", "cloudflare_key"),
-        (r"dckr_(?<!\wdckr_)(?:pat|oat)_[\w-]{27,}", "dockerhub_token"),
-        (r"whsec_(?<!\wwhsec_)[A-Za-z0-9+/]{32,}", "stripe_key"),
-        (r"ya29\.(?<![\w.]ya29\.)[\w-]{30,}", "google_oauth_token"),
-        (r"GOCSPX-(?<!\wGOCSPX-)[\w-]{28}", "google_oauth_token"),
+        (r"TT3(?<=AT[AC]TT3)[\w=-]{150,}", "atlassian_token"),
     )
 )
-# Shapes anchored on a literal in their middle; the code walks back to where the token starts.
-_MAILCHIMP = re.compile(r"-us(?<=[0-9a-f]{32}-us)\d{1,2}(?!\w)")  # 32 hex before it
+_MAILCHIMP = re.compile(r"[0-9a-f]{32}-us\d{1,2}(?!\w)")
+_DISCORD = re.compile(r"[MNO][\w-]{23,25}\.[\w-]{6}\.[\w-]{27,38}(?![\w.-])")
 _TELEGRAM = re.compile(r":AA(?<=\d:AA)[\w-]{33}(?![\w-])")  # 8 to 10 digits (the bot id) before it
-_DISCORD = re.compile(r"\.(?<=[\w-]{24}\.)[\w-]{6}\.[\w-]{27,38}(?![\w.-])")  # base64 user id before it
 _AUTH_TOKEN = re.compile(r"auth[ _-]?token[^\n0-9a-f]{0,16}?(?<![0-9a-z])(?P<hex>[0-9a-f]{32})(?![0-9a-z])")
 _NETRC = re.compile(
     r"machine(?<!\wmachine)\s+\S+(?:\s+(?:login|account|port|protocol)\s+\S+){0,3}?\s+password\s+"
@@ -457,17 +496,6 @@ def _url_userinfo(text: str, start: int) -> bool:
 
 def _tokens(text: str) -> Iterator[Finding]:
     """Provider key shapes; each family runs only if a cheap one-character test lets it."""
-    if "_" in text:
-        for pattern in (_GITHUB, _GITHUB_PAT):
-            for m in pattern.finditer(text):
-                yield Finding("github_token", m.start(), m.end())
-        for m in _NPM.finditer(text):
-            yield Finding("npm_token", m.start(), m.end())
-        for m in _HF.finditer(text):
-            if _mixed(m.group("body")):
-                yield Finding("huggingface_token", m.start(), m.end())
-        for m in _STRIPE.finditer(text):
-            yield Finding("stripe_key", m.start() - 1, m.end())
     if "-" in text:
         for m in _SK.finditer(text):
             kind = "anthropic_key" if m.group("anthropic") else "openai_key"
@@ -524,14 +552,16 @@ def _aws_pair_secret(text: str, key_end: int) -> Iterator[Finding]:
 
 def _prefixed(text: str) -> Iterator[Finding]:
     """Provider tokens with a fixed prefix, and the few shapes anchored on a literal inside them."""
-    for pattern, kind in _PREFIXED:
+    for sep, scan in _SEPARATOR_SCANS:
+        for m in scan.finditer(text):
+            found = _at_separator(text, sep, m.start())
+            if found:
+                yield found
+    for pattern, kind in _UNSEPARATED:
         for m in pattern.finditer(text):
-            yield Finding(kind, m.start(), m.end())
-    if "-us" in text:
-        for m in _MAILCHIMP.finditer(text):
-            start = m.start() - 32
-            if start == 0 or not text[start - 1].isalnum():
-                yield Finding("mailchimp_key", start, m.end())
+            start = m.start() - 3 if kind == "atlassian_token" else m.start()
+            if kind != "atlassian_token" or start == 0 or not text[start - 1].isalnum():
+                yield Finding(kind, start, m.end())
     if ":AA" in text:
         for m in _TELEGRAM.finditer(text):
             start = m.start()
@@ -539,16 +569,37 @@ def _prefixed(text: str) -> Iterator[Finding]:
                 start -= 1
             if 8 <= m.start() - start <= 10 and (start == 0 or not (text[start - 1].isalnum() or text[start - 1] == "_")):
                 yield Finding("telegram_bot_token", start, m.end())
-    for m in _DISCORD.finditer(text):
-        start = m.start()
-        while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_-"):
-            start -= 1
-        token = text[start : m.end()]
-        if 24 <= m.start() - start <= 26 and text[start] in "MNO" and _mixed(token) and not (start and text[start - 1] == "."):
-            yield Finding("discord_bot_token", start, m.end())
     if "machine" in text:
         for m in _NETRC.finditer(text):
             yield Finding("netrc_password", m.start("password"), m.end("password"))
+
+
+def _at_separator(text: str, sep: str, pos: int) -> Finding | None:
+    """The token whose prefix ends at the separator `text[pos]`, if its body has the right shape."""
+    for prefix in _BY_SEPARATOR[sep]:
+        start = pos + 1 - len(prefix)
+        if start >= 0 and text.startswith(prefix, start):
+            if start and (text[start - 1].isalnum() or text[start - 1] == "_" or text[start - 1] == sep == "."):
+                return None
+            kind, body = _PREFIXES[prefix]
+            m = body.match(text, pos + 1)
+            if m is None or kind == "huggingface_token" and not _mixed(m.group()):
+                return None
+            return Finding(kind, start, m.end())
+    if sep == "-":
+        m = _MAILCHIMP.match(text, pos - 32)
+        if m and (pos == 32 or not text[pos - 33].isalnum()):
+            return Finding("mailchimp_key", m.start(), m.end())
+        return None
+    if sep == "." and text[pos + 1 : pos + 2] in ("i", "l", "h", "c"):
+        return _internal_host(text, pos)
+    start = pos
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_-"):
+        start -= 1
+    m = _DISCORD.match(text, start)
+    if m and _mixed(m.group()) and not (start and text[start - 1] == "."):
+        return Finding("discord_bot_token", start, m.end())
+    return None
 
 
 def _auth_tokens(lower: str) -> Iterator[Finding]:
@@ -558,19 +609,22 @@ def _auth_tokens(lower: str) -> Iterator[Finding]:
             yield Finding("auth_token", m.start("hex"), m.end("hex"))
 
 
-def _internal_hosts(text: str) -> Iterator[Finding]:
-    for m in _PRIVATE_SUFFIX.finditer(text):
-        start = m.start()
-        while start > 0 and text[start - 1] in _HOST_CHARS:
-            start -= 1
-        host = text[start : m.end()]
-        if start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_"):
-            continue  # part of an identifier (`my_obj.local`) or a capitalised namespace
-        if host[:1] in ".-" or m.start() == start or host in _PUBLIC_PRIVATE_HOSTS:
-            continue  # `.env.local`, `~/.local`
-        if host.split(".", 1)[0] in _CODE_OWNERS:
-            continue
-        yield Finding("internal_host", start, m.end())
+def _internal_host(text: str, dot: int) -> Finding | None:
+    """The host name ending in the private suffix that starts at `text[dot]`."""
+    m = _PRIVATE_SUFFIX.match(text, dot)
+    if m is None:
+        return None
+    start = dot
+    while start > 0 and text[start - 1] in _HOST_CHARS:
+        start -= 1
+    host = text[start : m.end()]
+    if start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        return None  # part of an identifier (`my_obj.local`) or a capitalised namespace
+    if host[:1] in ".-" or dot == start or host in _PUBLIC_PRIVATE_HOSTS:
+        return None  # `.env.local`, `~/.local`, Docker's own names
+    if host.split(".", 1)[0] in _CODE_OWNERS:
+        return None  # `threading.local`
+    return Finding("internal_host", start, m.end())
 
 
 def _luhn(digits: str) -> bool:
@@ -662,8 +716,6 @@ def find_secrets(text: str) -> list[Finding]:
     found = list(_tokens(text))
     found.extend(_prefixed(text))
     found.extend(_numbers(text))
-    if "." in text:
-        found.extend(_internal_hosts(text))
     lower = text.lower()
     if "auth" in lower:
         found.extend(_auth_tokens(lower if len(lower) == len(text) else text.translate(_ASCII_LOWER)))
