@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from cards.model import STATUSES, Card
+from cards.sanitize_fields import sanitize_field, sanitize_value
 from cards.store import CardStore
 
 RUNS_FILE = "runs.jsonl"
@@ -175,7 +176,8 @@ def append_only_alarm(runs: Sequence[RunRecord], window: int) -> Alarm | None:
 
 
 def _append_line(path: Path, record: Mapping) -> None:
-    """One JSON line, flushed and fsynced: the logs only ever grow."""
+    """One JSON line, flushed and fsynced: the logs only ever grow. Every string in it is sanitized first."""
+    record = sanitize_value(dict(record))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "a+", encoding="utf-8") as fh:
@@ -263,7 +265,7 @@ def _log_transitions(state_dir: Path, standing: list[Alarm], at: str) -> None:
     raised = {a.name: a for a in standing}
     for name in sorted(ALARMS):
         if name in raised and last_state.get(name) != "raised":
-            log.warning(raised[name].line)
+            log.warning(sanitize_field(raised[name].line))
             _append_line(state_dir / ALARMS_FILE, {"at": at, "state": "raised", **raised[name].to_dict()})
         elif name not in raised and last_state.get(name) == "raised":
             _append_line(state_dir / ALARMS_FILE, {"at": at, "state": "cleared", "name": name, "runbook": ALARMS[name]})

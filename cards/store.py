@@ -11,7 +11,7 @@ import json
 import os
 import re
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
@@ -21,6 +21,8 @@ _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 from cards.model import SECTION_TITLES, SECTIONS, Card, Source
+from cards.sanitize import sanitize
+from cards.sanitize_fields import FIELD_CAP, sanitize_field, sanitize_id, sanitize_value
 from cards.render import render
 from cards.title import display_title
 
@@ -115,8 +117,28 @@ def front_matter(card: Card) -> dict:
     return data
 
 
+_TEXT_FIELDS = ("title", "task_type", "workspace", "error_signature") + SECTIONS
+
+
+def sanitized_card(card: Card) -> Card:
+    """The card as it may be written: every field a person or the index reads, sanitized once more.
+
+    The turns were sanitized before drafting; this pass catches what reached a card another way
+    (a hand edit, a model's paraphrase, a cwd or file path) and is the identity on a clean card.
+    """
+    changes: dict = {f: sanitize(getattr(card, f), FIELD_CAP) for f in _TEXT_FIELDS}
+    changes["topics"] = tuple(sanitize_field(t) for t in card.topics)
+    changes["sources"] = tuple(replace(s, file=sanitize_field(s.file), session_id=sanitize_id(s.session_id))
+                               for s in card.sources)
+    if card.extra:
+        changes["extra"] = sanitize_value(card.extra)
+    changed = {k: v for k, v in changes.items() if v != getattr(card, k)}
+    return card.with_(**changed) if changed else card
+
+
 def render_card(card: Card) -> str:
-    """Deterministic Markdown: same card, same bytes."""
+    """Deterministic Markdown: same card, same bytes; sanitized field by field (`sanitized_card`)."""
+    card = sanitized_card(card)
     fm = yaml.dump(front_matter(card), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
     return render(
         "card.md.j2",

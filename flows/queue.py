@@ -20,6 +20,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from cards.sanitize_fields import sanitize_value
 from cards.store import remove_temp_files, write_atomic
 
 KINDS = ("card_write", "index_update", "distill_batch")
@@ -49,7 +50,8 @@ class QueueItem:
         return f"{self.kind}--{self.key}.json"
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True, ensure_ascii=False) + "\n"
+        """The item file's text; every string in it sanitized, whatever sanitized the payload before."""
+        return json.dumps(sanitize_value(asdict(self)), sort_keys=True, ensure_ascii=False) + "\n"
 
     @classmethod
     def from_file(cls, path: Path) -> QueueItem:

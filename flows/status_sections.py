@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from cards.config import Settings
+from cards.sanitize_fields import sanitize_value
 from cards.status import StatusError, StatusSection, read_jsonl
 from cards.store import CardStore, write_atomic
 
@@ -24,7 +25,8 @@ def record_model_run(state_dir: Path, finished: str, model: str, counts: dict, a
     """Keep what the model stage did in this run (the run summary is printed, not stored)."""
     path = Path(state_dir) / MODEL_RUNS
     lines = read_model_runs(state_dir)[-(KEEP_MODEL_RUNS - 1):]
-    lines.append({"finished": finished, "model": model, "counts": counts, "alerts": alerts})
+    # An endpoint's error text can carry its URL with credentials: the log is sanitized like every other.
+    lines.append(sanitize_value({"finished": finished, "model": model, "counts": counts, "alerts": alerts}))
     write_atomic(path, "".join(json.dumps(line, sort_keys=True) + "\n" for line in lines))
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from cards.config import Settings
 from cards.model import SECTIONS, Card, Source
 from cards.sanitize import sanitize
+from cards.sanitize_fields import sanitize_value
 from cards.signatures import error_signature
 from cards.store import CardFileError, CardStore
 from index.gates import (
@@ -327,7 +328,12 @@ def log_path(state_dir: Path) -> Path:
 
 
 def append_record(state_dir: Path, record: dict) -> None:
-    """One JSON line per recall, appended in one write; rotated once past `LOG_MAX_BYTES`."""
+    """One JSON line per recall, appended in one write; rotated once past `LOG_MAX_BYTES`.
+
+    Every string of the record is sanitized here again, as every writer under the home does: the
+    query was sanitized first thing, but candidates' titles, paths and errors took other ways in.
+    """
+    record = sanitize_value(record)
     path = log_path(state_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:

@@ -3,8 +3,9 @@
 The sessions are built at test time (tests/fixtures/secrets/build_sessions.py) from
 tests/fixtures/secrets/corpus.jsonl; memoir's real CLI runs over them with the real index and
 model (`run`, `recall` with a secret-bearing prompt, deep `search`, lexical `search --turns`,
-`status`). Then every file under the memoir home is read as bytes (card files, the index
-databases, the ledger, queue items, every .jsonl and .log), and SQLite files are also read row
+`status`), and once more into a home whose card folder refuses writes (`chattr +i`), so every
+card becomes a queue item. Then every file under both homes is read as bytes (card files, the
+index databases, the ledger, queue items, every .jsonl and .log), and SQLite files are also read row
 by row, so a value split over database pages is still found. A secret counts as found in its
 plain, JSON-escaped or lower-cased form; a failure names the corpus id, its shape and the file.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import importlib
 import json
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -80,13 +82,23 @@ def attacked(tmp_path_factory):
     _cli(home, "search", prompt, "--json")
     _cli(home, "search", "--turns", prompt, "--json")
     _cli(home, "status", "--json")
+    # A second home whose card folder refuses writes: every card becomes a queue item instead.
+    refused = tmp / "refused"
+    (refused / "cards").mkdir(parents=True)
+    subprocess.run(["chattr", "+i", str(refused / "cards")], check=True)
+    try:
+        queued = json.loads(_cli(refused, "run", "--logs", str(logs), "--no-index", "--json"))["queued"]
+    finally:
+        subprocess.run(["chattr", "-i", str(refused / "cards")], check=True)
     files: dict[str, str] = {}
-    for path in sorted(p for p in home.rglob("*") if p.is_file()):
-        text = path.read_bytes().decode("utf-8", "replace")
-        if path.read_bytes()[:16] == b"SQLite format 3\x00":
-            text += "\n" + _sqlite_text(path)
-        files[str(path.relative_to(home))] = text.lower()
-    return home, files, summary
+    for root, prefix in ((home, ""), (refused, "refused/")):
+        for path in sorted(p for p in root.rglob("*") if p.is_file()):
+            data = path.read_bytes()
+            text = data.decode("utf-8", "replace")
+            if data[:16] == b"SQLite format 3\x00":
+                text += "\n" + _sqlite_text(path)
+            files[prefix + str(path.relative_to(root))] = text.lower()
+    return home, files, {**summary, "queued_when_refused": queued}
 
 
 def _forms(secret: str) -> set[str]:
@@ -104,6 +116,8 @@ def test_the_planted_sessions_make_cards_from_every_host(attacked):
     assert hosts == {"claude-code", "codex", "aider"}, summary
     assert len(cards) >= len(SECRETS) // 5, summary
     assert sum(summary["redacted"].values()) >= len(SECRETS), summary["redacted"]
+    queue_items = [name for name in files if name.startswith("refused/queue/pending/card_write--")]
+    assert len(queue_items) == summary["queued_when_refused"]["card_write"] == len(cards)
 
 
 @pytest.mark.parametrize("entry", SECRETS, ids=[f"{e['id']}-{e['shape']}" for e in SECRETS])
