@@ -174,3 +174,13 @@ def test_subagent_file_lines_without_the_flag_are_still_sidechain():
     line = b'{"type":"user","sessionId":"s","uuid":"u","message":{"role":"user","content":"look around"}}\n'
     r = claude_code.read(line, "/h/.claude/projects/p/s/subagents/agent-a1.jsonl")
     assert [(t.session_id, t.is_sidechain) for t in r.turns] == [("s/agent-a1", True)]
+
+
+def test_tool_input_is_sanitized_decoded_not_as_its_json_text():
+    """`password: …` on its own line of a multi-line command is a secret; in JSON it sits after `\\n`."""
+    line = {"type": "assistant", "sessionId": "s", "uuid": "u1", "timestamp": "2026-12-01T10:00:00Z",
+            "message": {"id": "m1", "role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash",
+                        "input": {"command": "cat > .env <<EOF\npassword: Xy9zHunter2k\nEOF\nmake test"}}]}}
+    call = next(t for t in _read(json.dumps(line).encode() + b"\n").turns if t.kind == "tool_call")
+    assert "Xy9zHunter2k" not in call.text
+    assert call.text.startswith('Bash {"command":"cat > .env <<EOF\\npassword: [REDACTED:')

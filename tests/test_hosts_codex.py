@@ -108,3 +108,12 @@ def test_compaction_written_twice_is_one_summary_turn():
     summaries = [t for t in r.turns if t.kind == "summary"]
     assert [t.text for t in summaries] == ["Split fares/calc.py into one module per rule family; tests not run yet."]
     assert r.turns[-1] is summaries[0]
+
+
+def test_function_call_arguments_are_decoded_then_sanitized():
+    """Codex arguments are a JSON string holding JSON: two escapes deep, the secret is still found."""
+    args = json.dumps({"cmd": ["bash", "-lc", "cat > .env <<EOF\npassword: Xy9zHunter2k\nEOF"]})
+    line = {"timestamp": "2026-12-01T10:00:00Z", "type": "response_item",
+            "payload": {"type": "function_call", "name": "exec_command", "arguments": args, "call_id": "c1"}}
+    turns = codex.read(json.dumps(line).encode() + b"\n", "rollout-x.jsonl").turns
+    assert len(turns) == 1 and "Xy9zHunter2k" not in turns[0].text and "[REDACTED:" in turns[0].text

@@ -79,3 +79,13 @@ def test_queue_report_counts_by_kind_and_names_the_oldest_failing_item(queue):
     assert report["pending_total"] == 4
     assert report["oldest_pending"]["key"] == "c-1" and report["oldest_pending"]["attempts"] == 1
     assert report["failing"] == ["card_write:c-1 (1x: OSError: quota)"]
+
+
+def test_an_item_file_holds_no_secret_whatever_its_payload_held(tmp_path):
+    q = OverflowQueue(tmp_path / "queue")
+    q.add("card_write", "c-1", {"card_id": "c-1", "text": "deploy\npassword: Xy9zHunter2k\n"},
+          error="Permission denied: '/mnt/10.42.7.19/cards/c-1.md'")
+    data = next((tmp_path / "queue" / "pending").glob("*.json")).read_text()
+    assert "Xy9zHunter2k" not in data and "10.42.7.19" not in data
+    item = q.items()[0]
+    assert item.payload["card_id"] == "c-1" and item.payload["text"].startswith("deploy\npassword: [REDACTED:")

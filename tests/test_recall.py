@@ -215,3 +215,14 @@ def test_a_long_lived_recaller_sees_a_hand_edit_of_a_card_it_has_parsed(settings
         edited, text = r.read_card(BASE.id)
     assert edited.conclusion.startswith("Pin the broker to 3.6.") and edited is not first
     assert "Pin the broker to 3.6." in text
+
+
+def test_the_recall_log_holds_no_secret_whatever_the_record_held(tmp_path):
+    """The debug log sanitizes every string of a record, not only the query recall sanitized first."""
+    from index.recall import append_record, log_path
+
+    append_record(tmp_path, {"query": "why", "workspace": "/mnt/10.42.7.19/app",
+                             "candidates": [{"title": "password: Xy9zHunter2k", "score": 0.5}]})
+    data = log_path(tmp_path).read_text()
+    assert "10.42.7.19" not in data and "Xy9zHunter2k" not in data
+    assert json.loads(data)["candidates"][0]["score"] == 0.5

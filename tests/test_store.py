@@ -57,3 +57,17 @@ def test_write_leaves_no_temp_files(tmp_path):
     store = CardStore(tmp_path / "cards", tmp_path / "state")
     store.write(_card())
     assert [p.name for p in (tmp_path / "cards").iterdir()] == ["c-0123456789abcdef.md"]
+
+
+def test_every_field_is_sanitized_again_when_the_card_is_written(tmp_path):
+    """Whatever reached a card past the turn sanitizer (a cwd, a file path, a hand edit) is not written."""
+    card = _card(workspace="/mnt/10.42.7.19/shop", title="Fix login to postgres://app:Xy9zHunter2k@db/app",
+                 sources=(Source("s-1", "claude-code", "/home/jane.doe@corp.com/s-1.jsonl", (1, 9), (0, 8)),),
+                 evidence="- [t1] ran `deploy`\npassword: Xy9zHunter2k")
+    store = CardStore(tmp_path / "cards", tmp_path / "state")
+    assert store.write(card).action == "new"
+    data = store.path_for(card.id).read_text()
+    for raw in ("10.42.7.19", "jane.doe@corp.com", "Xy9zHunter2k"):
+        assert raw not in data
+    assert "/s-1.jsonl" in data and "## Evidence\n\n- [t1] ran `deploy`" in data
+    assert store.write(card).action == "unchanged"  # the same card renders to the same bytes

@@ -1,0 +1,57 @@
+"""Sanitizing structured values and stored fields (cards/sanitize_fields.py)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+from cards.model import Turn
+from cards.sanitize_fields import sanitize_id, sanitize_json_text, sanitize_turn, sanitize_value
+
+PASSWORD = "Xy9zHunter2k"
+COMMAND = f"cat > .env <<EOF\npassword: {PASSWORD}\nEOF\nmake test"
+
+
+def test_string_leaves_are_sanitized_decoded_where_the_json_rendering_hides_them():
+    value = {"command": COMMAND, "timeout": 30, "env": [{"note": f"password: {PASSWORD}"}, None]}
+    counts: Counter = Counter()
+    clean = sanitize_value(value, counts)
+    assert PASSWORD in json.dumps(value)  # the JSON form the text pass used to see
+    assert PASSWORD not in json.dumps(clean) and counts["secret_assignment"] == 2
+    assert clean["timeout"] == 30 and clean["env"][1] is None and list(clean) == ["command", "timeout", "env"]
+    assert clean["command"].startswith("cat > .env <<EOF\npassword: [REDACTED:")
+
+
+def test_a_value_nested_as_deep_as_json_allows_does_not_exhaust_the_stack():
+    deep: object = f"password: {PASSWORD}"
+    for _ in range(5000):
+        deep = [deep]
+    clean = sanitize_value(deep)
+    for _ in range(5000):
+        clean = clean[0]
+    assert clean == "password: [REDACTED:secret_assignment]"
+
+
+def test_json_output_is_rewritten_only_when_a_leaf_held_a_secret():
+    plain = '{ "ok": true,  "log": "3 passed" }'
+    assert sanitize_json_text(plain) is plain  # the tool's own formatting is kept
+    leaked = json.dumps({"log": f"connecting\npassword: {PASSWORD}\nok"})
+    assert PASSWORD not in sanitize_json_text(leaked)
+    assert sanitize_json_text("not json: password") == "not json: password"
+
+
+def test_a_sanitized_id_stays_apart_from_another_that_differs_only_in_what_was_redacted():
+    a, b = sanitize_id("/mnt/10.42.7.19/repo#1"), sanitize_id("/mnt/10.42.7.20/repo#1")
+    assert "10.42.7" not in a + b and a != b
+    assert sanitize_id(a) == a and sanitize_id("3f1c-plain-id") == "3f1c-plain-id"
+
+
+def test_every_stored_field_of_a_turn_is_sanitized():
+    turn = Turn(host="codex", session_id="s1", seq=0, role="user", kind="text", text=f"password: {PASSWORD}",
+                cwd="/mnt/10.42.7.19/app", source_file="/home/jane.doe@corp.com/log.jsonl", git_branch="main")
+    counts: Counter = Counter()
+    clean = sanitize_turn(turn, 4000, counts)
+    stored = " ".join((clean.text, clean.cwd, clean.source_file, clean.session_id, clean.git_branch))
+    assert PASSWORD not in stored and "10.42.7.19" not in stored and "jane.doe@corp.com" not in stored
+    assert clean.source_file.endswith("/log.jsonl") and clean.git_branch == "main"
+    assert counts["secret_assignment"] == 1
