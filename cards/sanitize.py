@@ -72,11 +72,6 @@ def _mixed(s: str) -> bool:
 # skips ahead fast over a literal prefix; a pattern opening with a class or a lookbehind tries
 # every position and runs at a tenth of the speed. `back` is how far the secret starts before it.
 _TOKEN_END = r"(?![A-Za-z0-9_])"
-_SK = re.compile(
-    r"sk-(?<![A-Za-z0-9_-]sk-)(?:ant-(?P<anthropic>[A-Za-z0-9_-]{32,})"
-    r"|(?!ant-)(?:proj-|svcacct-|admin-|None-)?(?P<openai>[A-Za-z0-9_-]{32,}))"
-)
-_SLACK = re.compile(r"x(?<![A-Za-z0-9_-]x)(?:ox[abposre]-[A-Za-z0-9-]{10,}|app-\d-[A-Za-z0-9-]{10,})")
 _AWS_GOOGLE = re.compile(
     r"I(?:(?P<aws>A)(?<=A[KS]IA)[A-Z0-9]{16}(?![A-Za-z0-9])|(?P<google>za)(?<=AIza)[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-]))"
 )
@@ -119,36 +114,39 @@ _PRIVATE_V6 = re.compile(
 # every other detector together. The code then names the prefix and checks the body.
 _TOKEN_TAIL = r"(?![\w-])"
 _SEPARATED = (
+    ("sk-", "openai_key", r"(?:ant-(?P<anthropic>[A-Za-z0-9_-]{32,})|(?!ant-)(?:proj-|svcacct-|admin-|None-)?(?P<openai>[A-Za-z0-9_-]{32,}))"),
+    ("xoxa- xoxb- xoxp- xoxo- xoxs- xoxr- xoxe-", "slack_token", r"[A-Za-z0-9-]{10,}"),
+    ("xapp-", "slack_token", r"\d-[A-Za-z0-9-]{10,}"),
     ("ghp_ gho_ ghu_ ghs_ ghr_", "github_token", r"[A-Za-z0-9]{36,251}" + _TOKEN_END),
     ("github_pat_", "github_token", r"[A-Za-z0-9_]{22,255}" + _TOKEN_END),
     ("npm_", "npm_token", r"[A-Za-z0-9]{36}" + _TOKEN_END),
     ("hf_", "huggingface_token", r"[A-Za-z0-9]{30,}" + _TOKEN_END),  # and a digit: `hf_hub_download_to_cache_dir`
     ("sk_live_ sk_test_ rk_live_ rk_test_ pk_live_ pk_test_", "stripe_key", r"[A-Za-z0-9]{16,}" + _TOKEN_END),
-    ("glpat- gldt- glrt- glptt- glcbt- glft- glimt- gloas- glsoat- glffct- glagent-", "gitlab_token", r"[\w-]{20,}"),
-    ("glc_", "grafana_token", r"[A-Za-z0-9+/]{32,400}={0,2}"),
-    ("glsa_", "grafana_token", r"[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}"),
-    ("pypi-", "pypi_token", r"AgEIcHlwaS5vcmc[\w-]{50,}"),
-    ("SG.", "sendgrid_key", r"[\w-]{22}\.[\w-]{43}"),
-    ("shpat_ shpca_ shppa_ shpss_", "shopify_token", r"[a-fA-F0-9]{32}"),
-    ("dop_v1_ doo_v1_ dor_v1_", "digitalocean_token", r"[a-f0-9]{64}"),
-    ("dp.pt. dp.st. dp.ct. dp.sa. dp.scim. dp.audit.", "doppler_token", r"(?:[\w-]{1,40}\.)?[A-Za-z0-9]{40,44}"),
-    ("key-", "mailgun_key", r"[0-9a-f]{32}"),
-    ("sq0atp- sq0csp-", "square_token", r"[\w-]{22,43}"),
-    ("HRKU-", "heroku_key", r"[\w-]{30,}"),
-    ("AGE-SECRET-KEY-", "age_secret_key", r"1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
-    ("hvs. hvb. hvr.", "vault_token", r"[\w-]{24,}"),
-    ("lin_api_ lin_oauth_", "linear_key", r"[A-Za-z0-9]{40}"),
-    ("PMAK-", "postman_key", r"[a-f0-9]{24}-[a-f0-9]{34}"),
-    ("NRAK- NRII- NRAA- NRRA- NRJS-", "newrelic_key", r"[A-Za-z0-9]{19,32}"),
-    ("sntrys_ sntryu_", "sentry_token", r"[\w=+/-]{40,}"),
-    ("v1.0-", "cloudflare_key", r"[a-f0-9]{24}-[a-f0-9]{146}"),
-    ("dckr_pat_ dckr_oat_", "dockerhub_token", r"[\w-]{27,}"),
-    ("whsec_", "stripe_key", r"[A-Za-z0-9+/]{32,}"),
-    ("ya29.", "google_oauth_token", r"[\w-]{30,}"),
-    ("GOCSPX-", "google_oauth_token", r"[\w-]{28}"),
+    ("glpat- gldt- glrt- glptt- glcbt- glft- glimt- gloas- glsoat- glffct- glagent-", "gitlab_token", r"[\w-]{20,}" + _TOKEN_TAIL),
+    ("glc_", "grafana_token", r"[A-Za-z0-9+/]{32,400}={0,2}" + _TOKEN_TAIL),
+    ("glsa_", "grafana_token", r"[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}" + _TOKEN_TAIL),
+    ("pypi-", "pypi_token", r"AgEIcHlwaS5vcmc[\w-]{50,}" + _TOKEN_TAIL),
+    ("SG.", "sendgrid_key", r"[\w-]{22}\.[\w-]{43}" + _TOKEN_TAIL),
+    ("shpat_ shpca_ shppa_ shpss_", "shopify_token", r"[a-fA-F0-9]{32}" + _TOKEN_TAIL),
+    ("dop_v1_ doo_v1_ dor_v1_", "digitalocean_token", r"[a-f0-9]{64}" + _TOKEN_TAIL),
+    ("dp.pt. dp.st. dp.ct. dp.sa. dp.scim. dp.audit.", "doppler_token", r"(?:[\w-]{1,40}\.)?[A-Za-z0-9]{40,44}" + _TOKEN_TAIL),
+    ("key-", "mailgun_key", r"[0-9a-f]{32}" + _TOKEN_TAIL),
+    ("sq0atp- sq0csp-", "square_token", r"[\w-]{22,43}" + _TOKEN_TAIL),
+    ("HRKU-", "heroku_key", r"[\w-]{30,}" + _TOKEN_TAIL),
+    ("AGE-SECRET-KEY-", "age_secret_key", r"1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}" + _TOKEN_TAIL),
+    ("hvs. hvb. hvr.", "vault_token", r"[\w-]{24,}" + _TOKEN_TAIL),
+    ("lin_api_ lin_oauth_", "linear_key", r"[A-Za-z0-9]{40}" + _TOKEN_TAIL),
+    ("PMAK-", "postman_key", r"[a-f0-9]{24}-[a-f0-9]{34}" + _TOKEN_TAIL),
+    ("NRAK- NRII- NRAA- NRRA- NRJS-", "newrelic_key", r"[A-Za-z0-9]{19,32}" + _TOKEN_TAIL),
+    ("sntrys_ sntryu_", "sentry_token", r"[\w=+/-]{40,}" + _TOKEN_TAIL),
+    ("v1.0-", "cloudflare_key", r"[a-f0-9]{24}-[a-f0-9]{146}" + _TOKEN_TAIL),
+    ("dckr_pat_ dckr_oat_", "dockerhub_token", r"[\w-]{27,}" + _TOKEN_TAIL),
+    ("whsec_", "stripe_key", r"[A-Za-z0-9+/]{32,}" + _TOKEN_TAIL),
+    ("ya29.", "google_oauth_token", r"[\w-]{30,}" + _TOKEN_TAIL),
+    ("GOCSPX-", "google_oauth_token", r"[\w-]{28}" + _TOKEN_TAIL),
 )
 _PREFIXES: dict[str, tuple[str, re.Pattern[str]]] = {
-    prefix: (kind, re.compile(body if body.endswith(_TOKEN_END) else body + _TOKEN_TAIL))
+    prefix: (kind, re.compile(body))
     for prefixes, kind, body in _SEPARATED
     for prefix in prefixes.split()
 }
@@ -172,7 +170,7 @@ def _separator_scan(sep: str) -> re.Pattern[str]:
         re.escape("".join(sorted(chars))) for chars in ({p[-3] for p in prefixes}, set(by_before), sep)
     )
     trie = "|".join(
-        "(?<=%s)(?:%s)" % (re.escape(c + sep), "|".join("(?<=%s)" % re.escape(p) for p in group))
+        "(?<=%s)(?:%s)" % (re.escape(c + sep), "|".join("(?<=%s)(?<!\\w%s)" % (re.escape(p), re.escape(p)) for p in group))
         for c, group in sorted(by_before.items())
     )
     branches = [sieve + "(?:" + trie + ")", *_SEPARATOR_EXTRAS.get(sep, ())]
@@ -180,6 +178,7 @@ def _separator_scan(sep: str) -> re.Pattern[str]:
 
 
 _SEPARATOR_SCANS = tuple((sep, _separator_scan(sep)) for sep in "-_.")
+_NO_DASH_BEFORE = frozenset({"sk-", "xapp-"} | {p for p in _PREFIXES if p.startswith("xox")})  # `task-sk-...`
 _BY_SEPARATOR = {sep: sorted((p for p in _PREFIXES if p.endswith(sep)), key=len, reverse=True) for sep in "-_."}
 # Prefixes with no separator get a scan each.
 _UNSEPARATED = tuple(
@@ -216,17 +215,20 @@ _PUBLIC_PRIVATE_HOSTS = frozenset(
 )
 _CODE_OWNERS = frozenset("self this cls threading _thread super os sys ctx".split())  # `threading.local`
 
-# Numbers (cards, IBANs, US-style phones) are looked for on a byte copy where every digit is "0",
-# every capital "A" and every other letter "a": the shapes then open with literals ("0000", "AA00",
-# "000-000-0000") and the search runs at literal speed. Offsets match: one byte per character.
+# Numbers (cards, IBANs, phones) are looked for on a byte copy where every digit is "0", every
+# capital "A" and every other letter "a": the shapes then open with literals ("0000", "AA00",
+# "000-000-0000", "+0", "(000)") and the search runs at literal speed; the original text decides.
+# Offsets match: one byte per character.
 _NUMBER_TABLE = bytes(
     0x30 if 0x30 <= b <= 0x39 else 0x41 if 0x41 <= b <= 0x5A else 0x61 if 0x61 <= b <= 0x7A
-    else b if b in b" -" else 0x2E
+    else b if b in b" -+()" else 0x2E
     for b in range(256)
 )
 _CARD_SHAPE = re.compile(rb"0000(?:0{9,15}|(?P<s>[ -])0000(?P=s)0000(?P=s)0000|(?P<t>[ -])000000(?P=t)00000?)")
 _IBAN_START = re.compile(rb"AA00 ?[A0]{4}")
 _US_PHONE_SHAPE = re.compile(rb"000-000-0000")
+_PLUS_SHAPE = re.compile(rb"\+(?<![Aa0]\+)0[0 .()-]{8}")  # not `i+1`: 9 digits at least
+_PAREN_SHAPE = re.compile(rb"\(000\)")
 _PHONE_PLUS = re.compile(r"\+(?<![\w+]\+)\d{1,3}(?:[ .-]?(?:\(\d{1,4}\)|\d{1,4})){2,6}(?!\w|[.-]\d)")
 _PHONE_PAREN = re.compile(r"\((?<![\w(]\()[2-9]\d{2}\) ?[2-9]\d{2}[-. ]\d{4}(?!\w|[.-]\d)")
 PHONE_DIGITS = (9, 15)  # E.164 allows 15; fewer than 9 is a version, a range or a small sum
@@ -497,13 +499,6 @@ def _url_userinfo(text: str, start: int) -> bool:
 def _tokens(text: str) -> Iterator[Finding]:
     """Provider key shapes; each family runs only if a cheap one-character test lets it."""
     if "-" in text:
-        for m in _SK.finditer(text):
-            kind = "anthropic_key" if m.group("anthropic") else "openai_key"
-            if _mixed(m.group(m.lastgroup or "openai")):
-                yield Finding(kind, m.start(), m.end())
-        if "x" in text:
-            for m in _SLACK.finditer(text):
-                yield Finding("slack_token", m.start(), m.end())
         if "-----BEGIN " in text:
             for m in _GCP.finditer(text):
                 yield Finding("gcp_service_account_key", m.start(1), m.end(1))
@@ -579,11 +574,18 @@ def _at_separator(text: str, sep: str, pos: int) -> Finding | None:
     for prefix in _BY_SEPARATOR[sep]:
         start = pos + 1 - len(prefix)
         if start >= 0 and text.startswith(prefix, start):
-            if start and (text[start - 1].isalnum() or text[start - 1] == "_" or text[start - 1] == sep == "."):
+            before = text[start - 1] if start else " "
+            if before.isalnum() or before == "_" or before == sep == "." or before == "-" and prefix in _NO_DASH_BEFORE:
                 return None
             kind, body = _PREFIXES[prefix]
             m = body.match(text, pos + 1)
-            if m is None or kind == "huggingface_token" and not _mixed(m.group()):
+            if m is None:
+                return None
+            if kind == "openai_key":
+                kind = "anthropic_key" if m.group("anthropic") else "openai_key"
+                if not _mixed(m.group(m.lastgroup or "openai")):
+                    return None
+            elif kind == "huggingface_token" and not _mixed(m.group()):
                 return None
             return Finding(kind, start, m.end())
     if sep == "-":
@@ -666,15 +668,12 @@ def _number_boundary(text: str, start: int, end: int) -> bool:
 
 def _numbers(text: str) -> Iterator[Finding]:
     """Card numbers (Luhn), IBANs (mod 97) and phone numbers."""
-    if "+" in text:
-        for m in _PHONE_PLUS.finditer(text):
-            n = sum(c.isdigit() for c in m.group())
-            if PHONE_DIGITS[0] <= n <= PHONE_DIGITS[1]:
-                yield Finding("phone_number", m.start(), m.end())
-    if "(" in text:
-        for m in _PHONE_PAREN.finditer(text):
-            yield Finding("phone_number", m.start(), m.end())
     shape = text.encode("ascii", "replace").translate(_NUMBER_TABLE)  # one byte per character
+    for shape_pattern, pattern in ((_PLUS_SHAPE, _PHONE_PLUS), (_PAREN_SHAPE, _PHONE_PAREN)):
+        for seed in shape_pattern.finditer(shape):
+            m = pattern.match(text, seed.start())
+            if m and PHONE_DIGITS[0] <= sum(c.isdigit() for c in m.group()) <= PHONE_DIGITS[1]:
+                yield Finding("phone_number", m.start(), m.end())
     for m in _CARD_SHAPE.finditer(shape):
         start, end = m.span()
         digits = text[start:end].replace(" ", "").replace("-", "")
