@@ -163,7 +163,7 @@ def _command_of(call: Turn) -> str:
         return text
     try:
         value = json.loads(m.group(1))
-    except ValueError:
+    except (ValueError, RecursionError):
         return text
     if isinstance(value, list):
         value = value[-1] if value else ""

@@ -300,7 +300,7 @@ def _command(tool_name: str, text: str) -> str:
     if body.startswith("{"):
         try:
             args = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):
             m = _CLIPPED_COMMAND.search(body)  # a long call was clipped mid-JSON by the reader
             if not m:
                 return ""
@@ -414,7 +414,7 @@ def describe_change(turn: Turn) -> str:
     body = turn.text[len(turn.tool_name):].lstrip() if turn.text.startswith(turn.tool_name) else turn.text
     try:
         args = json.loads(body) if body.startswith("{") else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         args = {}
     path = next((args[k] for k in ("file_path", "path", "notebook_path", "filename")
                  if isinstance(args, dict) and isinstance(args.get(k), str)), "")

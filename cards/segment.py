@@ -160,7 +160,7 @@ def plan_completed(turn: Turn) -> bool:
     body = turn.text.split(" ", 1)[1] if " " in turn.text else ""
     try:
         data = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     items = data.get("todos") or data.get("plan") if isinstance(data, dict) else None
     if not isinstance(items, list) or not items:

@@ -201,7 +201,7 @@ def decode_output(text: str) -> tuple[str, int | None]:
     if stripped[:1] in ("{", "[") and '"' in stripped[:40]:
         try:
             obj = json.loads(stripped)
-        except ValueError:
+        except (ValueError, RecursionError):  # a command may print `[[[[…` deeper than the parser goes
             obj = None
         if obj is not None:
             parts: list[str] = []

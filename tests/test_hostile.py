@@ -366,3 +366,40 @@ def test_timestamps_no_clock_can_show_do_not_stop_the_run(tmp_path):
     code, summary = _run(tmp_path / "home", logs, {"XDG_CONFIG_HOME": str(tmp_path / "no-config"), "MEMOIR_CONFIG": ""})
     assert code == 0, summary
     assert (summary["sessions"], summary["cards"]) == (2, {"new": 1})  # one story told twice: one card
+
+
+def _codex(n: int, payload: dict, kind: str = "response_item") -> dict:
+    return {"timestamp": f"2026-11-20T09:00:{n:02d}Z", "type": kind, "payload": payload}
+
+
+def test_brackets_deeper_than_the_parser_in_calls_and_outputs_do_not_stop_the_run(tmp_path):
+    # A command may print `[[[[…` and a model may send it back: every later json.loads of such
+    # text (exit codes, commands, plans, edits) raised RecursionError and stopped every run.
+    deep = "[" * 1_500
+
+    def failed_build(n: int, call: str) -> list[dict]:
+        return [_codex(n, {"type": "function_call", "name": "exec_command", "arguments": '{"cmd": "cargo build"}', "call_id": call}),
+                _codex(n + 1, {"type": "function_call_output", "call_id": call,
+                               "output": "Process exited with code 101\nOutput:\nerror: cannot find derive macro `Serialize` in this scope"})]
+
+    lines = [
+        _codex(0, {"id": "s-brackets", "cwd": "/home/dev/toy"}, "session_meta"),
+        _codex(1, {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "cargo build fails: cannot find derive macro `Serialize`"}]}),
+        _codex(2, {"type": "function_call", "name": "exec_command", "arguments": '{"cmd": ' + deep + '"gh pr create --body x"]}', "call_id": "c1"}),
+        _codex(3, {"type": "function_call_output", "call_id": "c1", "output": '["x", ' + deep}),
+        _codex(4, {"type": "function_call", "name": "update_plan", "arguments": '{"plan": ' + deep + "}", "call_id": "c2"}),
+        _codex(5, {"type": "function_call_output", "call_id": "c2", "output": '{"output": ' + deep + ', "metadata": {"exit_code": 0}}'}),
+        *failed_build(6, "c3"),
+        _codex(8, {"type": "custom_tool_call", "name": "apply_patch", "call_id": "c4", "input": '{"path": ' + deep}),
+        _codex(9, {"type": "custom_tool_call_output", "call_id": "c4", "output": "Success. Updated the following files:\nM Cargo.toml"}),
+        *failed_build(10, "c5"),  # the same error after a change: `tried <change> → still …` describes it
+        _codex(12, {"type": "function_call", "name": "exec_command", "arguments": '{"cmd": "cargo build"}', "call_id": "c6"}),
+        _codex(13, {"type": "function_call_output", "call_id": "c6", "output": "Process exited with code 0\nOutput:\nFinished dev profile"}),
+    ]
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "rollout-2026-11-20T09-00-00-s-brackets.jsonl").write_bytes(b"".join(_line(o) for o in lines))
+    code, summary = _run(tmp_path / "home", logs, {"XDG_CONFIG_HOME": str(tmp_path / "no-config"), "MEMOIR_CONFIG": ""})
+    assert code == 0, summary
+    assert summary["turns"] == 13 and summary["cards"] == {"new": 1}
+    assert not [k for k in summary["skipped"] if k.startswith(("bad_", "file_error"))]
