@@ -1,16 +1,23 @@
-"""Micro-bench for cards/sanitize.py: MB/s over ~50 MB of turn-sized, session-like text.
+"""Micro-bench for cards/sanitize.py: MB/s over ~50 MB of turn-sized, session-like text, or the
+secrets corpus counts (what is redacted, what leaks, which near-misses survive).
 
 Run: .venv/bin/python bench/sanitize.py [megabytes]
+     .venv/bin/python -m bench.sanitize --corpus
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import random
 import sys
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
 from cards.sanitize import sanitize
+
+CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "secrets" / "corpus.jsonl"
 
 PROSE = (
     "I'll look at the failing test first. The error says the token budget was exceeded when the "
@@ -80,5 +87,47 @@ def main(megabytes: float = 50.0) -> None:
         _measure(name, [block * 4] * int(megabytes * 1e6 / 5 / len(block * 4)))
 
 
+@dataclass(frozen=True)
+class CorpusCounts:
+    """What `sanitize` did to the secrets corpus, one line at a time."""
+
+    secrets: int
+    shapes: int
+    near_misses: int
+    redacted: int
+    leaked: list[str]  # ids of secret lines whose secret (or another secret on the line) survived
+    intact: int
+    eaten: list[str]  # ids of near-miss lines that did not come out unchanged
+
+
+def corpus_counts(path: Path = CORPUS) -> CorpusCounts:
+    entries = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    secrets = [e for e in entries if "secret" in e]
+    near = [e for e in entries if "near_miss" in e]
+    leaked = [
+        e["id"] for e in secrets
+        if any(s in sanitize(e["line"]) for s in [e["secret"], *e.get("also", [])])
+    ]
+    eaten = [e["id"] for e in near if sanitize(e["line"]) != e["line"]]
+    return CorpusCounts(
+        secrets=len(secrets),
+        shapes=len({e["shape"] for e in secrets}),
+        near_misses=len(near),
+        redacted=len(secrets) - len(leaked),
+        leaked=leaked,
+        intact=len(near) - len(eaten),
+        eaten=eaten,
+    )
+
+
+def print_corpus(counts: CorpusCounts) -> None:
+    print(f"secrets {counts.secrets} of {counts.shapes} shapes, near-misses {counts.near_misses}")
+    print(f"redacted {counts.redacted}  leaked {len(counts.leaked)}" + (f" ({', '.join(counts.leaked)})" if counts.leaked else ""))
+    print(f"near-misses intact {counts.intact}  eaten {len(counts.eaten)}" + (f" ({', '.join(counts.eaten)})" if counts.eaten else ""))
+
+
 if __name__ == "__main__":
-    main(float(sys.argv[1]) if len(sys.argv) > 1 else 50.0)
+    if sys.argv[1:2] == ["--corpus"]:
+        print_corpus(corpus_counts())
+    else:
+        main(float(sys.argv[1]) if len(sys.argv) > 1 else 50.0)
