@@ -403,3 +403,17 @@ def test_brackets_deeper_than_the_parser_in_calls_and_outputs_do_not_stop_the_ru
     assert code == 0, summary
     assert summary["turns"] == 13 and summary["cards"] == {"new": 1}
     assert not [k for k in summary["skipped"] if k.startswith(("bad_", "file_error"))]
+
+
+@pytest.mark.parametrize("answer", ["[" * 5_000, '{"conclusion": ' + "[" * 5_000])
+def test_a_model_answer_nested_too_deeply_is_an_invalid_output(answer):
+    from cards.distill.model import InvalidOutput, parse_slots
+    from tests.openai_server import content, raw
+    from tests.test_distill_model import run as distill
+
+    with pytest.raises(InvalidOutput) as err:
+        parse_slots(answer)
+    assert err.value.kind == "invalid_format"
+    for step in (content(answer), raw(b'{"choices": ' + answer.encode())):
+        out, _ = distill([step])
+        assert out.counts["invalid_format"] == 1 and out.cards[0].status == "candidate"

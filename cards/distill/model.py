@@ -248,6 +248,8 @@ def parse_slots(content: str) -> Slots:
     except ValueError as exc:
         what = "truncated JSON" if text.startswith("{") else "free prose, not a JSON object"
         raise InvalidOutput("invalid_format", f"{what}: {exc}") from None
+    except RecursionError:  # a session can talk a model into echoing `[[[[…`
+        raise InvalidOutput("invalid_format", "JSON nested too deeply") from None
     if not isinstance(data, dict):
         raise InvalidOutput("invalid_format", f"expected a JSON object, got {type(data).__name__}")
     missing, extra = set(SLOTS) - set(data), set(data) - set(SLOTS)
@@ -349,7 +351,7 @@ def post_chat(endpoint: Endpoint, prompt: Prompt, timeout: float) -> Reply:
         data = json.loads(body)
         message = data["choices"][0].get("message") or {}
         content = message.get("content") if "message" in data["choices"][0] else data["choices"][0].get("text")
-    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
         raise InvalidOutput("invalid_format", "the response is not a chat completion") from None
     content = content or ""
     usage = data.get("usage") or {}
