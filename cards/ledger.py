@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from cards.hosts.base import Carry
-from cards.sanitize_fields import sanitize_field, sanitize_id
+from cards.sanitize_fields import sanitize_field, sanitize_id, sanitize_path
 
 LEDGER_FILE = "ledger.sqlite"
 SCHEMA = """
@@ -134,7 +134,7 @@ def stored_carry(carry: Carry) -> Carry:
 
 def _row(key: str, e: LedgerEntry, now: str) -> tuple:
     return (
-        key, sanitize_field(e.path), e.host, e.size, e.mtime_ns, e.offset, e.lines, e.resume_offset,
+        key, sanitize_path(e.path, e.carry.cwd), e.host, e.size, e.mtime_ns, e.offset, e.lines, e.resume_offset,
         e.resume_line, e.next_seq, e.prefix_sha256, json.dumps(list(dict.fromkeys(sanitize_id(s) for s in e.session_ids))),
         json.dumps(stored_carry(e.carry).to_dict()), now,
     )

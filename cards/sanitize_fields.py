@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sys
 from collections import Counter
 from functools import lru_cache
@@ -95,6 +96,24 @@ def sanitize_field(text: str) -> str:
     return sanitize_with_report(text, FIELD_CAP).text if text else text
 
 
+_NOT_SLUG = re.compile(r"[^A-Za-z0-9]")
+
+
+def sanitize_path(path: str, cwd: str = "") -> str:
+    """A log file's path as stored: sanitized, and the host's slug of `cwd` in it too.
+
+    Claude Code keeps a session under a folder named after its cwd with every other character
+    a `-` (`/home/jane.doe@corp.com/app` -> `-home-jane-doe-corp-com-app`), where no rule can see
+    an e-mail or an address any more; that folder name takes the sanitized cwd's form instead.
+    """
+    clean_cwd = sanitize_field(cwd)
+    if clean_cwd != cwd:
+        slug = _NOT_SLUG.sub("-", cwd)
+        if len(slug) > 1 and slug in path:
+            path = path.replace(slug, clean_cwd.replace("/", "-"))
+    return sanitize_field(path)
+
+
 def marker_counts(text: str) -> Counter:
     """Markers already in `text`, by kind: what a reader redacted before the pipeline's pass."""
     return Counter(m.group(0)[10:-1] for m in MARKER_RE.finditer(text) if m.group(0).startswith("[REDACTED:"))
@@ -126,7 +145,7 @@ def sanitize_turn(turn: Turn, blob_cap: int, counts: Counter | None = None) -> T
     fields = {
         "text": result.text,
         "cwd": sanitize_field(turn.cwd),
-        "source_file": sanitize_field(turn.source_file),
+        "source_file": sanitize_path(turn.source_file, turn.cwd),
         "session_id": sanitize_id(turn.session_id),
         "git_branch": sanitize_field(turn.git_branch),
         "tool_name": sanitize_field(turn.tool_name),

@@ -6,7 +6,7 @@ import json
 from collections import Counter
 
 from cards.model import Turn
-from cards.sanitize_fields import sanitize_id, sanitize_json_text, sanitize_turn, sanitize_value
+from cards.sanitize_fields import sanitize_id, sanitize_json_text, sanitize_path, sanitize_turn, sanitize_value
 
 PASSWORD = "Xy9zHunter2k"
 COMMAND = f"cat > .env <<EOF\npassword: {PASSWORD}\nEOF\nmake test"
@@ -55,3 +55,12 @@ def test_every_stored_field_of_a_turn_is_sanitized():
     assert PASSWORD not in stored and "10.42.7.19" not in stored and "jane.doe@corp.com" not in stored
     assert clean.source_file.endswith("/log.jsonl") and clean.git_branch == "main"
     assert counts["secret_assignment"] == 1
+
+
+def test_the_claude_code_folder_named_after_a_private_cwd_is_sanitized_with_it():
+    cwd = "/home/jane.doe@corp.com/app"
+    path = "/root/.claude/projects/-home-jane-doe-corp-com-app/3f1c.jsonl"
+    stored = sanitize_path(path, cwd)
+    assert "jane" not in stored and stored.startswith("/root/.claude/projects/-home-[REDACTED:")
+    assert stored.endswith("-app/3f1c.jsonl")
+    assert sanitize_path("/logs/-home-dev-app/3f1c.jsonl", "/home/dev/app") == "/logs/-home-dev-app/3f1c.jsonl"
