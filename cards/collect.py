@@ -141,6 +141,7 @@ def iter_candidates(paths: list[Path], host: str, skipped: Counter | None = None
     A directory that cannot be listed is counted in `skipped` as `unreadable_dir`. Symlinks found
     while walking are read only when they resolve inside one of `paths` (or `follow_symlinks`);
     the others are counted by reason. A file reached twice (a link beside its target) is read once.
+    A path that is not UTF-8 is counted as `non_utf8_name`.
     """
     seen: set[str] = set()
     real_dirs: dict[str, str] = {}
@@ -155,6 +156,9 @@ def iter_candidates(paths: list[Path], host: str, skipped: Counter | None = None
             found = [(root, False)]  # named by the user: read wherever it points
         for path, link in sorted(found):
             key = os.path.abspath(path)
+            if not key.isascii() and not _utf8(key):
+                skipped["non_utf8_name"] += 1  # no card, ledger or index can hold its name
+                continue
             if link:
                 real = os.path.realpath(key)
             else:
@@ -165,6 +169,14 @@ def iter_candidates(paths: list[Path], host: str, skipped: Counter | None = None
             if real not in seen:
                 seen.add(real)
                 yield Path(key)
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # bytes that are not UTF-8 come back from the OS as lone surrogates
+        return False
+    return True
 
 
 def _dir_key(path: str) -> tuple[int, int]:

@@ -417,3 +417,20 @@ def test_a_model_answer_nested_too_deeply_is_an_invalid_output(answer):
     for step in (content(answer), raw(b'{"choices": ' + answer.encode())):
         out, _ = distill([step])
         assert out.counts["invalid_format"] == 1 and out.cards[0].status == "candidate"
+
+
+def test_a_file_name_that_is_not_utf8_is_counted_and_the_others_read(tmp_path):
+    # The name reached the card's sources, which YAML could not encode: every run stopped there.
+    logs = tmp_path / "logs"
+    lines = [
+        _claude("s-odd", 1, "user", "pytest fails with ModuleNotFoundError: No module named 'yaml'"),
+        _claude("s-odd", 2, "assistant", [{"type": "text", "text": "PyYAML was missing from requirements.txt; adding pyyaml there fixes the ModuleNotFoundError."}]),
+    ]
+    odd = os.fsencode(logs) + b"/proj\xe9ct"
+    os.makedirs(odd)
+    with open(odd + b"/s\xff.jsonl", "wb") as fh:
+        fh.write(b"".join(_line(o) for o in lines))
+    (logs / "s-good.jsonl").write_bytes(b"".join(_line(dict(o, sessionId="s-good")) for o in lines))
+    code, summary = _run(tmp_path / "home", logs, {"XDG_CONFIG_HOME": str(tmp_path / "no-config"), "MEMOIR_CONFIG": ""})
+    assert code == 0, summary
+    assert (summary["sessions"], summary["cards"], summary["skipped"].get("non_utf8_name")) == (1, {"new": 1}, 1)
