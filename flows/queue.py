@@ -55,10 +55,11 @@ class QueueItem:
 
     @classmethod
     def from_file(cls, path: Path) -> QueueItem:
+        """The item in `path`, sanitized again: a file an older memoir queued raw is written clean on replay."""
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            return cls(**data)
-        except (OSError, ValueError, TypeError) as exc:
+            return cls(**sanitize_value(data))
+        except (OSError, ValueError, TypeError, RecursionError) as exc:
             raise QueueError(f"queue item {path} cannot be read ({exc}); move it aside and rerun") from exc
 
 

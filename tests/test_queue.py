@@ -89,3 +89,12 @@ def test_an_item_file_holds_no_secret_whatever_its_payload_held(tmp_path):
     assert "Xy9zHunter2k" not in data and "10.42.7.19" not in data
     item = q.items()[0]
     assert item.payload["card_id"] == "c-1" and item.payload["text"].startswith("deploy\npassword: [REDACTED:")
+
+
+def test_an_item_an_older_memoir_queued_raw_is_read_sanitized(tmp_path):
+    q = OverflowQueue(tmp_path / "queue")
+    q.add("card_write", "c-2", {"card_id": "c-2", "text": "clean"})
+    path = next((tmp_path / "queue" / "pending").glob("*.json"))
+    path.write_text(path.read_text().replace('"clean"', '"deploy\\npassword: Xy9zHunter2k\\n"'))
+    assert "Xy9zHunter2k" in path.read_text()
+    assert "Xy9zHunter2k" not in q.items()[0].payload["text"]
