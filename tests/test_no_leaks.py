@@ -3,7 +3,7 @@
 The sessions are built at test time (tests/fixtures/secrets/build_sessions.py) from
 tests/fixtures/secrets/corpus.jsonl; memoir's real CLI runs over them with the real index and
 model (`run`, `recall` with a secret-bearing prompt, deep `search`, lexical `search --turns`,
-`status`), and once more into a home whose card folder refuses writes (`chattr +i`), so every
+`status`, `report`), and once more into a home whose card folder refuses writes (`chattr +i`), so every
 card becomes a queue item. Then every file under both homes is read as bytes (card files, the
 index databases, the ledger, queue items, every .jsonl and .log), and SQLite files are also read row
 by row, so a value split over database pages is still found. A secret counts as found in its
@@ -82,6 +82,7 @@ def attacked(tmp_path_factory):
     _cli(home, "search", prompt, "--json")
     _cli(home, "search", "--turns", prompt, "--json")
     _cli(home, "status", "--json")
+    _cli(home, "report")  # HOME/report.html, made from the cards and every log above
     # A second home whose card folder refuses writes: every card becomes a queue item instead.
     refused = tmp / "refused"
     (refused / "cards").mkdir(parents=True)
