@@ -10,10 +10,11 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import re
 import stat as stat_mod
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cards.hosts import HEADER_SESSIONS, READERS, detect_host, reader_for
@@ -274,6 +275,21 @@ def collect_file(path: Path, host: str, ledger: Ledger | None, out: CollectResul
         os.close(fd)
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def utf8_turn(turn: Turn) -> Turn:
+    """`turn` with each lone UTF-16 surrogate as U+FFFD: JSON allows `"\\ud800"`, UTF-8 cannot hold it.
+
+    One such character in a single line failed the card's hash or file and stopped every run.
+    Checked per turn, on bounded text, and only past an isascii() that almost every field passes.
+    """
+    fields = {"text": turn.text, "session_id": turn.session_id, "cwd": turn.cwd, "git_branch": turn.git_branch,
+              "tool_name": turn.tool_name, "uuid": turn.uuid}
+    bad = {k: v for k, v in fields.items() if not v.isascii() and not _utf8(v)}
+    return replace(turn, **{k: _LONE_SURROGATE.sub("\ufffd", v) for k, v in bad.items()}) if bad else turn
+
+
 def _read_open_file(fd: int, path: str, fstat: FileStat, host: str, ledger: Ledger | None, out: CollectResult) -> None:
     head = os.pread(fd, min(HEAD_BYTES, fstat.size), 0)
     if not head.strip():
@@ -297,6 +313,7 @@ def _read_open_file(fd: int, path: str, fstat: FileStat, host: str, ledger: Ledg
     out.bytes_read += len(data)
     out.skipped.update(result.skipped)
     for turn in result.turns:
+        turn = utf8_turn(turn)
         out.sessions.setdefault((file_host, turn.session_id), []).append(turn)
     prefix = hasher.state(plan.start_offset)
     prefix.update(memoryview(data)[: result.consumed])

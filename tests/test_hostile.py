@@ -332,9 +332,7 @@ def test_a_lone_surrogate_escape_does_not_stop_the_run(tmp_path):
     assert "'yaml' \ufffd" in text and "\U0001f600" in text  # the lone one replaced, the pair kept
 
 
-def test_a_lone_surrogate_inside_decoded_call_arguments_and_outputs_is_replaced():
-    from cards.hosts import codex
-
+def test_a_lone_surrogate_inside_decoded_call_arguments_and_outputs_is_replaced(tmp_path):
     lines = [
         {"timestamp": "2026-11-20T09:00:00Z", "type": "session_meta", "payload": {"id": "s1", "cwd": "/home/dev/toy"}},
         {"timestamp": "2026-11-20T09:00:01Z", "type": "response_item",
@@ -343,9 +341,11 @@ def test_a_lone_surrogate_inside_decoded_call_arguments_and_outputs_is_replaced(
          "payload": {"type": "function_call_output", "call_id": "c1",
                      "output": '{"output": "\\udfff password: hunter2hunter2", "metadata": {"exit_code": 0}}'}},
     ]
-    r = codex.read(b"".join(_line(o) for o in lines), "rollout-x.jsonl")
-    assert [t.kind for t in r.turns] == ["tool_call", "tool_result"]
-    for turn in r.turns:
+    log = tmp_path / "rollout-2026-11-20T09-00-00-s1.jsonl"
+    log.write_bytes(b"".join(_line(o) for o in lines))
+    (turns,) = collect([log]).sessions.values()
+    assert [t.kind for t in turns] == ["tool_call", "tool_result"]
+    for turn in turns:
         turn.text.encode("utf-8")  # raised UnicodeEncodeError for the lone surrogate
         assert "\ufffd" in turn.text
 

@@ -8,7 +8,6 @@ offset, `carry` what an earlier read of the same file learnt (session id, cwd, n
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -143,8 +142,6 @@ class SessionReader:
         if role == "tool":
             text = sanitize_json_text(text)  # a JSON output's escapes would hide its values from the text pass
         text = clip(strip_injected(text), limit) or (EMPTY_OUTPUT if role == "tool" else "")
-        if not text.isascii():  # JSON decoded from inside a line (call arguments, outputs) may hold one
-            text = utf8_safe(text)
         if not text:
             self.skipped["empty_text"] += 1
             return
@@ -166,41 +163,6 @@ class SessionReader:
                 uuid=uuid,
             )
         )
-
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def without_lone_surrogates(value: object) -> object:
-    """`value` with every lone UTF-16 surrogate (a `\\ud800` escape JSON allows) as U+FFFD.
-
-    Such a character cannot be written as UTF-8, so one in a single line would fail every later
-    write of the run (card file, hash, index). Iterative: any depth the parser allowed is fine.
-    """
-    def fix(v: object) -> object:
-        return _LONE_SURROGATE.sub("\ufffd", v) if isinstance(v, str) else v
-
-    top = fix(value)
-    stack = [top] if isinstance(top, (dict, list)) else []
-    while stack:
-        node = stack.pop()
-        items = list(node.items()) if isinstance(node, dict) else list(enumerate(node))
-        if isinstance(node, dict):
-            node.clear()
-        for key, v in items:
-            node[fix(key)] = fix(v)
-            if isinstance(v, (dict, list)):
-                stack.append(v)
-    return top
-
-
-def utf8_safe(text: str) -> str:
-    """`text` with lone surrogates as U+FFFD, so that it can be written as UTF-8."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _LONE_SURROGATE.sub("\ufffd", text)
-    return text
 
 
 def line_error(exc: BaseException) -> str:
@@ -247,8 +209,6 @@ def parse_json_lines(
         if not isinstance(obj, dict):
             skipped["unknown_shape"] += 1
             continue
-        if b"\\ud" in raw or b"\\uD" in raw:  # a surrogate escape: rare, so only then the walk
-            without_lone_surrogates(obj)
         parsed.append((start_line + i + 1, obj))
     return parsed
 
