@@ -26,3 +26,12 @@ def test_seq_continues_per_session_from_carry():
     first = jsonl.read(FIXTURE.read_bytes(), str(FIXTURE))
     more = jsonl.read(b'{"session_id":"s2","role":"assistant","text":"hi <memoir-context>x</memoir-context>"}\n', "f", 7, first.carry)
     assert (more.turns[0].seq, more.turns[0].line, more.turns[0].text) == (1, 8, "hi")
+
+
+def test_a_json_tool_call_is_sanitized_decoded():
+    import json
+
+    call = json.dumps({"command": "cat > .env <<EOF\npassword: Xy9zHunter2k\nEOF"})
+    line = json.dumps({"session_id": "s", "role": "assistant", "kind": "tool_call", "text": call})
+    turns = jsonl.read(line.encode() + b"\n", "x.jsonl").turns
+    assert len(turns) == 1 and "Xy9zHunter2k" not in turns[0].text and "[REDACTED:" in turns[0].text

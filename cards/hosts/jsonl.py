@@ -51,6 +51,7 @@ from cards.hosts.base import (
 )
 from cards.hosts.strip import strip_injected
 from cards.model import KINDS, ROLES, Turn
+from cards.sanitize_fields import sanitize_json_text
 
 HOST = "jsonl"
 _LIMITS = {"tool_call": TOOL_CALL_CHARS, "tool_result": TOOL_RESULT_CHARS, "error": TOOL_RESULT_CHARS}
@@ -65,6 +66,8 @@ def _turn(obj: dict, path: str, line: int, seqs: Seqs, skipped: Counter) -> Turn
     if role not in ROLES or kind not in KINDS:
         skipped["bad_value"] += 1
         return None
+    if kind in _LIMITS:
+        text = sanitize_json_text(text)  # a call's or output's JSON hides its values behind escapes
     text = clip(strip_injected(text), _LIMITS.get(kind, TEXT_CHARS))
     if not text and kind != "summary":
         skipped["empty_text"] += 1
