@@ -202,6 +202,7 @@ _AWS_BARE_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-
 AWS_PAIR_WINDOW = 300  # how far after an access key its secret is looked for (same or next line)
 # Documentation values: the AWS docs' example pair names no account; a card would lose its meaning.
 _DOCUMENTED = frozenset({"AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"})
+_DOCUMENTED_IBANS = frozenset({"GB29NWBK60161331926819", "DE89370400440532013000", "GB82WEST12345698765432"})
 
 # Host names that only resolve inside one organisation. Fixed names that every installation shares
 # (Docker's and GCP's, Kubernetes' API service) and documentation names survive.
@@ -213,7 +214,12 @@ _PUBLIC_PRIVATE_HOSTS = frozenset(
     "host.docker.internal gateway.docker.internal metadata.google.internal example.local "
     "example.internal example.lan kubernetes.default.svc.cluster.local".split()
 )
-_CODE_OWNERS = frozenset("self this cls threading _thread super os sys ctx".split())  # `threading.local`
+_HOST_KEYS = ("host", "hostname", "server", "addr", "address", "url", "uri", "endpoint", "domain")
+_KEY_BEFORE_EQ = re.compile(r"([A-Za-z_][\w.-]*)[\"']?=$")
+_HOST_VERBS = frozenset(
+    "ssh scp sftp rsync mosh ping telnet nc dig nslookup host curl wget psql mysql redis-cli -h --host "
+    "host: hostname: server: address: addr:".split()
+)
 
 # Numbers (cards, IBANs, phones) are looked for on a byte copy where every digit is "0", every
 # capital "A" and every other letter "a": the shapes then open with literals ("0000", "AA00",
@@ -229,8 +235,9 @@ _IBAN_START = re.compile(rb"AA00 ?[A0]{4}")
 _US_PHONE_SHAPE = re.compile(rb"000-000-0000")
 _PLUS_SHAPE = re.compile(rb"\+(?<![Aa0]\+)0[0 .()-]{8}")  # not `i+1`: 9 digits at least
 _PAREN_SHAPE = re.compile(rb"\(000\)")
-_PHONE_PLUS = re.compile(r"\+(?<![\w+]\+)\d{1,3}(?:[ .-]?(?:\(\d{1,4}\)|\d{1,4})){2,6}(?!\w|[.-]\d)")
+_PHONE_PLUS = re.compile(r"\+(?<![\w+]\+)[1-9]\d{0,2}(?:[ .-]?(?:\(\d{1,4}\)|\d{1,4})){2,6}(?!\w|[.-]\d)")
 _PHONE_PAREN = re.compile(r"\((?<![\w(]\()[2-9]\d{2}\) ?[2-9]\d{2}[-. ]\d{4}(?!\w|[.-]\d)")
+_DATE_IN_PHONE = re.compile(r"\d{4}-\d\d-\d\d")
 PHONE_DIGITS = (9, 15)  # E.164 allows 15; fewer than 9 is a version, a range or a small sum
 # Lengths by country (ISO 13616 registry, the countries most seen); an unknown country is not an IBAN.
 _IBAN_LENGTHS = {
@@ -246,6 +253,10 @@ _IBAN_LENGTHS = {
         ).split()
     )
 }
+# One Luhn-valid run of digits in ten is an id, a seed or a product: ungrouped digits are a card
+# only with a card word before them; grouped ones (4-4-4-4, 4-6-5) always are.
+_CARD_WORD = re.compile(r"(?i)card|\bcc|\bpan\b|visa|master|amex|discover|payment|credit|debit")
+CARD_WORD_WINDOW = 40
 # Test numbers published by card networks and payment providers: they pay nothing.
 _TEST_CARDS = frozenset(
     "4242424242424242 4111111111111111 4000056655665556 4012888888881881 5555555555554444 "
@@ -477,8 +488,8 @@ def _emails(text: str) -> Iterator[Finding]:
         local = text[start:at]
         if not local.strip(".") or local.lower() in _NOT_PERSONAL_LOCAL or _documentation_domain(m.group()[1:]):
             continue
-        if start > 0 and text[start - 1] in ":/@" and _url_userinfo(text, start):
-            continue  # userinfo of a URL: url_password covers what is secret there
+        if start > 0 and (text[start - 1] == "@" or text[start - 1] in ":/" and _url_userinfo(text, start)):
+            continue  # userinfo of a URL (url_password covers what is secret there), `L@D@L.T` code
         yield Finding("email", start, m.end())
 
 
@@ -490,7 +501,7 @@ def _documentation_domain(domain: str) -> bool:
 
 def _url_userinfo(text: str, start: int) -> bool:
     """True when `start` sits right after `scheme://` or `scheme://user:`, not in a path."""
-    if text.startswith("//", start - 2):
+    if text[max(0, start - 2) : start] == "//":
         return True
     scheme = text.rfind("://", max(0, start - 256), start)
     return scheme != -1 and not any(c in "/?# \t\n\"'<>" for c in text[scheme + 3 : start])
@@ -624,9 +635,26 @@ def _internal_host(text: str, dot: int) -> Finding | None:
         return None  # part of an identifier (`my_obj.local`) or a capitalised namespace
     if host[:1] in ".-" or dot == start or host in _PUBLIC_PRIVATE_HOSTS:
         return None  # `.env.local`, `~/.local`, Docker's own names
-    if host.split(".", 1)[0] in _CODE_OWNERS:
-        return None  # `threading.local`
+    if start > 0 and text[start - 1] == "/" and not text[max(0, start - 2) : start] == "//":
+        return None  # a file in a path (`./env.local`); a host follows `//`, `@` or a space
+    if not host.endswith(".arpa") and ".corp." not in host + "." and not _host_context(text, start, m.end(), host):
+        return None  # `threading.local`, `version.local`, `google.protobuf.internal`
     return Finding("internal_host", start, m.end())
+
+
+def _host_context(text: str, start: int, end: int, host: str) -> bool:
+    """`x.local` is also Python's attribute access: a host has a hyphen or digit, a port, a URL or a verb."""
+    if any(c == "-" or c.isdigit() for c in host):
+        return True
+    if text[max(0, start - 2) : start] == "//" or text[start - 1 : start] == "@":
+        return True
+    if text[start - 1 : start] == "=":  # `DB_HOST=db.internal`, not `local_only=options.local`
+        key = _KEY_BEFORE_EQ.search(text, max(0, start - 64), start)
+        return bool(key) and key.group(1).lower().endswith(_HOST_KEYS)
+    if text[end : end + 1] == "/" or text[end : end + 1] == ":" and text[end + 1 : end + 2].isdigit():
+        return True
+    before = text[max(0, start - 24) : start].rstrip(" \t\"'").rsplit(None, 1)
+    return bool(before) and before[-1].lower() in _HOST_VERBS
 
 
 def _luhn(digits: str) -> bool:
@@ -673,13 +701,15 @@ def _numbers(text: str) -> Iterator[Finding]:
         for seed in shape_pattern.finditer(shape):
             m = pattern.match(text, seed.start())
             if m and PHONE_DIGITS[0] <= sum(c.isdigit() for c in m.group()) <= PHONE_DIGITS[1]:
-                yield Finding("phone_number", m.start(), m.end())
+                if m.group().count(".") != 1 and not _DATE_IN_PHONE.search(m.group()):  # `+1.4142`, `+1980-02-29`
+                    yield Finding("phone_number", m.start(), m.end())
     for m in _CARD_SHAPE.finditer(shape):
         start, end = m.span()
         digits = text[start:end].replace(" ", "").replace("-", "")
         if (
             _number_boundary(text, start, end) and _card_issuer(digits) and _luhn(digits)
             and digits not in _TEST_CARDS and len(set(digits)) > 2
+            and (len(digits) < end - start or _CARD_WORD.search(text, max(0, start - CARD_WORD_WINDOW), start))
         ):
             yield Finding("card_number", start, end)
     for m in _IBAN_START.finditer(shape):
@@ -707,7 +737,8 @@ def _iban_at(text: str, start: int) -> Finding | None:
         pos += 1
     if len(chars) != length or pos < n and (text[pos].isalnum() or text[pos] == "_"):
         return None
-    return Finding("iban", start, pos) if _iban_valid("".join(chars)) else None
+    compact = "".join(chars)
+    return Finding("iban", start, pos) if _iban_valid(compact) and compact not in _DOCUMENTED_IBANS else None
 
 
 def find_secrets(text: str) -> list[Finding]:
