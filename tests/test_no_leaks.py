@@ -76,7 +76,7 @@ def attacked(tmp_path_factory):
     home, logs = tmp / "home", tmp / "logs"
     build_sessions(logs, ENTRIES, in_path=_standalone)
     summary = json.loads(_cli(home, "run", "--logs", str(logs), "--json"))
-    prompt = "why does the loader fail with " + " and ".join(e["line"] for e in SECRETS[:8])
+    prompt = "why does the loader fail with these lines:\n" + "\n".join(e["line"] for e in SECRETS)
     workspace = "/srv/" + next((e["secret"] for e in SECRETS if _standalone(e["secret"])), "app") + "/settingsvc"
     _cli(home, "recall", prompt, "--json", "--workspace", workspace, "--timeout-ms", "60000")
     _cli(home, "search", prompt, "--json")
