@@ -330,11 +330,17 @@ def is_go_ahead(text: str) -> bool:
 
 
 def _answered_question(turns: list[Turn]) -> bool:
-    """A question the assistant answered in words alone: a new request after it is a new task."""
-    requests = [t for t in turns if _is_request(t)]
-    answered = sum(len(t.text) for t in turns if t.role == "assistant" and t.kind == "text")
-    return (bool(requests) and requests[-1].text.rstrip().endswith("?") and answered >= 200
-            and not any(t.kind == "tool_call" for t in turns))
+    """A question the assistant answered in words alone: a new request after it is a new task.
+
+    Asked at every request of a growing block: the cheap tests go first, so that a long session
+    does not cost the square of its length.
+    """
+    if any(t.kind == "tool_call" for t in turns):
+        return False
+    last = next((t for t in reversed(turns) if _is_request(t)), None)
+    if last is None or not last.text.rstrip().endswith("?"):
+        return False
+    return sum(len(t.text) for t in turns if t.role == "assistant" and t.kind == "text") >= 200
 
 
 def _has_substance(turns: list[Turn]) -> bool:
