@@ -380,6 +380,7 @@ _EMAIL_DOMAIN = re.compile(
 )
 _EMAIL_LOCAL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._%+-")
 _NOT_PERSONAL_LOCAL = frozenset({"git", "noreply", "no-reply"})
+_PRIVATE_TLDS = frozenset({"internal", "local", "lan", "intranet"})
 _DOCS_DOMAINS = ("example.com", "example.org", "example.net")
 _DOCS_TLDS = frozenset({"example", "test", "invalid", "localhost"})
 # Retina asset names (logo@2x.png) and versioned files look like addresses with a file-type TLD.
@@ -479,8 +480,8 @@ def _value_span(m: re.Match[str]) -> tuple[int, int, str, bool]:
 
 def _emails(text: str) -> Iterator[Finding]:
     for m in _EMAIL_DOMAIN.finditer(text):
-        if m.group("tld").lower() in _FILE_TLDS:
-            continue
+        if m.group("tld").lower() in _FILE_TLDS or m.group("tld").lower() in _PRIVATE_TLDS:
+            continue  # `logo@2x.png`; `deploy@nas.local` is an ssh target: internal_host takes the host
         at = m.start()
         start = at
         while start > 0 and text[start - 1] in _EMAIL_LOCAL_CHARS:
