@@ -103,7 +103,9 @@ def _cards(home: Path) -> dict[str, tuple]:
 
 def _run(home: Path, logs: Path, env: dict[str, str]) -> tuple[int, dict]:
     result = CliRunner().invoke(cli, ["--home", str(home), "run", "--logs", str(logs), "--no-index", "--json"], env=env)
-    return result.exit_code, json.loads(result.output) if result.exit_code == 0 else {"output": result.output}
+    if result.exit_code != 0:
+        return result.exit_code, {"output": result.output, "exception": repr(result.exception)}
+    return result.exit_code, json.loads(result.output)
 
 
 def _as_nobody(fn):
