@@ -4,14 +4,32 @@ Named shapes only, never a "looks random" heuristic on its own: git SHAs, conten
 asset names and paths are legitimate things for a card to mention, and corrupting a true fact is
 a worse failure than missing an exotic token shape.
 
-Rules (each decision pinned by tests/test_sanitize.py):
+Rules (each decision pinned by tests/test_sanitize.py and the corpus in tests/test_sanitize_corpus.py):
 - A secret becomes `[REDACTED:<kind>]`; only the secret part is replaced (`password=` keeps its
   key, `scheme://user:[REDACTED:url_password]@host` keeps user and host).
 - Loopback (127/8, ::1) and 0.0.0.0 survive: they name no network. RFC 1918, CGNAT 100.64/10,
   link-local 169.254/16, ULA fc00::/7 and link-local fe80::/10 are redacted. Only a full dotted
   quad is an address: "version 10.0.0" and "v10.0.0.1" survive, a bare "10.0.0.1" does not.
-- `local@domain.tld` is an e-mail; `@decorator`, `pkg@1.2.3`, `logo@2x.png`, `user@buildbox`
-  (no TLD, as in ssh commands), `git@github.com` and `noreply@...` survive.
+- `local@domain.tld` is an e-mail, inside a path too (`/home/[REDACTED:email]/settings.py`: the
+  folders around it stay); `@decorator`, `pkg@1.2.3`, `logo@2x.png`, `user@buildbox` (no TLD, as
+  in ssh commands), `git@github.com`, `noreply@...` and documentation domains (`user@example.com`,
+  `*.example`, `*.test`) survive. `user@nas.local` is an ssh target: the host goes, the user stays.
+- Provider tokens are named by their fixed prefix (`glpat-`, `pypi-AgEIcHlwaS5vcmc`, `SG.`, `SK`+32
+  hex, `shpat_`, `dop_v1_`, `hvs.`, `AGE-SECRET-KEY-1`, ...); a prefix glued to a word is not one.
+  A URL user name that is a token (a Sentry DSN key) goes like a password. A 32-hex value right
+  after "auth token" goes (Twilio). `.netrc` `machine ... password X` loses X.
+- An AWS secret key needs no name: 40 mixed-case characters on the line of an `AKIA` key or the
+  next. The AWS docs' example pair (`AKIAIOSFODNN7EXAMPLE`, `wJalr...EXAMPLEKEY`) survives anywhere.
+- Host names under `.internal`, `.local`, `.lan`, `.intranet`, `.home.arpa` and `*.corp.*` are
+  redacted; since `x.local` is also attribute access, the first four need a hyphen or digit, a port,
+  a URL, a host key (`DB_HOST=`) or a host command (`ssh`, `psql -h`). `localhost`, `*.example.com`,
+  `example.local`, `host.docker.internal`, `metadata.google.internal` and files (`./env.local`) stay.
+- Card numbers: 13-19 digits of a card network's length and first digits, Luhn-valid; plain runs
+  only after a card word (one random id in ten passes Luhn), grouped 4-4-4-4 / 4-6-5 always.
+  Published test cards (`4242 4242 4242 4242`) survive. IBANs: a known country's length and the
+  mod-97 check (the ISO example IBANs survive).
+- Phones: `+` and 9 to 15 digits (not `+0`, not a decimal, not a date), `(415) 555-2671` and
+  `415-555-2671`; versions, dates, timestamps, ports, ranges and line numbers survive.
 - `KEY=value`, `"key": "value"`, line-leading `key: value` and `--password value` are redacted
   when the key ends in a secret word (password, token, secret, api_key, auth, credential,
   cookie, ...; `SECRET_KEY_BASE`, with a word after it, is missed) and the value is a literal:
@@ -354,6 +372,7 @@ _PLACEHOLDER_VALUES = frozenset(
     "optional required inherit redacted undefined masked hidden".split()
 )
 _CODE_VALUE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[A-Za-z_][\w.]*[(\[].*", re.S)
+_BOOTSTRAP_TOKEN = re.compile(r"[a-z0-9]{6}\.[a-z0-9]{16}")  # kubeadm's `token: abcdef.0123456789abcdef`
 _KEY = re.compile(r"[A-Za-z_-][A-Za-z0-9_.-]{0,63}")
 _ASSIGN = re.compile(
     r"(?<![A-Za-z0-9_.])(?P<key>[A-Za-z_-][A-Za-z0-9_.-]{0,63})(?P<kq>[\"']?\]?)[ \t]*"
@@ -414,7 +433,7 @@ def _literal_value(key: str, value: str, quoted: bool) -> bool:
         return not v.startswith(("${", "{{", "<", "%(", "{"))
     if v.startswith(("/", "~/", "./", "../")) or v.lower() in k:
         return False
-    return not _CODE_VALUE.fullmatch(v)
+    return not _CODE_VALUE.fullmatch(v) or bool(_BOOTSTRAP_TOKEN.fullmatch(v) and _mixed(v))
 
 
 def _keyword_hits(text: str, lower: str) -> Iterator[int]:

@@ -277,3 +277,216 @@ def test_long_text_of_short_lines_is_not_cut() -> None:
 def test_unicode_that_changes_length_when_lowercased_still_scrubs() -> None:
     text = "İstanbul İ DB_PASSWORD=correct-horse-9 İ"
     assert "correct-horse-9" not in sanitize(text)
+
+
+# Issue 17: the shapes seen leaking, pinned on their edges. The corpus test holds one realistic
+# line of each; these hold what decides between a secret and its look-alike.
+
+HEX32 = "9f3b2c7d1e0a4b5c8d6e2f1a0b9c8d7e"
+B64URL43 = "kX2_p9Lm-Qr7Tz4Wb8Nc1Vd5Fg3Hj6Ks0Ya2Ue9Ri4O"
+
+
+def luhn_complete(digits: str) -> str:
+    """`digits` plus the check digit that makes the whole number pass Luhn."""
+    for check in "0123456789":
+        number = digits + check
+        total = sum(int(c) if i % 2 == 0 else sum(divmod(int(c) * 2, 10)) for i, c in enumerate(reversed(number)))
+        if total % 10 == 0:
+            return number
+    raise AssertionError("unreachable")
+
+
+def iban(country: str, bban: str) -> str:
+    """A valid IBAN: the two check digits computed by mod 97."""
+    numeric = int("".join(str(int(c, 36)) for c in bban + country + "00"))
+    return f"{country}{98 - numeric % 97:02d}{bban}"
+
+
+@pytest.mark.parametrize(
+    ("text", "token", "kind"),
+    [
+        ("clone with glpat-" + ALNUM36[:20] + " now", "glpat-" + ALNUM36[:20], "gitlab_token"),
+        ("-p pypi-AgEIcHlwaS5vcmc" + ALNUM36 + ALNUM36[:20] + " dist/*", "pypi-AgEIcHlwaS5vcmc" + ALNUM36 + ALNUM36[:20], "pypi_token"),
+        ("key SG." + B64URL43[:22] + "." + B64URL43 + ".", "SG." + B64URL43[:22] + "." + B64URL43, "sendgrid_key"),
+        ("sid SK" + HEX32 + " ok", "SK" + HEX32, "twilio_key"),
+        ("shpat_" + HEX32 + " for the store", "shpat_" + HEX32, "shopify_token"),
+        ("doctl -t dop_v1_" + HEX32 * 2, "dop_v1_" + HEX32 * 2, "digitalocean_token"),
+        ("vault login hvs." + B64URL43 * 2, "hvs." + B64URL43 * 2, "vault_token"),
+        ("lin_api_" + ALNUM36 + "abcd)", "lin_api_" + ALNUM36 + "abcd", "linear_key"),
+        ("PMAK-" + HEX32[:24] + "-" + HEX32 + "a1", "PMAK-" + HEX32[:24] + "-" + HEX32 + "a1", "postman_key"),
+        ("NRAK-" + UPPER16 + "ABCDEFGHIJK", "NRAK-" + UPPER16 + "ABCDEFGHIJK", "newrelic_key"),
+        ("echo dckr_pat_" + B64URL43[:27] + " |", "dckr_pat_" + B64URL43[:27], "dockerhub_token"),
+        ("secret whsec_" + ALNUM36, "whsec_" + ALNUM36, "stripe_key"),
+        ("token ya29." + B64URL43 + "!", "ya29." + B64URL43, "google_oauth_token"),
+        ("client GOCSPX-" + B64URL43[:28], "GOCSPX-" + B64URL43[:28], "google_oauth_token"),
+        ("mailchimp " + HEX32 + "-us21 key", HEX32 + "-us21", "mailchimp_key"),
+        ("Bot(\"1234567890:AA" + B64URL43[:33] + "\")", "1234567890:AA" + B64URL43[:33], "telegram_bot_token"),
+        ("bot MTA" + ALNUM36[:23] + "." + B64URL43[:6] + "." + B64URL43[:30] + " end", "MTA" + ALNUM36[:23] + "." + B64URL43[:6] + "." + B64URL43[:30], "discord_bot_token"),
+        ("dsn https://" + HEX32 + "@o1.ingest.sentry.io/2", HEX32, "url_token"),
+        ("AGE-SECRET-KEY-1" + ("QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L" * 2)[:58] + "\n", "AGE-SECRET-KEY-1" + ("QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L" * 2)[:58], "age_secret_key"),
+    ],
+    ids=lambda v: v if isinstance(v, str) and v.endswith(("_token", "_key")) else None,
+)
+def test_provider_prefix_is_redacted_whole_and_named(text: str, token: str, kind: str) -> None:
+    assert token in text
+    out = sanitize(text)
+    assert out == text.replace(token, f"[REDACTED:{kind}]", 1)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "myglpat-" + ALNUM36[:20],  # a prefix glued to a word
+        "see task-sk-" + ALNUM36 + " notes",
+        "mailgun pubkey-" + HEX32 + " is public",
+        "SKIP" + HEX32,
+        "md5 " + HEX32 + " of the tarball",  # 32 hex with no "auth token" before it
+    ],
+)
+def test_prefix_look_alikes_survive(text: str) -> None:
+    assert sanitize(text) == text
+
+
+def test_email_and_private_address_inside_a_path_keep_the_folders_around_them() -> None:
+    assert sanitize("/home/x/jane.doe@corp.com/settings.py") == "/home/x/[REDACTED:email]/settings.py"
+    assert sanitize('"cwd": "/mnt/10.42.7.19/proj"') == '"cwd": "/mnt/[REDACTED:private_ipv4]/proj"'
+    assert sanitize("https://lists.example.org/archive/jane.doe@corp.com/msg1.html") == (
+        "https://lists.example.org/archive/[REDACTED:email]/msg1.html"
+    )
+
+
+def test_url_userinfo_is_not_an_email_and_documentation_domains_survive() -> None:
+    for text in ("ssh://deploy@build.example.net/srv", "mail user@example.com or ops@mail.example.org", "a@b.test"):
+        assert sanitize(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "host"),
+    [
+        ("curl http://billing-api.internal:8080/x", "billing-api.internal"),
+        ("psql -h db.corp.example.com -U app", "db.corp.example.com"),
+        ("ssh buildbox.internal uptime", "buildbox.internal"),
+        ("DB_HOST=pgprimary.internal pytest", "pgprimary.internal"),
+        ("rsync x backup@nas.local:/v1", "nas.local"),
+        ("printer at node7.lan", "node7.lan"),
+        ("router.home.arpa answers", "router.home.arpa"),
+    ],
+)
+def test_internal_host_is_redacted_and_its_neighbours_stay(text: str, host: str) -> None:
+    assert sanitize(text) == text.replace(host, "[REDACTED:internal_host]")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "_state = threading.local()",
+        "        and version.local is None",
+        "from google.protobuf.internal import builder",
+        "at jdk.internal.misc.Unsafe.park(Native Method)",
+        "    local_only=options.local,",
+        "cp .env.example .env.local; it imports ./env.local",
+        "reach the host at host.docker.internal:5432 or metadata.google.internal",
+        "mDNS names look like example.local",
+        "GET https://api.example.com/v1 and http://localhost:8080",
+    ],
+)
+def test_internal_host_look_alikes_survive(text: str) -> None:
+    assert sanitize(text) == text
+
+
+def test_card_number_needs_luhn_an_issuer_and_grouping_or_a_card_word() -> None:
+    visa = luhn_complete("453914880343646")
+    grouped = " ".join(visa[i : i + 4] for i in range(0, 16, 4))
+    assert sanitize(f"card {grouped}, exp 09/29") == "card [REDACTED:card_number], exp 09/29"
+    assert sanitize(f"seed {visa}") == f"seed {visa}"  # ungrouped, no card word: an id
+    assert sanitize(f'{{"card_number": "{visa}"}}') == '{"card_number": "[REDACTED:card_number]"}'
+    bad = visa[:-1] + str((int(visa[-1]) + 1) % 10)
+    for text in (
+        "card " + " ".join(bad[i : i + 4] for i in range(0, 16, 4)),  # fails Luhn
+        "card 4242 4242 4242 4242",  # a published test card
+        "card " + luhn_complete("123456789012345"),  # no card network starts with 1
+        "elapsed_ns=1764762914123456789",
+    ):
+        assert sanitize(text) == text
+
+
+def test_iban_needs_its_country_length_and_the_mod97_check() -> None:
+    de = iban("DE", "370400440532013111")
+    spaced = " ".join(de[i : i + 4] for i in range(0, len(de), 4))
+    assert sanitize(f"IBAN {spaced} by Friday") == "IBAN [REDACTED:iban] by Friday"
+    assert sanitize(f"iban={de}") == "iban=[REDACTED:iban]"
+    wrong_check = de[:2] + f"{(int(de[2:4]) + 1) % 97:02d}" + de[4:]
+    for text in (f"IBAN {wrong_check}", "ZZ" + de[2:], "GB29NWBK60161331926819", de + "9"):
+        assert sanitize(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "phone"),
+    [
+        ("call +1 628 304 7719 now", "+1 628 304 7719"),
+        ("sms_to: +447700963218", "+447700963218"),
+        ("tel:+1-628-304-7719", "+1-628-304-7719"),
+        ("her number is (628) 304-7719, ask first", "(628) 304-7719"),
+        ("or 628-304-7719.", "628-304-7719"),
+    ],
+)
+def test_phone_number_is_redacted(text: str, phone: str) -> None:
+    assert sanitize(text) == text.replace(phone, "[REDACTED:phone_number]")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "released 2026-12-03T11:55:14.123456+00:00 and 2026-12-03 11:55:14,123",
+        "ports 30000-32767, 8000-8100; line 415, column 555; macOS 10.15.7",
+        "j = i+1234567890; x = +1.4142135623731; '+1980-02-29 01:02:03'",
+        "list('-+0123456789.') and 100-200-3000 and 1-800",
+        "timezone +05:30 and +0100, ratio 1e+10",
+    ],
+)
+def test_phone_look_alikes_survive(text: str) -> None:
+    assert sanitize(text) == text
+
+
+def test_aws_secret_after_its_key_goes_on_the_same_or_next_line_only() -> None:
+    key = "AKIA" + UPPER16
+    assert sanitize(f"{key} {B64_40}") == "[REDACTED:aws_access_key] [REDACTED:aws_secret_key]"
+    assert sanitize(f"{key}\n{B64_40}") == "[REDACTED:aws_access_key]\n[REDACTED:aws_secret_key]"
+    two_lines_down = f"{key}\nnothing here\n{B64_40}"
+    assert B64_40 in sanitize(two_lines_down)
+    sha = "4f1c2a9e8b7d6c5f4a3b2c1d0e9f8a7b6c5d4e3f"
+    assert sanitize(f"{key} fixed in {sha}") == f"[REDACTED:aws_access_key] fixed in {sha}"
+
+
+def test_aws_documentation_example_pair_survives_in_every_form() -> None:
+    for text in (
+        "AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "export AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE",
+    ):
+        assert sanitize(text) == text
+
+
+def test_netrc_password_goes_and_a_reference_stays() -> None:
+    assert sanitize("machine h.example.com login u password Tr0ub4dor-x9") == (
+        "machine h.example.com login u password [REDACTED:netrc_password]"
+    )
+    assert sanitize("machine h.example.com\n  login u\n  password Tr0ub4dor-x9\n") == (
+        "machine h.example.com\n  login u\n  password [REDACTED:netrc_password]\n"
+    )
+    assert sanitize("machine h.example.com login u password $NETRC_PW") == "machine h.example.com login u password $NETRC_PW"
+
+
+def test_auth_token_words_make_32_hex_a_secret() -> None:
+    assert sanitize(f"The Twilio auth token is {HEX32}; rotate it") == "The Twilio auth token is [REDACTED:auth_token]; rotate it"
+
+
+def test_kubeadm_bootstrap_token_is_a_literal_not_code() -> None:
+    assert sanitize("    token: kx9abc.w7e2f0a1b2c3d4e5") == "    token: [REDACTED:secret_assignment]"
+
+
+def test_offsets_hold_after_text_that_is_not_ascii() -> None:
+    visa = luhn_complete("453914880343646")
+    grouped = " ".join(visa[i : i + 4] for i in range(0, 16, 4))
+    text = f"café ☕ 日本 card {grouped} and +1 628 304 7719 — fine"
+    assert sanitize(text) == "café ☕ 日本 card [REDACTED:card_number] and [REDACTED:phone_number] — fine"
