@@ -27,6 +27,7 @@ from cards.model import Turn
 from cards.sanitize import MARKER_RE, sanitize_with_report
 
 FIELD_CAP = sys.maxsize  # a writer's pass redacts secrets and blobs but never cuts a line
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")  # a key that reads as the name of an assignment
 
 
 def sanitize_value(value: object, counts: Counter | None = None, blob_cap: int = FIELD_CAP) -> object:
@@ -36,11 +37,22 @@ def sanitize_value(value: object, counts: Counter | None = None, blob_cap: int =
     """
     counts = Counter() if counts is None else counts
 
-    def leaf(v: object) -> object:
+    def text(v: str, key: object = None) -> str:
+        result = sanitize_with_report(v, blob_cap)
+        counts.update(result.counts)
+        v = result.text
+        # Under a key the value is also read as `key=value`, so `{"password": "…"}` is the
+        # assignment it is, whatever later cuts the rendered JSON apart.
+        if isinstance(key, str) and _KEY.fullmatch(key):
+            result = sanitize_with_report(f"{key}={v}", blob_cap)
+            if result.counts and result.text.startswith(f"{key}="):
+                counts.update(result.counts)
+                v = result.text[len(key) + 1:]
+        return v
+
+    def leaf(v: object, key: object = None) -> object:
         if isinstance(v, str):
-            result = sanitize_with_report(v, blob_cap)
-            counts.update(result.counts)
-            return result.text
+            return text(v, key)
         if isinstance(v, dict):
             return {}
         if isinstance(v, (list, tuple)):
@@ -53,11 +65,10 @@ def sanitize_value(value: object, counts: Counter | None = None, blob_cap: int =
         src, dst = stack.pop()
         pairs = src.items() if isinstance(src, dict) else enumerate(src)
         for key, v in pairs:
-            new = leaf(v)
             if isinstance(dst, dict):
-                dst[key] = new
+                dst[key] = new = leaf(v, key)
             else:
-                dst.append(new)
+                dst.append(new := leaf(v))
             if isinstance(v, (dict, list, tuple)):
                 stack.append((v, new))
     return top

@@ -184,3 +184,16 @@ def test_tool_input_is_sanitized_decoded_not_as_its_json_text():
     call = next(t for t in _read(json.dumps(line).encode() + b"\n").turns if t.kind == "tool_call")
     assert "Xy9zHunter2k" not in call.text
     assert call.text.startswith('Bash {"command":"cat > .env <<EOF\\npassword: [REDACTED:')
+
+
+def test_a_long_output_is_sanitized_before_it_is_cut_so_no_secret_is_split():
+    token = "ghp_" + "A1b2C3d4E5" * 3 + "F6g7H8"
+    text = "ok " * 882 + token + " done\n" + "line\n" * 400  # the cut at 2666 falls 20 chars into the token
+    lines = [{"type": "assistant", "sessionId": "s", "uuid": "u1", "timestamp": "2026-12-01T10:00:00Z",
+              "message": {"id": "m1", "role": "assistant", "content": [
+                  {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "make"}}]}},
+             {"type": "user", "sessionId": "s", "uuid": "u2", "timestamp": "2026-12-01T10:00:01Z",
+              "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": text}]}}]
+    out = next(t for t in _read(b"".join(json.dumps(o).encode() + b"\n" for o in lines)).turns if t.role == "tool")
+    assert "chars cut" in out.text and "[REDACTED:github_tok" in out.text
+    assert not any(token[i:i + 8] in out.text for i in range(len(token) - 8))

@@ -64,3 +64,9 @@ def test_the_claude_code_folder_named_after_a_private_cwd_is_sanitized_with_it()
     assert "jane" not in stored and stored.startswith("/root/.claude/projects/-home-[REDACTED:")
     assert stored.endswith("-app/3f1c.jsonl")
     assert sanitize_path("/logs/-home-dev-app/3f1c.jsonl", "/home/dev/app") == "/logs/-home-dev-app/3f1c.jsonl"
+
+
+def test_a_value_under_a_secret_key_is_redacted_as_the_assignment_it_is():
+    clean = sanitize_value({"password": PASSWORD, "max_tokens": "4096", "env": [{"api_key": "abcDEF123456ghi"}]})
+    assert clean == {"password": "[REDACTED:secret_assignment]", "max_tokens": "4096",
+                     "env": [{"api_key": "[REDACTED:secret_assignment]"}]}

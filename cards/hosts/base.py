@@ -15,7 +15,8 @@ from datetime import datetime, timezone
 
 from cards.hosts.strip import strip_injected
 from cards.model import Turn
-from cards.sanitize_fields import sanitize_json_text, sanitize_value
+from cards.sanitize import sanitize
+from cards.sanitize_fields import FIELD_CAP, sanitize_json_text, sanitize_value
 
 TOOL_CALL_CHARS = 2000  # a call's arguments: enough to see what was run, not a pasted file
 TOOL_RESULT_CHARS = 4000  # head and tail of an output keep the command echo and the final error
@@ -141,7 +142,10 @@ class SessionReader:
         """One bounded, stripped Turn; an empty tool output still counts as a (silent) result."""
         if role == "tool":
             text = sanitize_json_text(text)  # a JSON output's escapes would hide its values from the text pass
-        text = clip(strip_injected(text), limit) or (EMPTY_OUTPUT if role == "tool" else "")
+        text = strip_injected(text)
+        if len(text) > limit:
+            text = sanitize(text, FIELD_CAP)  # before the cut, which could split a secret or part it from its key
+        text = clip(text, limit) or (EMPTY_OUTPUT if role == "tool" else "")
         if not text:
             self.skipped["empty_text"] += 1
             return
