@@ -146,9 +146,9 @@ def sanitize_turn(turn: Turn, blob_cap: int, counts: Counter | None = None) -> T
     """Every stored field of a turn (text, cwd, file path, session id, branch, tool) sanitized.
 
     A tool call's arguments were sanitized decoded by its reader (cards.hosts.base.tool_call_text);
-    the markers that pass left are counted here with this pass's own. (What a reader redacted in
-    an over-long text before cutting it is not counted: a text holds literal markers too, when an
-    agent read a card file, and only tool calls are sure to be memoir's own.)
+    the markers that pass left are counted here with this pass's own (a call that wrote a card
+    file's markers counts them too). What a reader redacted in an over-long text before cutting
+    it is not counted: such a text holds literal markers too, when an agent read a card file.
     """
     counts = Counter() if counts is None else counts
     if turn.kind == "tool_call":
