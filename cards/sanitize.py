@@ -625,7 +625,9 @@ def _at_separator(text: str, sep: str, pos: int) -> Finding | None:
             return Finding("mailchimp_key", m.start(), m.end())
         return None
     if sep == "." and text[pos + 1 : pos + 2] in ("i", "l", "h", "c"):
-        return _internal_host(text, pos)
+        host = _internal_host(text, pos)
+        if host:
+            return host
     start = pos
     while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_-"):
         start -= 1

@@ -322,6 +322,7 @@ def iban(country: str, bban: str) -> str:
         ("mailchimp " + HEX32 + "-us21 key", HEX32 + "-us21", "mailchimp_key"),
         ("Bot(\"1234567890:AA" + B64URL43[:33] + "\")", "1234567890:AA" + B64URL43[:33], "telegram_bot_token"),
         ("bot MTA" + ALNUM36[:23] + "." + B64URL43[:6] + "." + B64URL43[:30] + " end", "MTA" + ALNUM36[:23] + "." + B64URL43[:6] + "." + B64URL43[:30], "discord_bot_token"),
+        ("bot NTA" + ALNUM36[:23] + ".lo9c_a." + B64URL43[:30], "NTA" + ALNUM36[:23] + ".lo9c_a." + B64URL43[:30], "discord_bot_token"),
         ("dsn https://" + HEX32 + "@o1.ingest.sentry.io/2", HEX32, "url_token"),
         ("AGE-SECRET-KEY-1" + ("QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L" * 2)[:58] + "\n", "AGE-SECRET-KEY-1" + ("QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L" * 2)[:58], "age_secret_key"),
     ],
