@@ -11,9 +11,11 @@ import json
 
 import pytest
 
+from index.db import open_index
 from index.embed import default_embedder
 from index.gates import GATE_NAMES, INJECTED
 from index.recall import Recaller, log_path
+from index.sync import sync_index
 from tests.recall_cards import (
     BASE, NOW, QUERY, WORKSPACE, entry, fake_aws_key, index_cards, iso, settings_for, variant,
 )
@@ -92,8 +94,17 @@ def test_superseded_even_when_status_was_left_active(settings, embedder):
 
 
 def test_unsanitized_content(settings, embedder):
-    card = variant(6, evidence=BASE.evidence + f"\n- [t5] result: AWS_ACCESS_KEY_ID {fake_aws_key()}")
-    assert_only(recall_one(settings, embedder, card), card.id, "UnsanitizedContent", settings)
+    """memoir writes no secret into a card (the store sanitizes every field), so a person's edit plants it."""
+    card = variant(6)
+    store = index_cards(settings, embedder, [card])
+    path = store.path_for(card.id)
+    path.write_text(path.read_text().replace(BASE.evidence, BASE.evidence + f"\n- [t5] result: AWS_ACCESS_KEY_ID {fake_aws_key()}"))
+    assert fake_aws_key() in path.read_text()
+    with open_index(settings.index_dir, embedder) as index:
+        sync_index(store, index)
+    with Recaller(settings, embedder) as r:
+        result = r.recall(QUERY, workspace=WORKSPACE, now=NOW, budget_ms=10_000)
+    assert_only(result, card.id, "UnsanitizedContent", settings)
 
 
 def test_too_old_for_fast_changing_topic(settings, embedder):
