@@ -413,6 +413,8 @@ _RUN_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=
 _BLOB_RUN = re.compile(r"[A-Za-z0-9+/=_-]{%d,}" % BLOB_RUN_MIN)
 _RUN_TABLE = bytes(0x61 if b in _RUN_CHARS else 0x20 for b in range(256))
 _RUN_NEEDLE = b"a" * BLOB_RUN_MIN
+TOKEN_RUN_MIN = 15  # the shortest prefixed token (`xoxb-` and ten characters)
+_TOKEN_RUN_NEEDLE = b"a" * TOKEN_RUN_MIN
 
 
 def _matches(pattern: re.Pattern[AnyStr], text: AnyStr) -> Iterable[re.Match[AnyStr]]:
@@ -583,13 +585,20 @@ def _aws_pair_secret(text: str, key_end: int) -> Iterator[Finding]:
         yield Finding("aws_secret_key", m.start(), m.end())
 
 
-def _prefixed(text: str) -> Iterator[Finding]:
-    """Provider tokens with a fixed prefix, and the few shapes anchored on a literal inside them."""
+def _prefixed(text: str, long_run: bool) -> Iterator[Finding]:
+    """Provider tokens with a fixed prefix, the few shapes anchored on a literal inside them, hosts."""
     for sep, scan in _SEPARATOR_SCANS:
+        if not long_run and sep != ".":
+            continue  # the "." scan also finds private host names, which are short
         for m in _matches(scan, text):
             found = _at_separator(text, sep, m.start())
             if found:
                 yield found
+    if "machine" in text:
+        for m in _matches(_NETRC, text):
+            yield Finding("netrc_password", m.start("password"), m.end("password"))
+    if not long_run:
+        return
     for pattern, kind in _UNSEPARATED:
         for m in _matches(pattern, text):
             start = m.start() - 3 if kind == "atlassian_token" else m.start()
@@ -602,9 +611,6 @@ def _prefixed(text: str) -> Iterator[Finding]:
                 start -= 1
             if 8 <= m.start() - start <= 10 and (start == 0 or not (text[start - 1].isalnum() or text[start - 1] == "_")):
                 yield Finding("telegram_bot_token", start, m.end())
-    if "machine" in text:
-        for m in _matches(_NETRC, text):
-            yield Finding("netrc_password", m.start("password"), m.end("password"))
 
 
 def _at_separator(text: str, sep: str, pos: int) -> Finding | None:
@@ -723,15 +729,13 @@ def _number_boundary(text: str, start: int, end: int) -> bool:
     return not (end + 1 < len(text) and text[end] in ".-:" and text[end + 1].isdigit())
 
 
-def _numbers(text: str) -> Iterator[Finding]:
-    """Card numbers (Luhn), IBANs (mod 97) and phone numbers."""
-    shape = text.encode("ascii", "replace").translate(_NUMBER_TABLE)  # one byte per character
-    for shape_pattern, pattern in ((_PLUS_SHAPE, _PHONE_PLUS), (_PAREN_SHAPE, _PHONE_PAREN)):
-        for seed in _matches(shape_pattern, shape):
-            m = pattern.match(text, seed.start())
-            if m and PHONE_DIGITS[0] <= sum(c.isdigit() for c in m.group()) <= PHONE_DIGITS[1]:
-                if m.group().count(".") != 1 and not _DATE_IN_PHONE.search(m.group()):  # `+1.4142`, `+1980-02-29`
-                    yield Finding("phone_number", m.start(), m.end())
+def _numbers(text: str, raw: bytes) -> Iterator[Finding]:
+    """Card numbers (Luhn), IBANs (mod 97) and phone numbers; `raw` is `text` with one byte a character."""
+    shape = raw.translate(_NUMBER_TABLE)
+    yield from _phones(text, shape, _PLUS_SHAPE, _PHONE_PLUS)
+    if b"0000" not in shape:
+        return  # every shape below holds four digits in a row; `+33 1 23 45 67 89` may not
+    yield from _phones(text, shape, _PAREN_SHAPE, _PHONE_PAREN)
     for m in _matches(_CARD_SHAPE, shape):
         start, end = m.span()
         digits = text[start:end].replace(" ", "").replace("-", "")
@@ -749,6 +753,14 @@ def _numbers(text: str) -> Iterator[Finding]:
         start, end = m.span()
         if text[start] in "23456789" and text[start + 4] in "23456789" and _number_boundary(text, start, end):
             yield Finding("phone_number", start, end)
+
+
+def _phones(text: str, shape: bytes, seeds: re.Pattern[bytes], pattern: re.Pattern[str]) -> Iterator[Finding]:
+    for seed in _matches(seeds, shape):
+        m = pattern.match(text, seed.start())
+        if m and PHONE_DIGITS[0] <= sum(c.isdigit() for c in m.group()) <= PHONE_DIGITS[1]:
+            if m.group().count(".") != 1 and not _DATE_IN_PHONE.search(m.group()):  # `+1.4142`, `+1980-02-29`
+                yield Finding("phone_number", m.start(), m.end())
 
 
 def _iban_at(text: str, start: int) -> Finding | None:
@@ -772,11 +784,19 @@ def _iban_at(text: str, start: int) -> Finding | None:
 
 def find_secrets(text: str) -> list[Finding]:
     """Every sensitive span in `text` (secrets, private addresses, e-mails), blobs excluded."""
+    raw = text.encode("ascii", "replace")
+    return _find_secrets(text, raw, raw.translate(_RUN_TABLE))
+
+
+def _find_secrets(text: str, raw: bytes, runs: bytes) -> list[Finding]:
+    """`raw` is `text` with one byte a character (so offsets carry over), `runs` marks token characters."""
     found = list(_tokens(text))
-    found.extend(_prefixed(text))
-    found.extend(_numbers(text))
+    # Provider tokens are long unbroken runs; prose has none, and then their scans are skipped.
+    long_run = _TOKEN_RUN_NEEDLE in runs
+    found.extend(_prefixed(text, long_run))
+    found.extend(_numbers(text, raw))
     lower = text.lower()
-    if "auth" in lower:
+    if long_run and "auth" in lower:
         found.extend(_auth_tokens(lower if len(lower) == len(text) else text.translate(_ASCII_LOWER)))
     if "=" in text or ":" in text:
         found.extend(_assignments(text, lower))
@@ -809,7 +829,9 @@ def contains_sensitive(text: str) -> bool:
     return bool(find_secrets(text))
 
 
-def _blob_runs(text: str) -> Iterator[Finding]:
+def _blob_runs(text: str, runs: bytes) -> Iterator[Finding]:
+    if _RUN_NEEDLE not in runs:
+        return  # no run long enough anywhere in the text (`runs` is `text` through _RUN_TABLE)
     for line_start, line_end in _long_lines(text, BLOB_RUN_MIN - 1):
         line = text[line_start:line_end]
         if line.isascii() and _RUN_NEEDLE not in line.encode("ascii").translate(_RUN_TABLE):
@@ -869,10 +891,11 @@ def _marker(kind: str, original: str) -> str:
 
 
 def _once(text: str, blob_cap: int, counts: Counter[str]) -> tuple[str, bool]:
-    secrets = find_secrets(text)
-    found = list(secrets)
+    raw = text.encode("ascii", "replace")  # non-ASCII becomes "?": one byte a character
+    runs = raw.translate(_RUN_TABLE)
+    found = _find_secrets(text, raw, runs)
     if len(text) >= BLOB_RUN_MIN:
-        found.extend(_blob_runs(text))
+        found.extend(_blob_runs(text, runs))
     cut = False
     if len(text) > blob_cap:
         lines = list(_line_blobs(text, blob_cap, found))
