@@ -179,6 +179,7 @@ _SEPARATOR_EXTRAS = {
 
 
 def _separator_scan(sep: str) -> re.Pattern[str]:
+    """The pattern that stops at `sep` only where a prefix ending in it (or an extra shape) may end."""
     by_before: dict[str, list[str]] = {}
     for prefix in _PREFIXES:
         if prefix.endswith(sep):
@@ -229,7 +230,7 @@ _PRIVATE_SUFFIX = re.compile(
     r"\.(?:internal|local|lan|intranet|home\.arpa|corp(?:\.[a-z0-9-]+)*\.[a-z]{2,24})(?![\w-]|\.\w|\()"
 )
 _HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-.")
-_PUBLIC_PRIVATE_HOSTS = frozenset(
+_WELL_KNOWN_HOSTS = frozenset(
     "host.docker.internal gateway.docker.internal metadata.google.internal example.local "
     "example.internal example.lan kubernetes.default.svc.cluster.local".split()
 )
@@ -668,7 +669,7 @@ def _internal_host(text: str, dot: int) -> Finding | None:
     host = text[start : m.end()]
     if start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
         return None  # part of an identifier (`my_obj.local`) or a capitalised namespace
-    if host[:1] in ".-" or dot == start or host in _PUBLIC_PRIVATE_HOSTS:
+    if host[:1] in ".-" or dot == start or host in _WELL_KNOWN_HOSTS:
         return None  # `.env.local`, `~/.local`, Docker's own names
     if start > 0 and text[start - 1] == "/" and not text[max(0, start - 2) : start] == "//":
         return None  # a file in a path (`./env.local`); a host follows `//`, `@` or a space
