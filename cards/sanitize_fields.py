@@ -10,6 +10,9 @@
   that took a path around the pipeline's pass (a cwd, a file path, an error message) is caught.
   The final pass never cuts long lines (`FIELD_CAP`): cutting is the pipeline's call, made once
   with the user's `blob_cap`; sanitizing twice with the same cap is the identity.
+- Identifiers and log paths: a session id keeps a hash of its raw form when sanitizing changed it
+  (`sanitize_id`), and a Claude Code folder named after a private cwd is sanitized with it
+  (`sanitize_path`).
 """
 
 from __future__ import annotations
@@ -19,9 +22,8 @@ import json
 import re
 import sys
 from collections import Counter
-from functools import lru_cache
-
 from dataclasses import replace
+from functools import lru_cache
 
 from cards.model import Turn
 from cards.sanitize import MARKER_RE, sanitize_with_report
