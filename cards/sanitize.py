@@ -21,9 +21,11 @@ Rules (each decision pinned by tests/test_sanitize.py and the corpus in tests/te
 - An AWS secret key needs no name: 40 mixed-case characters on the line of an `AKIA` key or the
   next. The AWS docs' example pair (`AKIAIOSFODNN7EXAMPLE`, `wJalr...EXAMPLEKEY`) survives anywhere.
 - Host names under `.internal`, `.local`, `.lan`, `.intranet`, `.home.arpa` and `*.corp.*` are
-  redacted; since `x.local` is also attribute access, the first four need a hyphen or digit, a port,
-  a URL, a host key (`DB_HOST=`) or a host command (`ssh`, `psql -h`). `localhost`, `*.example.com`,
-  `example.local`, `host.docker.internal`, `metadata.google.internal` and files (`./env.local`) stay.
+  redacted (`printer.local`, `db.corp.example.com`). `x.local` is also attribute access, so a
+  name without a hyphen or digit, a URL, a port or a host key (`DB_HOST=`) stays where the text
+  reads as code (`version.local is None`, `from dask.local import`, `x = value.local`, `d.local)`).
+  `localhost`, `*.example.com`, `example.local`, `host.docker.internal`, `metadata.google.internal`
+  and files (`./env.local`, `.env.local`) stay.
 - Card numbers: 13-19 digits of a card network's length and first digits, Luhn-valid; plain runs
   only after a card word (one random id in ten passes Luhn), grouped 4-4-4-4 / 4-6-5 always.
   Published test cards (`4242 4242 4242 4242`) survive. IBANs: a known country's length and the
@@ -234,12 +236,14 @@ _WELL_KNOWN_HOSTS = frozenset(
     "host.docker.internal gateway.docker.internal metadata.google.internal example.local "
     "example.internal example.lan kubernetes.default.svc.cluster.local".split()
 )
-_HOST_KEYS = ("host", "hostname", "server", "addr", "address", "url", "uri", "endpoint", "domain")
-_KEY_BEFORE_EQ = re.compile(r"([A-Za-z_][\w.-]*)[\"']?=$")
-_HOST_VERBS = frozenset(
-    "ssh scp sftp rsync mosh ping telnet nc dig nslookup host curl wget psql mysql redis-cli -h --host "
-    "host: hostname: server: address: addr:".split()
+_CODE_RECEIVERS = frozenset(
+    "self this cls super threading _thread os sys ctx options opts args kwargs config cfg settings "
+    "version value obj np pd torch".split()
 )
+_CODE_AFTER = re.compile(r"\s+(?:is\s+(?:not\s+)?(?:None|True|False)\b|import\b|[=!]=)|[\[;)}]|:(?!\d)")
+_CODE_LINE = re.compile(r"\s*(?:from|import|package|using|assert|return|if|elif|while)\s")
+_HOST_KEYS = ("host", "hostname", "server", "addr", "address", "url", "uri", "endpoint", "domain")
+_KEY_BEFORE_EQ = re.compile(r"([A-Za-z_][\w.-]*)[\"']? ?= ?$")
 
 # Numbers (cards, IBANs, phones) are looked for on a byte copy where every digit is "0", every
 # capital "A" and every other letter "a": the shapes then open with literals ("0000", "AA00",
@@ -673,24 +677,25 @@ def _internal_host(text: str, dot: int) -> Finding | None:
         return None  # `.env.local`, `~/.local`, Docker's own names
     if start > 0 and text[start - 1] == "/" and not text[max(0, start - 2) : start] == "//":
         return None  # a file in a path (`./env.local`); a host follows `//`, `@` or a space
-    if not host.endswith(".arpa") and ".corp." not in host + "." and not _host_context(text, start, m.end(), host):
-        return None  # `threading.local`, `version.local`, `google.protobuf.internal`
+    if not host.endswith(".arpa") and ".corp." not in host + "." and _reads_as_code(text, start, m.end(), host):
+        return None  # `version.local is None`, `from dask.local import`, `x = value.local`
     return Finding("internal_host", start, m.end())
 
 
-def _host_context(text: str, start: int, end: int, host: str) -> bool:
-    """`x.local` is also Python's attribute access: a host has a hyphen or digit, a port, a URL or a verb."""
-    if any(c == "-" or c.isdigit() for c in host):
+def _reads_as_code(text: str, start: int, end: int, host: str) -> bool:
+    """`x.local` is also attribute access: a host unless the text around it reads as code."""
+    if any(c == "-" or c.isdigit() for c in host) or text[max(0, start - 2) : start] == "//":
+        return False  # no identifier has a hyphen; `//` opens a URL's host
+    before = text[start - 1 : start]
+    if before == "@" or text[end : end + 1] == ":" and text[end + 1 : end + 2].isdigit():
+        return False
+    if before == "=" or text[max(0, start - 2) : start] == "= ":
+        key = _KEY_BEFORE_EQ.search(text, max(0, start - 64), start)  # `DB_HOST=` vs `local_only=`
+        return not (key and key.group(1).lower().endswith(_HOST_KEYS))
+    if host.split(".", 1)[0] in _CODE_RECEIVERS or _CODE_AFTER.match(text, end):
         return True
-    if text[max(0, start - 2) : start] == "//" or text[start - 1 : start] == "@":
-        return True
-    if text[start - 1 : start] == "=":  # `DB_HOST=db.internal`, not `local_only=options.local`
-        key = _KEY_BEFORE_EQ.search(text, max(0, start - 64), start)
-        return bool(key) and key.group(1).lower().endswith(_HOST_KEYS)
-    if text[end : end + 1] == "/" or text[end : end + 1] == ":" and text[end + 1 : end + 2].isdigit():
-        return True
-    before = text[max(0, start - 24) : start].rstrip(" \t\"'").rsplit(None, 1)
-    return bool(before) and before[-1].lower() in _HOST_VERBS
+    line_start = text.rfind("\n", 0, start) + 1
+    return _CODE_LINE.match(text, line_start) is not None
 
 
 def _luhn(digits: str) -> bool:

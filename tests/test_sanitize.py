@@ -371,6 +371,9 @@ def test_url_userinfo_is_not_an_email_and_documentation_domains_survive() -> Non
         ("rsync x backup@nas.local:/v1", "nas.local"),
         ("printer at node7.lan", "node7.lan"),
         ("router.home.arpa answers", "router.home.arpa"),
+        ("foo.internal", "foo.internal"),
+        ("the printer.local is down again", "printer.local"),
+        ('REDIS_HOST = "cache.internal"', "cache.internal"),
     ],
 )
 def test_internal_host_is_redacted_and_its_neighbours_stay(text: str, host: str) -> None:
@@ -382,6 +385,11 @@ def test_internal_host_is_redacted_and_its_neighbours_stay(text: str, host: str)
     [
         "_state = threading.local()",
         "        and version.local is None",
+        "        if not dist.local:",
+        "    it = (d for d in it if d.local)",
+        "x = value.local",
+        "from dask.local import get_sync",
+        "import com.acme.internal;",
         "from google.protobuf.internal import builder",
         "at jdk.internal.misc.Unsafe.park(Native Method)",
         "    local_only=options.local,",
