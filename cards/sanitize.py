@@ -259,7 +259,8 @@ _IBAN_START = re.compile(rb"AA00 ?[A0]{4}")
 _US_PHONE_SHAPE = re.compile(rb"000-000-0000")
 _PLUS_SHAPE = re.compile(rb"\+(?<![Aa0]\+)0[0 .()-]{8}")  # not `i+1`: 9 digits at least
 _PAREN_SHAPE = re.compile(rb"\(000\)")
-_PHONE_PLUS = re.compile(r"\+(?<![\w+]\+)[1-9]\d{0,2}(?:[ .-]?(?:\(\d{1,4}\)|\d{1,4})){2,6}(?!\w|[.-]\d)")
+# Atomic group: a digit run that fails the end test must not be re-split thousands of ways.
+_PHONE_PLUS = re.compile(r"\+(?<![\w+]\+)[1-9]\d{0,2}(?>(?:[ .-]?(?:\(\d{1,4}\)|\d{1,4})){2,6})(?!\w|[.-]\d)")
 _PHONE_PAREN = re.compile(r"\((?<![\w(]\()[2-9]\d{2}\) ?[2-9]\d{2}[-. ]\d{4}(?!\w|[.-]\d)")
 _DATE_IN_PHONE = re.compile(r"\d{4}-\d\d-\d\d")
 PHONE_DIGITS = (9, 15)  # E.164 allows 15; fewer than 9 is a version, a range or a small sum
