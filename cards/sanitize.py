@@ -171,6 +171,7 @@ _PREFIXES: dict[str, tuple[str, re.Pattern[str]]] = {
     for prefixes, kind, body in _SEPARATED
     for prefix in prefixes.split()
 }
+_NO_DASH_BEFORE = frozenset({"sk-", "xapp-"} | {p for p in _PREFIXES if p.startswith("xox")})  # `task-sk-...`
 # Shapes that share a separator scan without a prefix of their own: a Mailchimp key (32 hex, then
 # "-us" and the data centre), a Discord bot token (base64 user id, 6, 27+ characters between dots)
 # and the private host suffixes.
@@ -178,6 +179,12 @@ _SEPARATOR_EXTRAS = {
     "-": (r"(?=us\d)(?<=[0-9a-f]{32}-)",),
     ".": (r"(?=internal|local|lan|intranet|home\.arpa|corp\.|[\w-]{6}\.[\w-]{27})",),
 }
+
+
+def _prefix_lookbehind(prefix: str) -> str:
+    """`prefix` just before the separator, and no word character (or dash, for some) before it."""
+    glued = r"[\w-]" if prefix in _NO_DASH_BEFORE else r"\w"
+    return "(?<=%s)(?<!%s%s)" % (re.escape(prefix), glued, re.escape(prefix))
 
 
 def _separator_scan(sep: str) -> re.Pattern[str]:
@@ -192,7 +199,7 @@ def _separator_scan(sep: str) -> re.Pattern[str]:
         re.escape("".join(sorted(chars))) for chars in ({p[-3] for p in prefixes}, set(by_before), sep)
     )
     trie = "|".join(
-        "(?<=%s)(?:%s)" % (re.escape(c + sep), "|".join("(?<=%s)(?<!\\w%s)" % (re.escape(p), re.escape(p)) for p in group))
+        "(?<=%s)(?:%s)" % (re.escape(c + sep), "|".join(_prefix_lookbehind(p) for p in group))
         for c, group in sorted(by_before.items())
     )
     branches = [sieve + "(?:" + trie + ")", *_SEPARATOR_EXTRAS.get(sep, ())]
@@ -200,7 +207,6 @@ def _separator_scan(sep: str) -> re.Pattern[str]:
 
 
 _SEPARATOR_SCANS = tuple((sep, _separator_scan(sep)) for sep in "-_.")
-_NO_DASH_BEFORE = frozenset({"sk-", "xapp-"} | {p for p in _PREFIXES if p.startswith("xox")})  # `task-sk-...`
 _BY_SEPARATOR = {sep: sorted((p for p in _PREFIXES if p.endswith(sep)), key=len, reverse=True) for sep in "-_."}
 # Prefixes with no separator get a scan each.
 _UNSEPARATED = tuple(
@@ -229,8 +235,10 @@ _DOCUMENTED_IBANS = frozenset({"GB29NWBK60161331926819", "DE89370400440532013000
 # Host names that only resolve inside one organisation. Fixed names that every installation shares
 # (Docker's and GCP's, Kubernetes' API service) and documentation names survive.
 _PRIVATE_SUFFIX = re.compile(
-    r"\.(?:internal|local|lan|intranet|home\.arpa|corp(?:\.[a-z0-9-]+)*\.[a-z]{2,24})(?![\w-]|\.\w|\()"
-)
+    r"\.(?:internal|local|lan|intranet|home\.arpa|corp(?>(?:\.[a-z0-9-]{1,63}){1,6})(?<=[a-z]{2}))"
+    r"(?![\w-]|\.\w|\()"
+)  # atomic and bounded: a chain of `.corp.` labels must not be re-tried label by label
+HOST_MAX = 253  # the longest DNS name: how far back a host name is looked for
 _HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-.")
 _WELL_KNOWN_HOSTS = frozenset(
     "host.docker.internal gateway.docker.internal metadata.google.internal example.local "
@@ -596,9 +604,13 @@ def _prefixed(text: str, long_run: bool) -> Iterator[Finding]:
     for sep, scan in _SEPARATOR_SCANS:
         if not long_run and sep != ".":
             continue  # the "." scan also finds private host names, which are short
+        end = 0
         for m in _matches(scan, text):
+            if m.start() < end:
+                continue  # inside the token just found: its body is not looked at again
             found = _at_separator(text, sep, m.start())
             if found:
+                end = found.end
                 yield found
     if "machine" in text:
         for m in _matches(_NETRC, text):
@@ -668,8 +680,8 @@ def _internal_host(text: str, dot: int) -> Finding | None:
     m = _PRIVATE_SUFFIX.match(text, dot)
     if m is None:
         return None
-    start = dot
-    while start > 0 and text[start - 1] in _HOST_CHARS:
+    start, limit = dot, max(0, dot - HOST_MAX)
+    while start > limit and text[start - 1] in _HOST_CHARS:
         start -= 1
     host = text[start : m.end()]
     if start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
