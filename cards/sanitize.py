@@ -659,11 +659,11 @@ def _at_separator(text: str, sep: str, pos: int) -> Finding | None:
         host = _internal_host(text, pos)
         if host:
             return host
-    start = pos
-    while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_-"):
+    start, limit = pos, max(0, pos - 27)  # the user id part is 24 to 26 characters
+    while start > limit and (text[start - 1].isalnum() or text[start - 1] in "_-"):
         start -= 1
     m = _DISCORD.match(text, start)
-    if m and _mixed(m.group()) and not (start and text[start - 1] == "."):
+    if m and _mixed(m.group()) and not (start and (text[start - 1].isalnum() or text[start - 1] in "_-.")):
         return Finding("discord_bot_token", start, m.end())
     return None
 
