@@ -54,7 +54,9 @@ def _run_callback(wait: float | None, flow: bool, **kwargs) -> None:
         with run_lock(settings.state_dir, wait, what="run"):
             if not flow:
                 return _direct_run(**kwargs)
-            summary = run_flow("nightly", settings, logs=list(kwargs["logs"]), host=kwargs["host"],
+            from flows.nightly import hand_over
+
+            summary = run_flow("nightly", settings, logs=hand_over(list(kwargs["logs"])), host=kwargs["host"],
                                with_index=not kwargs.get("no_index", False))
     except (RunBusy, StepTimeout) as exc:
         _fail(exc)

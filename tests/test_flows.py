@@ -70,7 +70,8 @@ def test_runs_killed_at_random_points_converge_to_the_uninterrupted_card_set(tmp
 
 @pytest.mark.slow
 def test_the_nightly_flow_on_the_ephemeral_api_writes_the_same_cards_as_memoir_run(tmp_path, prefect_home):
-    logs = write_corpus(tmp_path / "logs", sessions=4, loops=3)
+    # A folder named for a person: the path must not reach Prefect's database as a flow parameter.
+    logs = write_corpus(tmp_path / "jane.doe@corp.com" / "logs", sessions=4, loops=3)
     direct, flowed = tmp_path / "direct", tmp_path / "flowed"
     d = json.loads(memoir(direct, "run", "--json", "--logs", str(logs)).stdout)
     f = json.loads(memoir(flowed, "run", "--flow", "--json", "--logs", str(logs),
@@ -79,6 +80,9 @@ def test_the_nightly_flow_on_the_ephemeral_api_writes_the_same_cards_as_memoir_r
     for key in ("files_read", "turns", "sessions", "experiences", "cards", "rules", "queued", "index"):
         assert f[key] == d[key], key
     assert any(Path(prefect_home).iterdir())  # the flow's state went to PREFECT_HOME
+    for path in [*Path(prefect_home).rglob("*"), *flowed.rglob("*")]:
+        if path.is_file():
+            assert b"jane.doe@corp.com" not in path.read_bytes(), path
     runs = [json.loads(line) for line in (flowed / "state" / "runs.jsonl").read_text().splitlines()]
     assert len(runs) == 1  # the flow records its run like `memoir run` does
 
