@@ -651,7 +651,7 @@ def _at_separator(text: str, sep: str, pos: int) -> Finding | None:
                 return None
             return Finding(kind, start, m.end())
     if sep == "-":
-        m = _MAILCHIMP.match(text, pos - 32)
+        m = _MAILCHIMP.match(text, pos - 32) if pos >= 32 else None
         if m and (pos == 32 or not text[pos - 33].isalnum()):
             return Finding("mailchimp_key", m.start(), m.end())
         return None
