@@ -263,7 +263,13 @@ def process_age_s() -> float:
 
 
 def record_call(state_dir: str, event: str, outcome: str, elapsed_ms: float, detail: str = "") -> None:
-    """Append one line to state/hook.jsonl (one write, O_APPEND); a failure here is ignored."""
+    """Append one line to state/hook.jsonl (one write, O_APPEND); a failure here is ignored.
+
+    An error's text (an exception's message, a refused socket's path) goes through memoir's
+    sanitizer first; that import costs tens of ms, so only the error path pays it.
+    """
+    if outcome == "error" and detail:
+        detail = _scrubbed(detail)
     line = dumps({"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "event": event,
                        "outcome": outcome, "ms": round(elapsed_ms, 1), "detail": detail}, sort_keys=True)
     path = os.path.join(str(state_dir), HOOK_LOG)
@@ -281,6 +287,17 @@ def record_call(state_dir: str, event: str, outcome: str, elapsed_ms: float, det
             os.close(fd)
     except OSError:
         pass
+
+
+def _scrubbed(text: str) -> str:
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    try:
+        from cards.sanitize import sanitize
+    except Exception:  # noqa: BLE001 - no sanitizer, no text: the outcome alone is still recorded
+        return "(detail withheld: the sanitizer could not be loaded)"
+    return sanitize(text)
 
 
 def read_calls(state_dir: str) -> list[dict]:
@@ -432,7 +449,7 @@ def run_hook(payload: object, caller: Caller, started: float) -> tuple[str, str,
         try:
             pid = start_service(caller.home, state)
             detail = ("the recall service is still loading the model" if pid is None else
-                      f"started the recall service in the background (pid {pid}; log {os.path.join(state, SERVICE_LOG)})")
+                      f"started the recall service in the background (pid {pid}; its log: {STATE_DIR}/{SERVICE_LOG})")
         except OSError as exc:
             detail = f"cannot start the recall service: {exc}; run `memoir serve-recall` to see why"
         if event == "SessionStart" and workspace:

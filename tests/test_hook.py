@@ -287,3 +287,14 @@ def test_install_replaces_the_old_shadowable_command(tmp_path):
     (ups,) = json.loads(path.read_text())["hooks"]["UserPromptSubmit"]
     (hook,) = ups["hooks"]
     assert hook["command"].endswith(" -I -S " + hook_command(None).split(" -I -S ")[1])
+
+
+def test_an_errors_text_is_sanitized_before_it_reaches_hook_jsonl(tmp_path):
+    state = str(tmp_path / "state")
+    memoir_hook.record_call(state, "UserPromptSubmit", "error", 3.0,
+                            "OSError: [Errno 13] Permission denied: '/home/jane.doe@corp.com/.local/share/memoir/x'")
+    memoir_hook.record_call(state, "UserPromptSubmit", "cold_start", 3.0, "the recall service is still loading the model")
+    calls = memoir_hook.read_calls(state)
+    assert "jane.doe@corp.com" not in (tmp_path / "state" / memoir_hook.HOOK_LOG).read_text()
+    assert calls[0]["detail"].startswith("OSError: [Errno 13] Permission denied: '/home/")
+    assert calls[1]["detail"] == "the recall service is still loading the model"
