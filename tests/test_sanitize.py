@@ -357,8 +357,10 @@ def test_email_and_private_address_inside_a_path_keep_the_folders_around_them() 
 
 
 def test_url_userinfo_is_not_an_email_and_documentation_domains_survive() -> None:
-    for text in ("ssh://deploy@build.example.net/srv", "mail user@example.com or ops@mail.example.org", "a@b.test"):
+    for text in ("ssh://deploy@build.example.net/srv", "mail user@example.com or ops@mail.example.org"):
         assert sanitize(text) == text
+    # Reserved TLDs stand for real people in fixtures: they go.
+    assert sanitize("ADMIN_EMAIL=marta.k@shop-demo.example") == "ADMIN_EMAIL=[REDACTED:email]"
 
 
 @pytest.mark.parametrize(
