@@ -27,6 +27,8 @@ from pathlib import Path
 
 from cards.distill.rules import dedup_keys
 from cards.model import Card, Experience, Turn
+from cards.sanitize import sanitize
+from cards.sanitize_fields import FIELD_CAP
 from cards.store import CardFileError, CardStore, parse_card, render_card, write_atomic
 
 FORGOTTEN = "forgotten"
@@ -235,7 +237,8 @@ def forget(store: CardStore, card_id: str, *, why: str = "", purge: bool = False
     card = parse_card(text, origin=str(store.path_for(card_id)))
     kept = kept_path(store, card_id)
     if not purge:
-        record = {"id": card_id, "text": text, "manifest_hash": store.manifest.get(card_id), "forgotten_at": at or now_iso()}
+        # The kept copy is memoir's write: a secret a person typed into the card is not copied raw.
+        record = {"id": card_id, "text": sanitize(text, FIELD_CAP), "manifest_hash": store.manifest.get(card_id), "forgotten_at": at or now_iso()}
         write_atomic(kept, json.dumps(record, ensure_ascii=False, indent=1) + "\n")
     write_atomic(tomb, render_card(make_tombstone(card, why=why, at=at)))
     os.unlink(store.path_for(card_id))

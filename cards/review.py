@@ -24,6 +24,7 @@ from pathlib import Path
 
 from cards.model import Card
 from cards.sanitize import sanitize
+from cards.sanitize_fields import FIELD_CAP
 from cards.store import CardStore, parse_card, write_atomic
 
 REVIEWABLE = ("candidate", "incomplete")
@@ -160,6 +161,7 @@ def save_edit(store: CardStore, card_id: str, text: str) -> Card:
         ReviewError: the edit changed the id.
     """
     path = store.path_for(card_id)
+    text = sanitize(text, FIELD_CAP)  # memoir writes this file: a pasted secret is redacted here too
     card = parse_card(text, origin=str(path))
     if card.id != card_id:
         raise ReviewError(f"the edit changed the id to {card.id}; the id names the source turns, keep {card_id}")

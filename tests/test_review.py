@@ -235,3 +235,18 @@ def test_a_superseded_card_named_alone_is_refused_with_what_to_do(memoir_home):
     out = CliRunner().invoke(cli, ["--home", str(settings.home), "review", old.id], input="r\n\n")
     assert out.exit_code == 1 and f"superseded by {card(2).id}; it is history" in out.output
     assert store.path_for(old.id).read_bytes() == before
+
+
+def test_a_secret_typed_into_an_edit_is_redacted_when_memoir_writes_the_file(built, held, memoir_home, tmp_path):
+    FIRST = held[0].id
+    settings = copy_home(built, memoir_home)
+    store = store_of(settings)
+    secret = "Zq7" + "vX9mR2kLpW4"  # built here: no secret-shaped literal in the repository
+    editor = tmp_path / "editor.sh"
+    editor.write_text("#!/bin/sh\nsed -i 's/^## Follow-up$/## Follow-up\\n\\nLog in with DB_PASSWORD=" + secret
+                      + " first./' \"$1\"\n")
+    editor.chmod(editor.stat().st_mode | stat.S_IEXEC)
+    out = review(settings, "e\nq\n", env={"EDITOR": str(editor), "VISUAL": str(editor)})
+    assert out.exit_code == 0, out.output
+    text = store.path_for(FIRST).read_text()
+    assert secret not in text and "DB_PASSWORD=[REDACTED:" in text
