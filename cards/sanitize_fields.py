@@ -144,6 +144,22 @@ def sanitize_id(text: str) -> str:
     return f"{clean}~{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
 
 
+# Terminal control sequences (colour codes, cursor moves, OSC titles and hyperlinks) and the other
+# C0/C1 control characters except tab and newline: tool output carries them, and a card printed by
+# `memoir cards show` must not be able to drive the reader's terminal.
+_CONTROLS = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"          # CSI: colours, cursor
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: titles, hyperlinks
+    r"|\x1b[@-_]?"                         # other escapes
+    r"|[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f-\x9f]"
+)
+
+
+def strip_controls(text: str) -> str:
+    """`text` without terminal control sequences and control characters (tab, newline and CR kept)."""
+    return _CONTROLS.sub("", text) if _CONTROLS.search(text) else text
+
+
 def sanitize_turn(turn: Turn, blob_cap: int, counts: Counter | None = None) -> Turn:
     """Every stored field of a turn (text, cwd, file path, session id, branch, tool) sanitized.
 
@@ -155,7 +171,7 @@ def sanitize_turn(turn: Turn, blob_cap: int, counts: Counter | None = None) -> T
     counts = Counter() if counts is None else counts
     if turn.kind == "tool_call":
         counts.update(marker_counts(turn.text))
-    result = sanitize_with_report(turn.text, blob_cap)
+    result = sanitize_with_report(strip_controls(turn.text), blob_cap)
     counts.update(result.counts)
     fields = {
         "text": result.text,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import replace
 
 from cards.model import Turn
 from cards.sanitize_fields import sanitize_id, sanitize_json_text, sanitize_path, sanitize_turn, sanitize_value
@@ -70,3 +71,12 @@ def test_a_value_under_a_secret_key_is_redacted_as_the_assignment_it_is():
     clean = sanitize_value({"password": PASSWORD, "max_tokens": "4096", "env": [{"api_key": "abcDEF123456ghi"}]})
     assert clean == {"password": "[REDACTED:secret_assignment]", "max_tokens": "4096",
                      "env": [{"api_key": "[REDACTED:secret_assignment]"}]}
+
+
+def test_terminal_control_sequences_never_reach_a_stored_turn():
+    raw = ("\x1b[31mFAILED\x1b[0m tests/test_x.py::test_y\x00 - AssertionError\n"
+           "\x1b]0;owned title\x07\x1b]8;;https://example.com\x1b\\link\x1b]8;;\x1b\\ done\tok\r\n")
+    turn = Turn(host="claude-code", session_id="s1", seq=0, role="tool", kind="tool_output", text=raw)
+    text = sanitize_turn(turn, 4000).text
+    assert text == "FAILED tests/test_x.py::test_y - AssertionError\nlink done\tok\r\n"
+    assert sanitize_turn(replace(turn, text="plain\ttext\n"), 4000).text == "plain\ttext\n"
