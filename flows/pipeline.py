@@ -118,11 +118,18 @@ def plan_experiences(
             # Older Claude Code logs interleave a Task's subagent turns with the parent's.
             skipped["subagent_turns_in_parent_task"] += sum(t.is_sidechain for t in turns)
             turns = [t for t in turns if not t.is_sidechain]
-        clean = sanitize_turns(turns, settings.blob_cap, redacted)
-        experiences, reasons = segment_with_skips(clean, rules)
+        try:
+            clean = sanitize_turns(turns, settings.blob_cap, redacted)
+            experiences, reasons = segment_with_skips(clean, rules)
+        except Exception as exc:  # noqa: BLE001 - one session no rule foresaw must not stop the batch
+            skipped[f"session_error_{type(exc).__name__}"] += 1
+            continue
         skipped.update(f"no_card_{r.reason}" for r in reasons)
         for exp in experiences:
-            drafted.append((exp, draft_card(exp, settings.min_conclusion_chars)))
+            try:
+                drafted.append((exp, draft_card(exp, settings.min_conclusion_chars)))
+            except Exception as exc:  # noqa: BLE001 - likewise for one experience
+                skipped[f"experience_error_{type(exc).__name__}"] += 1
     return drafted
 
 

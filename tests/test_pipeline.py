@@ -189,3 +189,20 @@ def test_no_secret_from_the_examples_reaches_a_card_file(settings):
     cards = "".join(p.read_text() for p in settings.cards_dir.glob("*.md"))
     for marker in planted:
         assert marker not in cards
+
+
+def test_a_session_no_rule_foresaw_is_counted_and_the_others_still_make_cards(settings):
+    from collections import Counter
+
+    from cards.collect import collect
+    from cards.model import Turn
+    from flows.pipeline import plan_experiences
+
+    sessions = collect([FIXTURES / "real" / "codex"]).sessions
+    good = len(plan_experiences(dict(sessions), settings, Counter()))
+    assert good > 0
+    # A turn no reader makes (its text is not a string) stands for whatever a future rule trips on.
+    broken = [Turn(host="codex", session_id="broken", seq=0, role="user", kind="text", text=None)]
+    skipped: Counter = Counter()
+    drafted = plan_experiences({**sessions, ("codex", "broken"): broken}, settings, Counter(), skipped)
+    assert len(drafted) == good and skipped["session_error_TypeError"] == 1
