@@ -37,7 +37,7 @@ def settings_file(tmp_path):
 
 def test_uninstall_takes_out_what_install_added_and_keeps_every_other_setting(settings_file):
     assert hook("install", "claude-code", "--settings", str(settings_file)).exit_code == 0
-    assert "memoir_hook.py claude-code" in settings_file.read_text()
+    assert "from memoir_hook import main" in settings_file.read_text()
 
     res = hook("uninstall", "claude-code", "--settings", str(settings_file))
     assert res.exit_code == 0, res.output
@@ -77,7 +77,7 @@ def test_uninstall_dry_run_shows_the_diff_and_writes_nothing(settings_file):
     assert res.exit_code == 0
     assert "without memoir hooks" in res.output
     removed = [ln for ln in res.output.splitlines() if ln.startswith("-") and not ln.startswith("---")]
-    assert any("memoir_hook.py claude-code" in ln for ln in removed)
+    assert any("from memoir_hook import main" in ln for ln in removed)
     assert settings_file.read_bytes() == before
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import re
 import os
 import shlex
 import signal
@@ -78,8 +79,10 @@ def calls(home) -> list[dict]:
 
 
 def test_the_installed_command_runs_memoir_hook_isolated_by_absolute_path():
-    assert HOOK[1:3] == ["-I", "-S"] and HOOK[-1] == "claude-code"
-    assert Path(HOOK[3]).is_absolute() and Path(HOOK[3]).name == "memoir_hook.py"
+    assert HOOK[1:4] == ["-I", "-S", "-c"] and HOOK[-1] == "claude-code"
+    folder = re.search(r'sys\.path\.insert\(0, "([^"]+)"\)', HOOK[4]).group(1)
+    assert Path(folder).is_absolute() and (Path(folder) / "memoir_hook.py").is_file()
+    assert HOOK[4].endswith("from memoir_hook import main; main()")
 
 
 def test_a_cold_prompt_answers_nothing_at_once_and_records_the_cold_start(home, starting):
@@ -251,7 +254,7 @@ def test_install_dry_run_shows_a_diff_and_writes_nothing(tmp_path):
     path.write_text(json.dumps({"model": "opus"}))
     res = install("--settings", str(path), "--dry-run")
     assert res.exit_code == 0
-    assert "+++" in res.output and '"UserPromptSubmit"' in res.output and "memoir_hook.py claude-code" in res.output
+    assert "+++" in res.output and '"UserPromptSubmit"' in res.output and "from memoir_hook import main" in res.output
     assert json.loads(path.read_text()) == {"model": "opus"}
 
 
@@ -265,7 +268,7 @@ def test_install_keeps_other_settings_and_is_idempotent(tmp_path):
     assert data["model"] == "opus" and data["hooks"]["PreToolUse"] == [other]
     (ups,) = data["hooks"]["UserPromptSubmit"]
     (ss,) = data["hooks"]["SessionStart"]
-    assert ups["hooks"][0]["command"].endswith("memoir_hook.py claude-code") and " -I -S " in ups["hooks"][0]["command"]
+    assert ups["hooks"][0]["command"].endswith("main()' claude-code") and " -I -S -c " in ups["hooks"][0]["command"]
     assert ss["matcher"] == "startup|resume|clear|compact"
     before = path.read_bytes()
     res = install("--settings", str(path))
