@@ -110,6 +110,10 @@ class Embedder:
             return self.encode([text])[0]
         return forward(text)
 
+    def thread_safe_one(self) -> bool:
+        """Whether `encode_one` may run in several threads at once (the checked direct path)."""
+        return self.loaded and self._single() is not None
+
     def _single(self):
         """The direct one-text forward pass, once it has been checked to give `encode`'s vectors on
         this model (token embeddings, mean pooling, normalisation); None for any other layout."""
@@ -146,9 +150,12 @@ def _direct_forward(model):
     max_length = int(transformer.max_seq_length)
     network.eval()
 
+    borrowed = threading.Lock()  # a fast tokenizer fails when two threads use it at once ("Already borrowed")
+
     def forward(text: str) -> np.ndarray:
         with torch.inference_mode():
-            batch = tokenizer([text], return_tensors="pt", truncation=True, max_length=max_length, padding=True)
+            with borrowed:
+                batch = tokenizer([text], return_tensors="pt", truncation=True, max_length=max_length, padding=True)
             tokens = network(**batch).last_hidden_state
             mask = batch["attention_mask"].unsqueeze(-1).to(tokens.dtype)
             pooled = (tokens * mask).sum(1) / mask.sum(1).clamp(min=1e-9)

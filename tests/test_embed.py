@@ -47,3 +47,17 @@ def test_one_text_gives_the_same_vector_as_a_batch():
     texts = ["ECONNRESET in the rate limiter", "ünïcödé 日本語 tokens", "x " * 400, "a"]
     for text in texts:
         assert np.allclose(embedder.encode_one(text), embedder.encode([text])[0], atol=1e-5)
+
+
+@pytest.mark.slow
+def test_one_text_at_a_time_from_many_threads_gives_each_its_own_vector():
+    from concurrent.futures import ThreadPoolExecutor
+
+    embedder = default_embedder()
+    texts = [f"worker {i} fails with ECONNRESET after {i * 7} retries" for i in range(24)]
+    alone = [embedder.encode_one(t) for t in texts]
+    assert embedder.thread_safe_one()
+    with ThreadPoolExecutor(8) as pool:
+        together = list(pool.map(embedder.encode_one, texts * 3))
+    for i, vector in enumerate(together):
+        assert np.allclose(vector, alone[i % len(texts)], atol=1e-5)
