@@ -64,15 +64,19 @@ def test_the_readme_first_hour_runs_top_to_bottom(newcomer_home: Path):
     env.update(HOME=str(newcomer_home), PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin",
                HF_HUB_OFFLINE="1", PREFECT_SERVER_ANALYTICS_ENABLED="false", PYTHONPATH=str(ROOT))
     script = as_test_script(first_hour_block())
-    proc = subprocess.Popen(["bash", "-c", script], cwd=newcomer_home, env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=900)
-    finally:
+    # Files, not pipes: the recall service the block leaves running would hold a pipe open.
+    out_file, err_file = newcomer_home.parent / "stdout.txt", newcomer_home.parent / "stderr.txt"
+    with open(out_file, "w") as stdout, open(err_file, "w") as stderr:
+        proc = subprocess.Popen(["bash", "-c", script], cwd=newcomer_home, env=env, stdin=subprocess.DEVNULL,
+                                stdout=stdout, stderr=stderr, text=True, start_new_session=True)
         try:
-            os.killpg(proc.pid, signal.SIGTERM)  # the recall service the block left running
-        except ProcessLookupError:
-            pass
+            proc.wait(timeout=600)
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)  # the recall service the block left running
+            except ProcessLookupError:
+                pass
+    out, err = out_file.read_text(), err_file.read_text()
     assert proc.returncode == 0, f"the first hour stopped:\nstdout:\n{out[-4000:]}\nstderr:\n{err[-4000:]}"
 
     data = newcomer_home / ".local" / "share" / "memoir"
@@ -83,7 +87,7 @@ def test_the_readme_first_hour_runs_top_to_bottom(newcomer_home: Path):
     assert any(w.rstrip("/").endswith("src/app") for w in workspaces), workspaces  # the Aider repo's cards
     assert "nil map" in out  # the recall answered the question with its card
     settings = json.loads((newcomer_home / ".claude" / "settings.json").read_text())
-    assert "memoir_hook.py" in json.dumps(settings["hooks"])
+    assert "from memoir_hook import main" in json.dumps(settings["hooks"])
     calls = [json.loads(line) for line in (data / "state" / "hook.jsonl").read_text().splitlines()]
     assert calls and calls[-1]["outcome"] in ("injected", "empty")
     reports = re.findall(r"(\S+\.html)", out)
