@@ -394,7 +394,7 @@ _ASSIGN = re.compile(
     r"(?:(?P<eq>:?=(?![=>]))|(?P<colon>:))[ \t]*"
     + _NOT_MARKER
     + r"(?![\[{(<$%`])"
-    r"(?:\"(?P<dq>(?:[^\"\\\n]|\\.){1,1024})\"|'(?P<sq>[^'\n]{1,1024})'|(?P<uq>[^\s'\"&;,)\]}>]{1,1024}))"
+    r"(?:\"(?P<dq>(?:[^\"\\\n]|\\.){1,1024})\"|'(?P<sq>[^'\n]{1,1024})'|(?P<uq>[^\s'\"&;,)\]}>`]{1,1024}))"
 )
 _HEADER_VALUE = re.compile(
     r"[ \t]*[\"']?(?:(?P<scheme>bearer|basic|token|digest|apikey)[ \t]+)?(?![$%{<\[])(?P<cred>[^\s\"',;]{6,})",
@@ -513,10 +513,19 @@ def _flags(text: str) -> Iterator[Finding]:
             yield Finding("secret_assignment", m.start("uq"), m.end("uq"))
 
 
+# In JSON-rendered text (a tool call's arguments) a line break is the two characters `\n`: an
+# unquoted value ends there, or its redaction would eat the next line's first word.
+_ESCAPED_BREAK = re.compile(r"\\[nrt]")
+
+
 def _value_span(m: re.Match[str]) -> tuple[int, int, str, bool]:
     for name, quoted in (("dq", True), ("sq", True), ("uq", False)):
-        if m.group(name) is not None:
-            return m.start(name), m.end(name), m.group(name), quoted
+        value = m.group(name)
+        if value is not None:
+            if not quoted and "\\" in value:
+                cut = _ESCAPED_BREAK.search(value)
+                value = value[: cut.start()] if cut else value
+            return m.start(name), m.start(name) + len(value), value, quoted
     raise AssertionError("pattern always captures a value")
 
 
@@ -836,9 +845,19 @@ def _find_secrets(text: str, raw: bytes, runs: bytes) -> list[Finding]:
                 found.append(Finding("private_ipv6", m.start(), m.end()))
     if found and ("[REDACTED:" in text or "[BLOB " in text):
         found = _outside_markers(text, found)
-    if found and "EXAMPLE" in text:
-        found = [f for f in found if text[f.start : f.end] not in _DOCUMENTED]
+    if found and ("EXAMPLE" in text or "wJalrXUt" in text or "AKIAIOSF" in text):
+        found = [f for f in found if not _documented(text[f.start : f.end])]
     return found
+
+
+def _documented(value: str) -> bool:
+    """AWS's documented example key or secret, also at a sentence's end ("…EXAMPLEKEY. The") or cut
+    short where memoir shortened a long line ("wJalrXUtnFEMI/K7MDENG/bPx…")."""
+    value = value.rstrip(".,;:!?)'\"`")
+    if value in _DOCUMENTED:
+        return True
+    cut = value.rstrip("…")
+    return cut != value and len(cut) >= 8 and any(d.startswith(cut) for d in _DOCUMENTED)
 
 
 def _outside_markers(text: str, found: list[Finding]) -> list[Finding]:

@@ -474,6 +474,8 @@ def test_aws_documentation_example_pair_survives_in_every_form() -> None:
         "AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
         "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
         "export AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE",
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY. The docs use it too.",
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPx…",
     ):
         assert sanitize(text) == text
 
@@ -501,3 +503,12 @@ def test_offsets_hold_after_text_that_is_not_ascii() -> None:
     grouped = " ".join(visa[i : i + 4] for i in range(0, 16, 4))
     text = f"café ☕ 日本 card {grouped} and +1 628 304 7719 — fine"
     assert sanitize(text) == "café ☕ 日本 card [REDACTED:card_number] and [REDACTED:phone_number] — fine"
+
+
+def test_an_unquoted_value_in_json_rendered_text_ends_at_an_escaped_line_break() -> None:
+    rendered = '{"command":"cat > .env <<EOF\\npassword = Hunter2zzQ\\nThe docs say so\\nEOF"}'
+    assert sanitize(rendered) == '{"command":"cat > .env <<EOF\\npassword = [REDACTED:secret_assignment]\\nThe docs say so\\nEOF"}'
+
+
+def test_a_value_in_markdown_inline_code_keeps_its_closing_backtick() -> None:
+    assert sanitize("ran `export API_TOKEN=Zz9xQw8vUu7t` first") == "ran `export API_TOKEN=[REDACTED:secret_assignment]` first"
