@@ -444,6 +444,11 @@ def _secret_key(key: str) -> bool:
     return bool(_SECRET_KEY.search(k)) and not _NOT_SECRET_KEY.search(k)
 
 
+def names_secret(key: str) -> bool:
+    """Whether an assignment under `key` (`password`, `API_TOKEN`, not `token_limit`) may hold a secret."""
+    return _secret_key(key)
+
+
 def _literal_value(key: str, value: str, quoted: bool) -> bool:
     """True when `value` is a literal worth hiding, not a reference, placeholder or piece of code."""
     v = value.strip()

@@ -26,7 +26,7 @@ from dataclasses import replace
 from functools import lru_cache
 
 from cards.model import Turn
-from cards.sanitize import MARKER_RE, sanitize_with_report
+from cards.sanitize import MARKER_RE, names_secret, sanitize_with_report
 
 FIELD_CAP = sys.maxsize  # a writer's pass redacts secrets and blobs but never cuts a line
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")  # a key that reads as the name of an assignment
@@ -43,9 +43,9 @@ def sanitize_value(value: object, counts: Counter | None = None, blob_cap: int =
         result = sanitize_with_report(v, blob_cap)
         counts.update(result.counts)
         v = result.text
-        # Under a key the value is also read as `key=value`, so `{"password": "…"}` is the
-        # assignment it is, whatever later cuts the rendered JSON apart.
-        if isinstance(key, str) and _KEY.fullmatch(key):
+        # Under a key that names a secret the value is also read as `key=value`, so
+        # `{"password": "…"}` is the assignment it is, whatever later cuts the rendered JSON apart.
+        if isinstance(key, str) and _KEY.fullmatch(key) and names_secret(key):
             result = sanitize_with_report(f"{key}={v}", blob_cap)
             if result.counts and result.text.startswith(f"{key}="):
                 counts.update(result.counts)
@@ -82,8 +82,8 @@ def sanitize_json_text(text: str, counts: Counter | None = None) -> str:
     Unchanged JSON keeps its own formatting (a tool output is shown as the tool printed it).
     """
     stripped = text.strip()
-    if stripped[:1] not in ("{", "["):
-        return text
+    if stripped[:1] not in ("{", "[") or "\\" not in stripped:
+        return text  # not JSON, or JSON whose text shows every value as it is: the text pass sees it all
     try:
         value = json.loads(stripped)
     except (ValueError, RecursionError):

@@ -186,7 +186,7 @@ def test_tool_input_is_sanitized_decoded_not_as_its_json_text():
     assert call.text.startswith('Bash {"command":"cat > .env <<EOF\\npassword: [REDACTED:')
 
 
-def test_a_long_output_is_sanitized_before_it_is_cut_so_no_secret_is_split():
+def test_a_long_output_is_never_cut_inside_a_secret():
     token = "ghp_" + "A1b2C3d4E5" * 3 + "F6g7H8"
     text = "ok " * 882 + token + " done\n" + "line\n" * 400  # the cut at 2666 falls 20 chars into the token
     lines = [{"type": "assistant", "sessionId": "s", "uuid": "u1", "timestamp": "2026-12-01T10:00:00Z",
@@ -195,5 +195,20 @@ def test_a_long_output_is_sanitized_before_it_is_cut_so_no_secret_is_split():
              {"type": "user", "sessionId": "s", "uuid": "u2", "timestamp": "2026-12-01T10:00:01Z",
               "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": text}]}}]
     out = next(t for t in _read(b"".join(json.dumps(o).encode() + b"\n" for o in lines)).turns if t.role == "tool")
-    assert "chars cut" in out.text and "[REDACTED:github_tok" in out.text
+    assert "chars cut" in out.text
+    assert out.text.split("\n…[")[0].endswith("ok ")  # the cut moved back to where the token starts
     assert not any(token[i:i + 8] in out.text for i in range(len(token) - 8))
+
+
+def test_a_cut_moves_off_a_secret_at_either_end_and_keeps_a_key_with_its_value():
+    from cards.hosts.base import clip_whole
+    from cards.sanitize import sanitize
+
+    token = "ghp_" + "A1b2C3d4E5" * 3 + "F6g7H8"
+    text = "ok " * 1000 + "DB_PASSWORD=Zq7vX9mR2kLpW4 " + "mid " * 500 + token + " end" + " fin" * 40
+    clipped = clip_whole(text, 600)  # head cut at 400 (in the ok run), tail cut inside the token
+    assert "chars cut" in clipped and not any(token[i:i + 8] in clipped for i in range(len(token) - 8))
+    assert clipped.endswith(" end" + " fin" * 40)
+    across = "ok " * 130 + "password: Zq7vX9mR2kLpW4" + " x" * 400  # the head cut falls inside the value
+    kept = sanitize(clip_whole(across, 600))
+    assert "Zq7vX9" not in kept and "password: " in kept

@@ -8,6 +8,7 @@ offset, `carry` what an earlier read of the same file learnt (session id, cwd, n
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,8 +16,8 @@ from datetime import datetime, timezone
 
 from cards.hosts.strip import strip_injected
 from cards.model import Turn
-from cards.sanitize import sanitize
-from cards.sanitize_fields import FIELD_CAP, sanitize_json_text, sanitize_value
+from cards.sanitize import find_secrets
+from cards.sanitize_fields import sanitize_json_text, sanitize_value
 
 TOOL_CALL_CHARS = 2000  # a call's arguments: enough to see what was run, not a pasted file
 TOOL_RESULT_CHARS = 4000  # head and tail of an output keep the command echo and the final error
@@ -143,9 +144,7 @@ class SessionReader:
         if role == "tool":
             text = sanitize_json_text(text)  # a JSON output's escapes would hide its values from the text pass
         text = strip_injected(text)
-        if len(text) > limit:
-            text = sanitize(text, FIELD_CAP)  # before the cut, which could split a secret or part it from its key
-        text = clip(text, limit) or (EMPTY_OUTPUT if role == "tool" else "")
+        text = clip_whole(text, limit) or (EMPTY_OUTPUT if role == "tool" else "")
         if not text:
             self.skipped["empty_text"] += 1
             return
@@ -252,6 +251,27 @@ def clip(text: str, limit: int) -> str:
     return f"{text[:head]}\n…[{len(text) - limit} chars cut]…\n{text[-tail:]}"
 
 
+CUT_MARGIN = 2048  # text read on each side of a cut for secrets it could split: longer than any key + value
+
+
+def clip_whole(text: str, limit: int) -> str:
+    """`clip`, with each cut moved off any secret it would split (or part from its key), so the
+    pass over the kept text sees every secret whole. Only the text around the two cuts is
+    searched, not all of a long output that is mostly thrown away."""
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    tail_at = len(text) - (limit - head)
+    for f in find_secrets(text[: head + CUT_MARGIN]):
+        if f.start < head < f.end:
+            head = f.start
+    start = max(0, tail_at - CUT_MARGIN)
+    for f in find_secrets(text[start:]):
+        if f.start + start < tail_at < f.end + start:
+            tail_at = f.end + start
+    return f"{text[:head]}\n…[{tail_at - head} chars cut]…\n{text[tail_at:]}"
+
+
 def compact_json(value: object, limit: int = TOOL_CALL_CHARS) -> str:
     """One-line JSON of a tool input, bounded."""
     try:
@@ -276,8 +296,16 @@ def tool_call_text(name: str, args: object, limit: int = TOOL_CALL_CHARS) -> str
             args = json.loads(stripped) if stripped[:1] in ("{", "[") else stripped
         except (ValueError, RecursionError):
             args = stripped
-    args = sanitize_value(args)
-    body = args if isinstance(args, str) else compact_json(args, limit)
+    if isinstance(args, str):
+        body = sanitize_value(args)
+    else:
+        body = compact_json(args, sys.maxsize)
+        # The decoded pass is needed where the rendering hides something (an escaped line break or
+        # quote: a backslash) or where the cut below could split a secret. Otherwise the rendered
+        # text shows every value as it is, and the pipeline's pass over it finds the same; most
+        # calls (a file path, a short command) skip a second sanitizer pass this way.
+        if "\\" in body or len(body) > limit:
+            body = compact_json(sanitize_value(args), limit)
     return f"{name} {clip(body, limit)}".strip()
 
 
