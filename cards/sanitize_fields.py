@@ -155,9 +155,14 @@ _CONTROLS = re.compile(
 )
 
 
+_CONTROL_CHAR = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # \x1b among them
+
+
 def strip_controls(text: str) -> str:
     """`text` without terminal control sequences and control characters (tab, newline and CR kept)."""
-    return _CONTROLS.sub("", text) if _CONTROLS.search(text) else text
+    if not _CONTROL_CHAR.search(text):
+        return text  # the usual case: one character class scans ~5x faster than the full pattern
+    return _CONTROLS.sub("", text)
 
 
 def sanitize_turn(turn: Turn, blob_cap: int, counts: Counter | None = None) -> Turn:
