@@ -17,6 +17,7 @@ def template_environment(package: str, *, html: bool = False) -> Environment:
         trim_blocks=True,
         lstrip_blocks=html,
         autoescape=html,
+        auto_reload=False,  # shipped with memoir: never changed under a running process, never stat'ed again
     )
 
 

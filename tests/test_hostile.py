@@ -9,9 +9,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import select
 import shutil
-import signal
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -24,6 +22,7 @@ from cards.hosts.base import Carry, SessionReader
 from cards.hosts.detect import detect_host, undetected_reason
 from cards.store import CardStore
 from flows.cli import cli
+from tests.nobody import NOBODY, as_nobody
 
 importlib.import_module("flows.commands")  # registers the subcommands on `cli`
 
@@ -35,7 +34,6 @@ GOOD = (
     "second_set/codex/2026/11/27",
     "second_set/aider/quire",
 )
-NOBODY = 65534
 BIG_LINE = 50 * 1024 * 1024
 PNG_HEAD = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x01\x00\x00\x00\x01\x00\x08\x06\x00\x00\x00"
 
@@ -108,36 +106,6 @@ def _run(home: Path, logs: Path, env: dict[str, str]) -> tuple[int, dict]:
     return result.exit_code, json.loads(result.output)
 
 
-def _as_nobody(fn):
-    """fn()'s JSON answer from a forked child that has dropped root, so a mode-000 file is really unreadable."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: report, and leave without running pytest's exit hooks
-        os.close(read_end)
-        try:
-            os.setgroups([])
-            os.setresgid(NOBODY, NOBODY, NOBODY)
-            os.setresuid(NOBODY, NOBODY, NOBODY)
-            payload = fn()
-        except BaseException as exc:  # noqa: BLE001 - reported to the parent, which fails the test
-            payload = {"child_error": repr(exc)}
-        os.write(write_end, json.dumps(payload).encode())
-        os._exit(0)
-    os.close(write_end)
-    # A run that opened the FIFO would block for good: fail instead of hanging the suite.
-    ready, _, _ = select.select([read_end], [], [], 900)
-    if not ready:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        pytest.fail("the run never finished: something blocked (a FIFO opened for reading?)")
-    with os.fdopen(read_end, "rb") as fh:
-        data = fh.read()
-    os.waitpid(pid, 0)
-    answer = json.loads(data)
-    assert not (isinstance(answer, dict) and "child_error" in answer), answer
-    return answer
-
-
 @pytest.fixture
 def base():
     """A world-readable temp folder, so an unprivileged run can reach it wherever the clone lives."""
@@ -160,7 +128,7 @@ def test_hostile_files_are_counted_and_the_good_sessions_give_the_same_cards(bas
     home.mkdir()
     if os.geteuid() == 0:
         os.chown(home, NOBODY, NOBODY)
-        runs = _as_nobody(lambda: [_run(home, logs, env) for _ in range(2)])
+        runs = as_nobody(lambda: [_run(home, logs, env) for _ in range(2)])
     else:
         runs = [_run(home, logs, env) for _ in range(2)]
     assert len(runs) == 2, runs
