@@ -190,9 +190,10 @@ def test_only_some_discarded_outputs_raise_no_alert():
 def test_accept_and_never_answer_is_a_timeout_that_requeues_once_and_alerts():
     pairs = [pair("a"), pair("b"), pair("c")]
     with ScriptedServer([hang()]) as silent, ScriptedServer([slots()]) as spare:
-        started = time.monotonic()
         out = distill_batch(pairs, [Endpoint(silent.url, "m"), Endpoint(spare.url, "m")], timeout=TIMEOUT)
-        elapsed = time.monotonic() - started
+    # The silent server holds the request until it stops, after this call returned: only the
+    # client's own timeout can have ended the call as a "timeout" (a dropped connection would have
+    # moved on to the spare endpoint).
     assert out.requeue is True
     assert out.counts["timeout"] == 1 and out.counts["not_sent"] == 2
     assert len(silent.received) == 1, "no retry loop on the hot path"
@@ -200,9 +201,6 @@ def test_accept_and_never_answer_is_a_timeout_that_requeues_once_and_alerts():
     assert [a for a in out.alerts if "model_alive_no_output" in a] == out.alerts and len(out.alerts) == 1
     assert out.pending == [p[1].id for p in pairs]
     assert all(c.status == "candidate" and c.quality == "rule" for c in out.cards)  # placeholders stay
-    # Tests the timeout itself: the silent server holds the request for 60 s, so ending well inside
-    # that proves the client gave up; the margin is wide so a slow machine passes.
-    assert elapsed < 30
 
 
 def test_the_alert_goes_to_the_log(caplog):

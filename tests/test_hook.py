@@ -164,7 +164,8 @@ def test_the_service_answers_with_the_callers_settings(home, embedder):
         # and the deadline is the caller's budget counted from the caller's start.
         env = {"MEMOIR_HOME": str(settings.home), "MEMOIR_MAX_INJECTED": "1", "MEMOIR_SYNC_TIMEOUT_MS": "250"}
         fast = service.handle({**base, "session_id": "c", "env": env, "started_at": time.time()})
-        assert fast["ok"] and fast["record"]["policy"]["max_injected"] == 1 and fast["record"]["budget_ms"] < 250
+        assert fast["ok"] and fast["record"]["policy"]["max_injected"] == 1 and fast["record"]["budget_ms"] <= 250 - (
+            memoir_hook.OUTPUT_MARGIN_MS + memoir_hook.SERVICE_MARGIN_MS)
         moved = service.handle({**base, "env": {**env, "MEMOIR_HOME": "/somewhere/else"}, "started_at": time.time()})
         assert not moved["ok"] and "/somewhere/else" in moved["error"]
         other = service.handle({**base, "settings": {"home": "/somewhere/else"}})

@@ -84,9 +84,8 @@ def _run(home, logs, *extra):
 
 def _wait_until_locked(home, proc):
     lock = home / "state" / "run.lock"
-    deadline = time.monotonic() + 30
-    while not (lock.exists() and lock.read_text()):
-        assert proc.poll() is None and time.monotonic() < deadline, "first run never took the lock"
+    while not (lock.exists() and lock.read_text()):  # a run that hangs here meets pytest's own timeout
+        assert proc.poll() is None, "the first run ended without taking the lock"
         time.sleep(0.02)
 
 
