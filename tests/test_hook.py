@@ -207,9 +207,8 @@ def test_a_cold_hook_starts_the_service_and_later_prompts_are_answered_semantica
     assert calls(home)[-1]["outcome"] == "cold_start" and "started the recall service" in calls(home)[-1]["detail"]
     pid = int((state / LOCK_NAME).read_text())  # written by the hook that started it, at once
     try:
-        deadline = time.monotonic() + 180
-        while ask(state, {"op": "ping"}, 1.0) is None:
-            assert time.monotonic() < deadline, (state / memoir_hook.SERVICE_LOG).read_text()
+        while ask(state, {"op": "ping"}, 1.0) is None:  # a service that never warms meets pytest's timeout
+            assert Path(f"/proc/{pid}").exists(), (state / memoir_hook.SERVICE_LOG).read_text()  # it died
             time.sleep(0.2)
         # A paraphrase with few shared words: only the semantic path finds it.
         out = run_hook(home, prompt_event(prompt="hot reload broken in my docker dev container on macOS"))
