@@ -31,7 +31,6 @@ are real and cached under --cache between runs.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import importlib.util
 import json
 import os
@@ -54,6 +53,7 @@ import numpy as np  # noqa: E402
 from cards.config import load_settings  # noqa: E402
 from cards.store import render_card, content_hash  # noqa: E402
 from flows.cli_recall import hook_command  # noqa: E402
+from flows.lock import held_by_a_live_process  # noqa: E402
 from flows.recall_service import LOCK_NAME, ask  # noqa: E402
 from memoir_hook import read_calls  # noqa: E402
 from index.db import SCHEMA_VERSION, open_index  # noqa: E402
@@ -159,18 +159,10 @@ def run_sessions(home: Path, queries: list[str], cmd: list[str], cwd: Path, sess
 def service_pid(state_dir: Path) -> int | None:
     """The pid of the service holding the lock (warm or warming), else None."""
     path = state_dir / LOCK_NAME
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
+    if not held_by_a_live_process(path):
         return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        return None  # nobody holds it
-    except OSError:
-        text = path.read_text().strip()
-        return int(text) if text.isdigit() else None
-    finally:
-        os.close(fd)
+    text = path.read_text().strip()
+    return int(text) if text.isdigit() else None
 
 
 def stop_service(state_dir: Path, proc: subprocess.Popen | None = None) -> None:

@@ -34,6 +34,22 @@ _held: dict[str, list] = {}  # lock path -> [fd, depth], this process's open loc
 _held_guard = threading.Lock()
 
 
+def held_by_a_live_process(path: Path) -> bool:
+    """Whether some process holds an flock on `path` (a missing file: nobody). A probe only: it takes
+    a shared lock for an instant, which fails while anyone holds the exclusive one."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
 def _holder(path: Path) -> str:
     try:
         info = json.loads(path.read_text(encoding="utf-8") or "{}")

@@ -32,6 +32,7 @@ from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from flows.lock import held_by_a_live_process
 from flows.prefect_env import prefect_environment
 
 SERVER_START_TIMEOUT_S = 120  # first start migrates a fresh database: ~10-20 s here
@@ -254,18 +255,7 @@ def read_status(state_dir: Path) -> ServeStatus | None:
 
 def serving(state_dir: Path) -> bool:
     """Whether a live process holds this home's serve lock (the kernel drops it when serve dies)."""
-    path = Path(state_dir) / SERVE_LOCK
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        return False
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
+    return held_by_a_live_process(Path(state_dir) / SERVE_LOCK)
 
 
 @contextmanager
