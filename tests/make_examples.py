@@ -19,12 +19,13 @@ import json
 import random
 import sys
 import textwrap
-import uuid as uuidlib
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "cards" / "examples"
+sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
+from det_ids import digest as _h, uid4 as det_uuid4, uid7 as det_uuid7  # noqa: E402  (shared with the fixture builders)
 
 # (id, file, title, conclusion, tag) for the README, appended as the sessions are written.
 EXPERIENCES: list[tuple[str, str, str, str, str]] = []
@@ -36,21 +37,6 @@ def exp(eid: str, file: str, title: str, conclusion: str, tag: str = "normal") -
 
 # --------------------------------------------------------------------------------------------
 # deterministic ids and fake secrets
-
-
-def _h(*parts: object) -> bytes:
-    return hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).digest()
-
-
-def det_uuid4(*parts: object) -> str:
-    return str(uuidlib.UUID(bytes=_h("uuid4", *parts)[:16], version=4))
-
-
-def det_uuid7(when: datetime, *parts: object) -> str:
-    ms = int(when.timestamp() * 1000)
-    rnd = int.from_bytes(_h("uuid7", *parts)[:10], "big")
-    value = (ms << 80) | (0x7 << 76) | ((rnd >> 68) & 0xFFF) << 64 | (0b10 << 62) | (rnd & ((1 << 62) - 1))
-    return str(uuidlib.UUID(int=value))
 
 
 _B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
