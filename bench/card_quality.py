@@ -94,8 +94,8 @@ def load_labels(path: Path) -> list[Label]:
 
 def junk_reason(card, labels: list[Label]) -> str:
     """Why an active card is junk ('' when it is not): by the labels, then by its conclusion."""
-    from cards.conclude import settled_text
-    from cards.segment import is_chatter
+    from memoir.cards.conclude import settled_text
+    from memoir.cards.segment import is_chatter
 
     for s in card.sources:
         overlapping = [lb for lb in labels if _rel(s.file, lb.file)
@@ -120,10 +120,10 @@ def _rel(path: str, label_file: str) -> bool:
 
 def _experience_spans(logs: Path, settings) -> dict[str, list[tuple[int, int, str]]]:
     """Per log file (relative path): every stretch memoir cut, carded or skipped, by first line."""
-    from cards.collect import collect
-    from cards.segment import SegmentRules, segment_with_skips
+    from memoir.cards.collect import collect
+    from memoir.cards.segment import SegmentRules, segment_with_skips
     from datetime import timedelta
-    from flows.pipeline import is_subagent
+    from memoir.flows.pipeline import is_subagent
 
     collected = collect([logs], ledger=None)
     spans: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
@@ -144,9 +144,9 @@ def _experience_spans(logs: Path, settings) -> dict[str, list[tuple[int, int, st
 
 
 def evaluate(fixtures: Path = FIXTURES, show_cards: bool = False) -> Report:
-    from cards.config import load_settings
-    from cards.store import CardStore
-    from flows.pipeline import run_pipeline
+    from memoir.cards.config import load_settings
+    from memoir.cards.store import CardStore
+    from memoir.flows.pipeline import run_pipeline
 
     labels = load_labels(fixtures / "labels.jsonl")
     report = Report()

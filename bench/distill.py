@@ -22,10 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cards.distill.model import CHARS_PER_TOKEN, Endpoint, distill_batch  # noqa: E402
-from cards.draft import draft_card  # noqa: E402
-from cards.gates import GATE_NAMES, EvidenceView, Verdict, decide_status, judge_card  # noqa: E402
-from cards.model import Experience, Turn  # noqa: E402
+from memoir.cards.distill.model import CHARS_PER_TOKEN, Endpoint, distill_batch  # noqa: E402
+from memoir.cards.draft import draft_card  # noqa: E402
+from memoir.cards.gates import GATE_NAMES, EvidenceView, Verdict, decide_status, judge_card  # noqa: E402
+from memoir.cards.values import Experience, Turn  # noqa: E402
 
 # Components, symptoms and causes combine into many distinct problem loops (12 x 8 x 8).
 COMPONENTS = [

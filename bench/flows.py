@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cards.config import load_settings  # noqa: E402
-from flows.prefect_env import configure_prefect  # noqa: E402
+from memoir.cards.config import load_settings  # noqa: E402
+from memoir.flows.prefect_env import configure_prefect  # noqa: E402
 from tests.flowlogs import write_corpus_of_size  # noqa: E402
 
 
@@ -34,8 +34,8 @@ def main() -> None:
     size = sum(p.stat().st_size for p in logs.rglob("*.jsonl"))
     configure_prefect(work / "prefect-owner")  # one PREFECT_HOME for the bench, fresh database
 
-    from flows.nightly import nightly
-    from flows.steps import nightly_direct
+    from memoir.flows.nightly import nightly
+    from memoir.flows.steps import nightly_direct
 
     def timed(label: str, fn) -> tuple[float, dict]:
         t = time.perf_counter()

@@ -36,12 +36,12 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
 
-from cards.model import Card, Source  # noqa: E402
-from cards.store import CardStore  # noqa: E402
-from index.db import SHORTLIST, open_index  # noqa: E402
-from index.embed import Embedder  # noqa: E402
-from index.plan import retrieval_text  # noqa: E402
-from index.rebuild import rebuild_index  # noqa: E402
+from memoir.cards.values import Card, Source  # noqa: E402
+from memoir.cards.store import CardStore  # noqa: E402
+from memoir.index.db import SHORTLIST, open_index  # noqa: E402
+from memoir.index.embed import Embedder  # noqa: E402
+from memoir.index.plan import retrieval_text  # noqa: E402
+from memoir.index.rebuild import rebuild_index  # noqa: E402
 
 COMPONENTS = [
     "sync client", "session factory", "health route", "build config", "cache layer", "job queue",

@@ -110,8 +110,8 @@ def main() -> None:
     ap.add_argument("--keep", help="keep the corpus and home in this folder")
     args = ap.parse_args()
 
-    from cards.config import load_settings
-    from flows.pipeline import run_pipeline
+    from memoir.cards.config import load_settings
+    from memoir.flows.pipeline import run_pipeline
 
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="memoir-bench-"))
     logs = work / "logs"

@@ -18,7 +18,7 @@ Prints figures; asserts nothing.
 
 `--hook-cmd`, `--service-cmd` and `--code-root` measure another hook, e.g. an older checkout:
     --code-root /tmp/old --hook-cmd "$PWD/.venv/bin/python -m flows.recall_service claude-code" \\
-    --service-cmd "$PWD/.venv/bin/python -c 'from flows.cli import main; main()' serve-recall"
+    --service-cmd "$PWD/.venv/bin/python -c 'from memoir.flows.cli import main; main()' serve-recall"
 
 Vectors: encoding 100k retrieval texts takes ~20 min on 2 cores, and latency does not depend on
 which vector belongs to which text (the KNN scans every row's bits whatever they hold, FTS matches
@@ -50,16 +50,16 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
 
-from cards.config import load_settings  # noqa: E402
-from cards.store import render_card, content_hash  # noqa: E402
-from flows.cli_recall import hook_command  # noqa: E402
-from flows.lock import held_by_a_live_process  # noqa: E402
-from flows.recall_service import LOCK_NAME, ask  # noqa: E402
-from memoir_hook import read_calls  # noqa: E402
-from index.db import SCHEMA_VERSION, open_index  # noqa: E402
-from index.embed import default_embedder  # noqa: E402
-from index.plan import retrieval_text  # noqa: E402
-from index.recall import Recaller, wait_for_workers  # noqa: E402
+from memoir.cards.config import load_settings  # noqa: E402
+from memoir.cards.store import render_card, content_hash  # noqa: E402
+from memoir.flows.cli_recall import hook_command  # noqa: E402
+from memoir.flows.lock import held_by_a_live_process  # noqa: E402
+from memoir.flows.recall_service import LOCK_NAME, ask  # noqa: E402
+from memoir.flows.hook_client import read_calls  # noqa: E402
+from memoir.index.db import SCHEMA_VERSION, open_index  # noqa: E402
+from memoir.index.embed import default_embedder  # noqa: E402
+from memoir.index.plan import retrieval_text  # noqa: E402
+from memoir.index.recall import Recaller, wait_for_workers  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("bench_index", ROOT / "bench" / "index.py")
 bench_index = importlib.util.module_from_spec(_spec)

@@ -32,9 +32,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from cards.config import load_settings  # noqa: E402
-from cards.store import CardStore  # noqa: E402
-from index.recall import Recaller  # noqa: E402
+from memoir.cards.config import load_settings  # noqa: E402
+from memoir.cards.store import CardStore  # noqa: E402
+from memoir.index.recall import Recaller  # noqa: E402
 from tests.retrieval_set import AS_OF, QUERIES, Scores, build_example_home, score  # noqa: E402
 
 SECOND_SET = ROOT / "tests" / "fixtures" / "second_set"
@@ -102,9 +102,9 @@ def _map_labels(labels: list[dict], cards, logs: Path) -> dict[str, str]:
 
 def build_second_home(settings, embedder, folder: Path = SECOND_SET, *, activate_held: bool = True) -> SecondSet:
     """Cards and index from the second set's logs (label files left out), labels mapped to cards."""
-    from flows.pipeline import run_pipeline
-    from index.db import open_index
-    from index.sync import sync_index
+    from memoir.flows.pipeline import run_pipeline
+    from memoir.index.db import open_index
+    from memoir.index.sync import sync_index
 
     logs = Path(settings.home) / "logs"
     shutil.copytree(folder, logs, ignore=shutil.ignore_patterns(*_LABEL_FILES))
@@ -219,7 +219,7 @@ def sweep_grid() -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from index.embed import default_embedder
+    from memoir.index.embed import default_embedder
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--set", choices=("examples", "second_set"), action="append",

@@ -22,9 +22,9 @@ import time
 import tracemalloc
 from datetime import datetime, timedelta, timezone
 
-from cards.distill.rules import apply_rules
-from cards.draft import draft_card
-from cards.model import Experience, Turn
+from memoir.cards.distill.rules import apply_rules
+from memoir.cards.draft import draft_card
+from memoir.cards.values import Experience, Turn
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 LETTERS = "bcdfghjklmnpqrstvwxz"

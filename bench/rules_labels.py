@@ -86,10 +86,10 @@ def _rel(path: str, root: Path) -> str:
 
 
 def evaluate_set(name: str, folder: Path) -> SetReport:
-    from cards.collect import collect
-    from cards.config import load_settings
-    from cards.store import CardStore
-    from flows.pipeline import run_pipeline
+    from memoir.cards.collect import collect
+    from memoir.cards.config import load_settings
+    from memoir.cards.store import CardStore
+    from memoir.flows.pipeline import run_pipeline
 
     labels = [json.loads(ln) for ln in (folder / "labels.jsonl").read_text().splitlines() if ln.strip()]
     report = SetReport(name)

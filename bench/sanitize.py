@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from cards.sanitize import sanitize
+from memoir.cards.sanitize import sanitize
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "secrets" / "corpus.jsonl"
 

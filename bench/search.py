@@ -36,11 +36,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
 
-from cards.collect import CollectResult, collect_file  # noqa: E402
-from cards.config import load_settings  # noqa: E402
-from cards.sanitize import sanitize  # noqa: E402
-from flows.pipeline import run_pipeline  # noqa: E402
-from index.search import search_cards, search_embedder  # noqa: E402
+from memoir.cards.collect import CollectResult, collect_file  # noqa: E402
+from memoir.cards.config import load_settings  # noqa: E402
+from memoir.cards.sanitize import sanitize  # noqa: E402
+from memoir.flows.pipeline import run_pipeline  # noqa: E402
+from memoir.index.search import search_cards, search_embedder  # noqa: E402
 
 SET = ROOT / "tests" / "fixtures" / "conversational"
 K = 5
@@ -89,7 +89,7 @@ def memoir_exact(result, q: dict) -> bool:
 
 def floor_report(settings, embedder, qs: list[dict]) -> None:
     """Answer hits against the others, by the strength search hides weak hits by."""
-    from index.search import hit_strength
+    from memoir.index.search import hit_strength
 
     answers, others = [], []
     for q in qs:

@@ -14,12 +14,12 @@ import argparse
 import time
 from pathlib import Path
 
-from cards import signatures
-from cards.collect import CollectResult, collect_file, iter_candidates
-from cards.signatures import error_signature
+from memoir.cards import signatures
+from memoir.cards.collect import CollectResult, collect_file, iter_candidates
+from memoir.cards.signatures import error_signature
 
 try:
-    from cards import outcomes
+    from memoir.cards import outcomes
 except ImportError:  # the "before" run: only the signature half exists
     outcomes = None
 

@@ -17,10 +17,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from cards.hosts import HEADER_SESSIONS, READERS, detect_host, reader_for
-from cards.hosts.detect import undetected_reason
-from cards.ledger import FileStat, Ledger, LedgerEntry, ReadPlan, plan_read
-from cards.model import Turn
+from memoir.cards.hosts import HEADER_SESSIONS, READERS, detect_host, reader_for
+from memoir.cards.hosts.detect import undetected_reason
+from memoir.cards.ledger import FileStat, Ledger, LedgerEntry, ReadPlan, plan_read
+from memoir.cards.values import Turn
 
 HEAD_BYTES = 65536
 CHUNK = 1 << 20

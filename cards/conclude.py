@@ -25,10 +25,10 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cards.distill.rules import CONFIRMED_CUE, extract_conclusions, find_disproved
-from cards.model import Turn
-from cards.outcomes import command_of, is_change, is_failing, is_inspection, is_passing, may_hold_verdict
-from cards.segment import commit_subject, is_commit_output, is_go_ahead, is_tooling_error
+from memoir.cards.distill.rules import CONFIRMED_CUE, extract_conclusions, find_disproved
+from memoir.cards.values import Turn
+from memoir.cards.outcomes import command_of, is_change, is_failing, is_inspection, is_passing, may_hold_verdict
+from memoir.cards.segment import commit_subject, is_commit_output, is_go_ahead, is_tooling_error
 
 MIN_SETTLED_CHARS = 40
 

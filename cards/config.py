@@ -233,7 +233,7 @@ def write_config_list(path: Path, key: str, values: list[str]) -> None:
 
     A symlinked config (dotfiles) is written through to its target, and the file keeps its mode.
     """
-    from cards.store import write_atomic  # not at import: the hook client loads this module
+    from memoir.cards.store import write_atomic  # not at import: the hook client loads this module
 
     target = Path(os.path.realpath(path))
     try:

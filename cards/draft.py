@@ -9,13 +9,13 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 
-from cards.conclude import choose_conclusion
-from cards.distill.rules import Disproval, find_disproved
-from cards.model import Card, Experience, Source, Turn
-from cards.outcomes import Verification, failure_conditions, verification
-from cards.segment import commit_subject, is_chatter, is_tooling_error, pasted_signature
-from cards.signatures import error_signature
-from cards.title import make_title, strip_boilerplate, strip_opener
+from memoir.cards.conclude import choose_conclusion
+from memoir.cards.distill.rules import Disproval, find_disproved
+from memoir.cards.values import Card, Experience, Source, Turn
+from memoir.cards.outcomes import Verification, failure_conditions, verification
+from memoir.cards.segment import commit_subject, is_chatter, is_tooling_error, pasted_signature
+from memoir.cards.signatures import error_signature
+from memoir.cards.title import make_title, strip_boilerplate, strip_opener
 
 MAX_GOAL = 800
 MAX_CONCLUSION = 1200

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from cards.outcomes import _REJECTED  # the host's words for a declined tool call, one list for all readers
+from memoir.cards.outcomes import _REJECTED  # the host's words for a declined tool call, one list for all readers
 
 _LIST_MARK = re.compile(r"^(?:[-*+•>]\s*|\d{1,3}[.)]\s+|\[[ xX]\]\s+)+")
 _HEADING = re.compile(r"^#{1,6}\s|^(?:\*\*|__)[^*_]+(?:\*\*|__):?$")

@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from cards.distill.rules import dedup_keys
-from cards.model import Card, Experience, Turn
-from cards.sanitize import sanitize
-from cards.sanitize_fields import FIELD_CAP
-from cards.store import CardFileError, CardStore, parse_card, render_card, write_atomic
+from memoir.cards.distill.rules import dedup_keys
+from memoir.cards.values import Card, Experience, Turn
+from memoir.cards.sanitize import sanitize
+from memoir.cards.sanitize_fields import FIELD_CAP
+from memoir.cards.store import CardFileError, CardStore, parse_card, render_card, write_atomic
 
 FORGOTTEN = "forgotten"
 TOMBSTONE_DIR = "forgotten"  # under cards/: tombstones; under state/: the kept pre-forget text

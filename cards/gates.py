@@ -13,8 +13,8 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from cards.model import Card, Experience, Turn
-from cards.signatures import error_signature, mask
+from memoir.cards.values import Card, Experience, Turn
+from memoir.cards.signatures import error_signature, mask
 
 Similarity = Callable[[str, str], float]
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from cards.hosts.base import Carry
-from cards.sanitize_fields import sanitize_field, sanitize_id, sanitize_path
+from memoir.cards.hosts.base import Carry
+from memoir.cards.sanitize_fields import sanitize_field, sanitize_id, sanitize_path
 
 LEDGER_FILE = "ledger.sqlite"
 SCHEMA = """

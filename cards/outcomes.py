@@ -21,8 +21,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cards.model import Turn, per_turns
-from cards.signatures import decode_output, error_signature, exit_code, is_error_output
+from memoir.cards.values import Turn, per_turns
+from memoir.cards.signatures import decode_output, error_signature, exit_code, is_error_output
 
 PASS_TAIL = 1024  # a verdict sits at the end of an output: its last lines decide
 MAX_COMMAND = 200  # a command quoted on one line

@@ -21,7 +21,7 @@ def template_environment(package: str, *, html: bool = False) -> Environment:
     )
 
 
-env = template_environment("cards")
+env = template_environment("memoir.cards")
 
 
 def render(template: str, **context) -> str:

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from cards.model import Card
-from cards.sanitize import sanitize
-from cards.sanitize_fields import FIELD_CAP
-from cards.store import CardStore, parse_card, write_atomic
+from memoir.cards.values import Card
+from memoir.cards.sanitize import sanitize
+from memoir.cards.sanitize_fields import FIELD_CAP
+from memoir.cards.store import CardStore, parse_card, write_atomic
 
 REVIEWABLE = ("candidate", "incomplete")
 REJECTED = "rejected_by_user"
@@ -129,8 +129,8 @@ def gate_note(card: Card, min_conclusion_chars: int = 0) -> GateNote | None:
 
     The other gates need the source turns or the other cards; for them the note only explains.
     """
-    from cards.draft import conclusion_problem
-    from cards.gates import GATE_HELP, failure_conditions_stated, verifiable_judgment
+    from memoir.cards.draft import conclusion_problem
+    from memoir.cards.gates import GATE_HELP, failure_conditions_stated, verifiable_judgment
 
     if not card.gate:
         return None
@@ -184,7 +184,7 @@ class Pending:
 
     @classmethod
     def of(cls, card: Card) -> Pending:
-        from cards.gates import GATE_HELP
+        from memoir.cards.gates import GATE_HELP
 
         line = " ".join((card.goal or card.conclusion).split())
         return cls(card.id, card.status, card.gate, line[:100], card.workspace, card.conclusion,

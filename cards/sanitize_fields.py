@@ -25,8 +25,8 @@ from collections import Counter
 from dataclasses import replace
 from functools import lru_cache
 
-from cards.model import Turn
-from cards.sanitize import MARKER_RE, names_secret, sanitize_with_report
+from memoir.cards.values import Turn
+from memoir.cards.sanitize import MARKER_RE, names_secret, sanitize_with_report
 
 FIELD_CAP = sys.maxsize  # a writer's pass redacts secrets and blobs but never cuts a line
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")  # a key that reads as the name of an assignment

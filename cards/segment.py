@@ -23,9 +23,9 @@ import re
 from dataclasses import dataclass
 from datetime import timedelta
 
-from cards.model import Experience, Turn
-from cards.outcomes import is_failing, is_passing, may_hold_verdict, shows_failure_summary, verification
-from cards.signatures import error_signature
+from memoir.cards.values import Experience, Turn
+from memoir.cards.outcomes import is_failing, is_passing, may_hold_verdict, shows_failure_summary, verification
+from memoir.cards.signatures import error_signature
 
 _SWITCH = re.compile(
     r"^\W*(?:(?:ok(?:ay)?|great|thanks|thank you|cool|perfect|nice|good|alright|awesome)\W+)*"

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-from cards.model import STATUSES, Card
-from cards.sanitize_fields import sanitize_field, sanitize_value
-from cards.store import CardStore
+from memoir.cards.values import STATUSES, Card
+from memoir.cards.sanitize_fields import sanitize_field, sanitize_value
+from memoir.cards.store import CardStore
 
 RUNS_FILE = "runs.jsonl"
 ALARMS_FILE = "alarms.jsonl"

@@ -20,11 +20,11 @@ import yaml
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-from cards.model import SECTION_TITLES, SECTIONS, Card, Source
-from cards.sanitize import sanitize
-from cards.sanitize_fields import FIELD_CAP, sanitize_field, sanitize_id, sanitize_value
-from cards.render import render
-from cards.title import display_title
+from memoir.cards.values import SECTION_TITLES, SECTIONS, Card, Source
+from memoir.cards.sanitize import sanitize
+from memoir.cards.sanitize_fields import FIELD_CAP, sanitize_field, sanitize_id, sanitize_value
+from memoir.cards.render import render
+from memoir.cards.title import display_title
 
 FRONT_MATTER_ORDER = (
     "id", "status", "quality", "topics", "task_type", "workspace", "created", "updated",

@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from cards.config import ConfigError, Settings, default_config_file, load_settings
+from memoir.cards.config import ConfigError, Settings, default_config_file, load_settings
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUSY = 0, 1, 2, 3
 
@@ -116,9 +116,9 @@ def cli(ctx: click.Context, home: str | None) -> None:
 def main() -> None:
     # A host hook runs on every prompt inside a ~300 ms budget: load only the hook's commands.
     if "hook" in sys.argv[1:] and "--help" not in sys.argv and "-h" not in sys.argv:
-        from flows import cli_recall  # noqa: F401
+        from memoir.flows import cli_recall  # noqa: F401
     else:
-        from flows import commands  # noqa: F401  (registers every subcommand on `cli`)
+        from memoir.flows import commands  # noqa: F401  (registers every subcommand on `cli`)
 
     cli(prog_name="memoir")
 

@@ -10,20 +10,20 @@ from pathlib import Path
 
 import click
 
-from cards.config import Settings, load_settings
-from cards.hosts import HOSTS, ReaderError
-from cards.ledger import LedgerError
-from cards.model import STATUSES
-from cards.store import CardStore
-from cards.title import display_title
-from flows.cli import cli, emit_json, pass_ctx
-from flows.progress import Display
-from flows.pipeline import RunSummary, run_pipeline
+from memoir.cards.config import Settings, load_settings
+from memoir.cards.hosts import HOSTS, ReaderError
+from memoir.cards.ledger import LedgerError
+from memoir.cards.values import STATUSES
+from memoir.cards.store import CardStore
+from memoir.cards.title import display_title
+from memoir.flows.cli import cli, emit_json, pass_ctx
+from memoir.flows.progress import Display
+from memoir.flows.pipeline import RunSummary, run_pipeline
 
 
 def examples_dir() -> Path:
     """The example sessions shipped inside the package (read in place, never written)."""
-    return Path(str(files("cards") / "examples"))
+    return Path(str(files("memoir.cards") / "examples"))
 
 
 def _Bar(enabled: bool) -> Display:
@@ -63,7 +63,7 @@ def print_summary(summary: RunSummary, settings: Settings | None = None) -> None
 
 def next_steps(summary: RunSummary, settings: Settings) -> list[str]:
     """Where the cards went and what a person does next (review what waits, then recall)."""
-    from cards.review import awaiting_review
+    from memoir.cards.review import awaiting_review
 
     store = CardStore(settings.cards_dir, settings.state_dir)
     library, _ = store.load_all()
@@ -133,7 +133,7 @@ def cards_group():
 @pass_ctx
 def cards_list(ctx, status, as_json):
     """One line per card: id, status, quality, last update, title."""
-    from cards.forget import load_tombstones
+    from memoir.cards.forget import load_tombstones
 
     store = CardStore(ctx.settings.cards_dir, ctx.settings.state_dir)
     cards, problems = store.load_all()
@@ -169,15 +169,15 @@ def cards_show(ctx, card_id, chain, raw):
     store = CardStore(ctx.settings.cards_dir, ctx.settings.state_dir)
     text = store.read_text(card_id)
     if text is None:
-        from cards.forget import tombstone_path
+        from memoir.cards.forget import tombstone_path
 
         tomb = tombstone_path(store, card_id)
         text = tomb.read_text(encoding="utf-8") if tomb.exists() else None
     if text is None:
         raise click.ClickException(f"no card {card_id} in {ctx.settings.cards_dir}; see `memoir cards list`")
     if chain:
-        from cards.distill.rules import supersession_chain
-        from cards.store import CardFileError
+        from memoir.cards.distill.rules import supersession_chain
+        from memoir.cards.store import CardFileError
 
         class _OnDisk(dict):
             """Only the linked card files are read."""
@@ -198,8 +198,8 @@ def cards_show(ctx, card_id, chain, raw):
     if raw:
         click.echo(text, nl=False)
         return
-    from cards.store import CardFileError, parse_card
-    from index.containers import human_review
+    from memoir.cards.store import CardFileError, parse_card
+    from memoir.index.containers import human_review
 
     try:
         card = parse_card(text, origin=str(store.path_for(card_id)))

@@ -10,10 +10,10 @@ from datetime import datetime
 
 import click
 
-from flows.cli import EXIT_BUSY, EXIT_FAILED, Context, cli, emit_json, pass_ctx
-from flows.cli_cards import _Bar, print_summary
-from flows.lock import RunBusy, StepTimeout, run_lock
-from flows.prefect_env import configure_prefect
+from memoir.flows.cli import EXIT_BUSY, EXIT_FAILED, Context, cli, emit_json, pass_ctx
+from memoir.flows.cli_cards import _Bar, print_summary
+from memoir.flows.lock import RunBusy, StepTimeout, run_lock
+from memoir.flows.prefect_env import configure_prefect
 
 RUNNER_HELP = "Task runner: thread (default), dask (a local Dask cluster) or dask:ADDRESS (a running scheduler)."
 
@@ -21,7 +21,7 @@ RUNNER_HELP = "Task runner: thread (default), dask (a local Dask cluster) or das
 def run_flow(name: str, settings, runner: str = "thread", **params):
     """Run one of the Prefect flows in this process (ephemeral API unless PREFECT_API_URL is set)."""
     configure_prefect(settings.home)
-    from flows import nightly as nf
+    from memoir.flows import nightly as nf
 
     flow = nf.FLOWS[name].with_options(task_runner=nf.task_runner(runner, settings))
     return flow(home=str(settings.home), **params)
@@ -54,7 +54,7 @@ def _run_callback(wait: float | None, flow: bool, **kwargs) -> None:
         with run_lock(settings.state_dir, wait, what="run"):
             if not flow:
                 return _direct_run(**kwargs)
-            from flows.nightly import hand_over
+            from memoir.flows.nightly import hand_over
 
             summary = run_flow("nightly", settings, logs=hand_over(list(kwargs["logs"])), host=kwargs["host"],
                                with_index=not kwargs.get("no_index", False))
@@ -108,7 +108,7 @@ def replay_cmd(ctx, batch_size, wait, reclaim_after, runner, as_json):
                 report = run_flow("replay-backlog", settings, runner, batch_size=batch_size,
                                   reclaim_after_s=reclaim_after)
             else:
-                from flows.replay import model_endpoints, replay_queue
+                from memoir.flows.replay import model_endpoints, replay_queue
 
                 bar = _Bar(enabled=not as_json)
                 try:
@@ -176,7 +176,7 @@ def serve_cmd(ctx, cron, timezone, replay_cron, port, show_status, as_json):
     SIGTERM stops serve, its flow runs and its server. Cron and systemd-timer recipes instead
     of serve: runbooks/scheduling.md. Failed runs: runbooks/nightly-run-failed.md
     """
-    from flows import serve as sv
+    from memoir.flows import serve as sv
 
     settings = ctx.settings
     if show_status:
@@ -222,7 +222,7 @@ def serve_cmd(ctx, cron, timezone, replay_cron, port, show_status, as_json):
 
 
 def _last_run(settings) -> dict | None:
-    from flows.serve import take_snapshot
+    from memoir.flows.serve import take_snapshot
 
     last = take_snapshot(settings.state_dir).last_run
     return {"result": "finished", **last} if last else None
@@ -230,7 +230,7 @@ def _last_run(settings) -> dict | None:
 
 def _serve(settings, status, stopping) -> None:
     """Serve with the status file kept and one line per run printed."""
-    from flows import serve as sv
+    from memoir.flows import serve as sv
 
     api_url, cron, replay_cron, zone = status.api_url, status.cron, status.replay_cron, status.timezone
     watch = sv.Watch(settings.state_dir, status, lambda line: click.echo(line))
@@ -256,7 +256,7 @@ def _serve(settings, status, stopping) -> None:
 
 
 def _serve_status(settings, as_json: bool) -> None:
-    from flows import serve as sv
+    from memoir.flows import serve as sv
 
     status = sv.read_status(settings.state_dir)
     running = status is not None and sv.serving(settings.state_dir)
@@ -278,9 +278,9 @@ def _serve_status(settings, as_json: bool) -> None:
 
 def queue_section(settings):
     """Queue depth by kind, the oldest pending item and items that keep failing."""
-    from cards.status import StatusSection
-    from flows.queue import queue_report
-    from index.pending import PendingIndex
+    from memoir.cards.status import StatusSection
+    from memoir.flows.queue import queue_report
+    from memoir.index.pending import PendingIndex
 
     data = queue_report(settings.queue_dir, pending_index_ids=len(PendingIndex(settings.state_dir)))
     depth = ", ".join(f"{n} {kind}" for kind, n in data["pending"].items())
@@ -298,8 +298,8 @@ def queue_section(settings):
 
 def serve_section(settings):
     """Whether `memoir serve` runs for this home, its next run and last result (once one has run)."""
-    from cards.status import StatusSection
-    from flows import serve as sv
+    from memoir.cards.status import StatusSection
+    from memoir.flows import serve as sv
 
     status = sv.read_status(settings.state_dir)
     if status is None:
@@ -309,6 +309,6 @@ def serve_section(settings):
                          tuple(sv.status_lines(status, running, datetime.now().astimezone())))
 
 
-from flows.cli_status import EXTRA_SECTIONS  # noqa: E402
+from memoir.flows.cli_status import EXTRA_SECTIONS  # noqa: E402
 
 EXTRA_SECTIONS.extend([queue_section, serve_section])

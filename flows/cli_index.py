@@ -6,8 +6,8 @@ import sys
 
 import click
 
-from flows.cli import EXIT_BUSY, EXIT_FAILED, cli, emit_json, pass_ctx
-from flows.progress import Display, announced
+from memoir.flows.cli import EXIT_BUSY, EXIT_FAILED, cli, emit_json, pass_ctx
+from memoir.flows.progress import Display, announced
 
 # `memoir index check` exit codes: a script can tell "run a rebuild" from "the file is damaged",
 # and both from "memoir cannot get at the file" (a rebuild would fail the same way) or "nothing here".
@@ -39,11 +39,11 @@ def rebuild_cmd(ctx, concurrency: int | None, as_json: bool) -> None:
     The old file is kept as index.db.bak until the new one checks out, and put back if it does
     not. Runbook: runbooks/index-corruption.md
     """
-    from cards.store import CardStore
-    from index.embed import default_embedder
-    from index.errors import IndexBusy, IndexError_
-    from index.pending import PendingIndex
-    from index.rebuild import rebuild_index
+    from memoir.cards.store import CardStore
+    from memoir.index.embed import default_embedder
+    from memoir.index.errors import IndexBusy, IndexError_
+    from memoir.index.pending import PendingIndex
+    from memoir.index.rebuild import rebuild_index
 
     s = ctx.settings
     store = CardStore(s.cards_dir, s.state_dir)
@@ -95,11 +95,11 @@ def check_cmd(ctx, as_json: bool) -> None:
       5  missing: no memoir home or no index there yet; run `memoir run`
     Runbook: runbooks/index-corruption.md
     """
-    from cards.store import CardStore
-    from index.check import check_index
-    from index.embed import default_embedder
-    from index.errors import IndexBusy
-    from index.pending import PendingIndex
+    from memoir.cards.store import CardStore
+    from memoir.index.check import check_index
+    from memoir.index.embed import default_embedder
+    from memoir.index.errors import IndexBusy
+    from memoir.index.pending import PendingIndex
 
     s = ctx.settings
     if not s.home.is_dir():

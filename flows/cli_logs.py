@@ -13,9 +13,9 @@ from pathlib import Path
 
 import click
 
-from cards.config import AIDER_REPOS, ConfigError, config_path, read_config_list, write_config_list
-from cards.hosts import aider, detect_host
-from flows.cli import EXIT_FAILED, EXIT_USAGE, cli, emit_json, pass_ctx
+from memoir.cards.config import AIDER_REPOS, ConfigError, config_path, read_config_list, write_config_list
+from memoir.cards.hosts import aider, detect_host
+from memoir.flows.cli import EXIT_FAILED, EXIT_USAGE, cli, emit_json, pass_ctx
 
 HEAD_BYTES = 65536
 
@@ -136,7 +136,7 @@ def logs_remove_cmd(ctx, path):
 @pass_ctx
 def logs_list_cmd(ctx, as_json):
     """Every log source a plain `memoir run` reads, by host, and whether it exists here."""
-    from flows.pipeline import default_log_sources
+    from memoir.flows.pipeline import default_log_sources
 
     rows = [{"host": host, "path": str(p), "exists": p.exists()}
             for host, p in default_log_sources(ctx.settings.aider_repos)]

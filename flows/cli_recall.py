@@ -11,21 +11,21 @@ from pathlib import Path
 
 import click
 
-from flows.cli import EXIT_FAILED, EXIT_USAGE, cli, emit_json, pass_ctx
+from memoir.flows.cli import EXIT_FAILED, EXIT_USAGE, cli, emit_json, pass_ctx
 
 # Commands memoir has installed over time: any of them in a settings file is memoir's entry.
-HOOK_IMPORT = "from memoir_hook import main"
-HOOK_MARKERS = (HOOK_IMPORT, "memoir_hook.py claude-code", "memoir-hook claude-code", "flows.recall_service claude-code",
+HOOK_IMPORT = "from hook_client import main"
+HOOK_MARKERS = (HOOK_IMPORT, "from memoir_hook import main", "memoir_hook.py claude-code", "memoir-hook claude-code", "flows.recall_service claude-code",
                 "memoir hook claude-code")
 HOOK_TIMEOUT_S = 5  # Claude Code's own limit for the prompt hook; ours ends it at the recall budget
-SESSION_START_TIMEOUT_S = 10  # the brief may take seconds (memoir_hook.SESSION_START_BUDGET_MS)
+SESSION_START_TIMEOUT_S = 10  # the brief may take seconds (hook_client.SESSION_START_BUDGET_MS)
 CLI_BUDGET_MS = 600_000  # a person at the CLI waits for the answer; the 300 ms budget is the hook's
 SESSION_START_MATCHER = "startup|resume|clear|compact"
 
 
 def _leave(code: int = 0) -> None:
     """Exit; if a recall worker outlived its deadline (a cold model load), leave without joining it."""
-    from index.recall import wait_for_workers
+    from memoir.index.recall import wait_for_workers
 
     if not wait_for_workers(0.0):
         sys.stdout.flush()
@@ -75,9 +75,9 @@ def _recall(settings, query: str, workspace: str, session: str, timeout_ms: int 
     The hook's budget is the hook's: at the CLI the deadline is `--timeout-ms` when given, else
     CLI_BUDGET_MS, and a spinner shows while the model loads.
     """
-    from memoir_hook import request_settings
-    from flows.recall_service import ask
-    from index.recall import Recaller, RecallResult
+    from memoir.flows.hook_client import request_settings
+    from memoir.flows.recall_service import ask
+    from memoir.index.recall import Recaller, RecallResult
 
     budget = float(CLI_BUDGET_MS if timeout_ms is None else timeout_ms)
     answer = ask(settings.state_dir, {"op": "recall", "query": query, "workspace": workspace,
@@ -85,7 +85,7 @@ def _recall(settings, query: str, workspace: str, session: str, timeout_ms: int 
                                       "settings": request_settings(settings)}, budget / 1000 + 1.0)
     if answer is not None and "result" in answer:
         return RecallResult.from_json(answer["result"], answer.get("record") or {})
-    from index.embed import default_embedder
+    from memoir.index.embed import default_embedder
 
     with Recaller(settings, default_embedder()) as recaller, _spinner("recalling (loading the embedding model; "
                                                                      "`memoir serve-recall` keeps it warm)"):
@@ -122,7 +122,7 @@ def recall_cmd(ctx, query, workspace, session, as_json, explain_, timeout_ms):
     Nothing that fails a gate is shown; nothing at all is a normal answer. Every recall is logged
     to state/recall.jsonl with the sanitized query and each candidate's gate.
     """
-    from index.containers import immediate_context
+    from memoir.index.containers import immediate_context
 
     workspace = str(Path(workspace).absolute()) if workspace else ""
     result = _recall(ctx.settings, query, workspace, session, timeout_ms)
@@ -143,8 +143,8 @@ def recall_cmd(ctx, query, workspace, session, as_json, explain_, timeout_ms):
 @pass_ctx
 def brief_cmd(ctx, workspace):
     """Recent topics and open follow-ups for a workspace (what SessionStart injects)."""
-    from index.containers import session_brief
-    from index.recall import Recaller, brief_cards
+    from memoir.index.containers import session_brief
+    from memoir.index.recall import Recaller, brief_cards
 
     ws = str(Path(workspace).absolute())
     with Recaller(ctx.settings, embedder=None) as recaller:
@@ -188,8 +188,8 @@ def export_cmd(ctx, dest, statuses):
     candidates a person has yet to review. The index is never exported: `memoir index rebuild`
     makes one from the cards anywhere.
     """
-    from cards.store import CardStore
-    from index.containers import export_cards
+    from memoir.cards.store import CardStore
+    from memoir.index.containers import export_cards
 
     store = CardStore(ctx.settings.cards_dir, ctx.settings.state_dir)
     try:
@@ -214,9 +214,9 @@ def serve_recall_cmd(ctx, idle_exit_s, lock_fd):
     answers nothing and starts one in the background (`--idle-exit-s` then stops it after hours
     without prompts). Runs in the foreground; stop it with Ctrl-C or SIGTERM.
     """
-    from flows.recall_service import SERVICE_THREADS, ServiceError, serve, socket_path
-    from index.embed import Embedder
-    from index.errors import IndexError_
+    from memoir.flows.recall_service import SERVICE_THREADS, ServiceError, serve, socket_path
+    from memoir.index.embed import Embedder
+    from memoir.index.errors import IndexError_
 
     def ready(path):
         click.echo(f"memoir recall service ready on {path} (pid {os.getpid()})", err=True)
@@ -244,7 +244,7 @@ def hook_claude_code(ctx):
     UserPromptSubmit recalls cards for the prompt; SessionStart prints the workspace brief. Always
     exits 0: an error means no context, never a blocked prompt.
     """
-    from memoir_hook import hook_main
+    from memoir.flows.hook_client import hook_main
 
     hook_main("claude-code", settings=ctx.settings)
 
@@ -255,18 +255,19 @@ def hook_install_group():
 
 
 def hook_command(home: str | None) -> str:
-    """The command line Claude Code runs: this interpreter on memoir_hook.py by its absolute path.
+    """The command line Claude Code runs: this interpreter on the stdlib-only hook client.
 
     `-I` keeps the project folder (and PYTHON* variables) off the import path, so a project with
     its own `flows/` package cannot shadow memoir's; `-S` skips site-packages start-up, which the
     client does not need. The client is imported from its folder, not run as a script: Python
     compiles a script on every start but keeps an imported module's bytecode, ~4 ms of CPU a prompt.
     """
-    import memoir_hook
+    from memoir.flows import hook_client
 
     env = f"MEMOIR_HOME={shlex.quote(home)} " if home else ""
-    folder = os.path.dirname(os.path.abspath(memoir_hook.__file__))
-    code = f"import sys; sys.path.insert(0, {json.dumps(folder)}); {HOOK_IMPORT}; main()"  # a Python literal too
+    folder = os.path.dirname(os.path.abspath(hook_client.__file__))
+    # Appended, not inserted: the standard library stays ahead of the client's folder.
+    code = f"import sys; sys.path.append({json.dumps(folder)}); {HOOK_IMPORT}; main()"  # a Python literal too
     return f"{env}{shlex.quote(sys.executable)} -I -S -c {shlex.quote(code)} claude-code"
 
 
@@ -353,7 +354,7 @@ def _diff(path: Path, before_text: str, current: dict, after_text: str, label: s
 
 
 def _write_settings(path: Path, text: str) -> None:
-    from cards.store import write_atomic
+    from memoir.cards.store import write_atomic
 
     try:
         write_atomic(path, text)

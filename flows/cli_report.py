@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 import click
 
-from flows.cli import cli, emit_json, pass_ctx
+from memoir.flows.cli import cli, emit_json, pass_ctx
 
 
 @cli.command("report")
@@ -21,7 +21,7 @@ def report_cmd(ctx, out, open_it, as_json):
     The page needs no server and loads nothing from the network: CSS and charts are inline, and
     links go to the card files and the session log lines each card cites.
     """
-    from flows.report import ReportError, write_report
+    from memoir.flows.report import ReportError, write_report
 
     try:
         path, report = write_report(ctx.settings, out, datetime.now(timezone.utc))

@@ -7,10 +7,10 @@ from collections.abc import Callable
 
 import click
 
-from cards.config import ConfigError, Settings
-from cards.status import StatusError, StatusReport, StatusSection, build_status
-from flows.cli import EXIT_FAILED, cli, emit_json, pass_ctx
-from flows.status_sections import index_section, model_section, recall_section
+from memoir.cards.config import ConfigError, Settings
+from memoir.cards.status import StatusError, StatusReport, StatusSection, build_status
+from memoir.flows.cli import EXIT_FAILED, cli, emit_json, pass_ctx
+from memoir.flows.status_sections import index_section, model_section, recall_section
 
 # Later stages add a function here (settings -> section) to show their own state, e.g. queue depth.
 EXTRA_SECTIONS: list[Callable[[Settings], StatusSection | None]] = [model_section, index_section, recall_section]

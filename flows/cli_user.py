@@ -10,8 +10,8 @@ from pathlib import Path
 
 import click
 
-from cards.store import CardFileError, CardStore
-from flows.cli import EXIT_FAILED, cli, emit_json, pass_ctx
+from memoir.cards.store import CardFileError, CardStore
+from memoir.flows.cli import EXIT_FAILED, cli, emit_json, pass_ctx
 
 
 def _store(settings) -> CardStore:
@@ -19,7 +19,7 @@ def _store(settings) -> CardStore:
 
 
 def _index_exists(settings) -> bool:
-    from index.recall import INDEX_FILE
+    from memoir.index.recall import INDEX_FILE
 
     return (Path(settings.index_dir) / INDEX_FILE).exists()
 
@@ -28,10 +28,10 @@ def drop_from_index(settings, ids: list[str]) -> str:
     """Remove the rows now; when the index cannot be written, queue the ids (the next sync drops them)."""
     import apsw
 
-    from index.db import open_index
-    from index.embed import default_embedder
-    from index.errors import IndexError_
-    from index.pending import PendingIndex
+    from memoir.index.db import open_index
+    from memoir.index.embed import default_embedder
+    from memoir.index.errors import IndexError_
+    from memoir.index.pending import PendingIndex
 
     if not _index_exists(settings):
         return "no index yet"
@@ -47,9 +47,9 @@ def drop_from_index(settings, ids: list[str]) -> str:
 
 def reindex(settings, store: CardStore, ids: list[str]) -> str:
     """Index these card files now (loads the model), or queue them; without an index the next run does it."""
-    from index.embed import default_embedder
-    from index.pending import PendingIndex
-    from index.sync import index_or_queue
+    from memoir.index.embed import default_embedder
+    from memoir.index.pending import PendingIndex
+    from memoir.index.sync import index_or_queue
 
     if not _index_exists(settings):
         return "no index yet; `memoir run` builds it"
@@ -77,7 +77,7 @@ def forget_cmd(ctx, card_id, why, purge):
     `--purge`, so `memoir unforget ID` can put it back exactly. Deleting a card file by hand
     forgets it too (at the next run).
     """
-    from cards.forget import ForgetError, forget
+    from memoir.cards.forget import ForgetError, forget
 
     store = _store(ctx.settings)
     try:
@@ -101,7 +101,7 @@ def forget_cmd(ctx, card_id, why, purge):
 @pass_ctx
 def unforget_cmd(ctx, card_id):
     """Undo `memoir forget ID`: the card file comes back exactly as it was and is indexed again."""
-    from cards.forget import ForgetError, unforget
+    from memoir.cards.forget import ForgetError, unforget
 
     store = _store(ctx.settings)
     try:
@@ -152,7 +152,7 @@ def review_cmd(ctx, card, as_json):
     writes your text as a hand edit that no later run overwrites. The file changes first, then
     the index. Ctrl-D at a prompt ends the review; what was decided stays decided.
     """
-    from cards.review import Pending, ReviewError, awaiting_review, find_card, reviewable_alone
+    from memoir.cards.review import Pending, ReviewError, awaiting_review, find_card, reviewable_alone
 
     store = _store(ctx.settings)
     if card:
@@ -197,7 +197,7 @@ def _gate_text(card, settings) -> str:
     """The held gate, what it finds now and what clears it, wrapped for a terminal."""
     import textwrap
 
-    from cards.review import gate_note
+    from memoir.cards.review import gate_note
 
     note = gate_note(card, settings.min_conclusion_chars)
     if note is None:
@@ -215,8 +215,8 @@ def _review_one(settings, store: CardStore, card_id: str, i: int, n: int, done: 
     Raises:
         _Stopped: input ended at a prompt; the card is left as it was.
     """
-    from cards.review import DEFAULT_WHY, ReviewError, apply_decision, confirm, reject, save_edit
-    from index.containers import human_review
+    from memoir.cards.review import DEFAULT_WHY, ReviewError, apply_decision, confirm, reject, save_edit
+    from memoir.index.containers import human_review
 
     while True:
         try:
@@ -286,9 +286,9 @@ def search_cmd(ctx, query, k, workspace, include_superseded, turns, show_all, as
     """
     import contextlib
 
-    from flows.cli_recall import _spinner
-    from index.errors import IndexError_
-    from index.search import (
+    from memoir.flows.cli_recall import _spinner
+    from memoir.index.errors import IndexError_
+    from memoir.index.search import (
         SEARCH_FLOOR,
         SearchUnavailable,
         render_plain,
@@ -331,7 +331,7 @@ def mcp_cmd(ctx):
     with `command = "memoir"` and `args = ["mcp"]` in ~/.codex/config.toml.
     """
     try:
-        from flows.mcp_server import serve
+        from memoir.flows.mcp_server import serve
     except ImportError as exc:
         click.echo(f"memoir: the MCP SDK is missing ({exc}); `pip install mcp`", err=True)
         sys.exit(EXIT_FAILED)

@@ -19,7 +19,7 @@ from pathlib import Path
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 
-from cards.config import Settings
+from memoir.cards.config import Settings
 
 SERVER_NAME = "memoir"
 # The agent asked on purpose, so recall may wait for a model that is still warming up; the hook
@@ -47,10 +47,10 @@ def _version() -> str:
 
 def build_server(settings: Settings, embedder=None) -> MCPServer:
     """The server with its three tools; `embedder` None means the shared process model."""
-    from index.containers import immediate_context, session_brief
-    from index.embed import default_embedder
-    from index.recall import Recaller, brief_cards
-    from index.search import (
+    from memoir.index.containers import immediate_context, session_brief
+    from memoir.index.embed import default_embedder
+    from memoir.index.recall import Recaller, brief_cards
+    from memoir.index.search import (
         SearchUnavailable,
         render_result,
         search_cards,
@@ -121,7 +121,7 @@ def build_server(settings: Settings, embedder=None) -> MCPServer:
 
 def serve(settings: Settings, embedder=None) -> None:
     """Run over stdio until the client closes the stream; the model warms up in the background."""
-    from index.embed import default_embedder
+    from memoir.index.embed import default_embedder
 
     embedder = embedder or default_embedder()
     # Loading the model takes seconds; the client's handshake should not wait for it.

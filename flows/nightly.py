@@ -17,12 +17,12 @@ from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
-from cards.collect import CollectResult
-from cards.config import Settings, load_settings
-from cards.model import Card
-from flows import replay, steps
-from flows.lock import run_lock
-from flows.pipeline import RunSummary
+from memoir.cards.collect import CollectResult
+from memoir.cards.config import Settings, load_settings
+from memoir.cards.values import Card
+from memoir.flows import replay, steps
+from memoir.flows.lock import run_lock
+from memoir.flows.pipeline import RunSummary
 
 # Big values (collected turns, cards, summaries) pass between tasks as `quote(...)`: Prefect would
 # otherwise walk every element looking for futures, which costs more than the stage itself.

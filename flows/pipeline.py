@@ -13,17 +13,17 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-from cards.collect import CollectResult, collect_file, iter_candidates
-from cards.config import Settings
-from cards.draft import draft_card
-from cards.hosts import aider, default_roots, reader_for
-from cards.ledger import Ledger
-from cards.model import Card, Experience, Turn
-from cards.sanitize_fields import sanitize_turn
-from cards.segment import SegmentRules, segment_with_skips
-from cards.store import CardStore, remove_temp_files, render_card
-from flows.lock import run_lock
-from flows.queue import OverflowQueue
+from memoir.cards.collect import CollectResult, collect_file, iter_candidates
+from memoir.cards.config import Settings
+from memoir.cards.draft import draft_card
+from memoir.cards.hosts import aider, default_roots, reader_for
+from memoir.cards.ledger import Ledger
+from memoir.cards.values import Card, Experience, Turn
+from memoir.cards.sanitize_fields import sanitize_turn
+from memoir.cards.segment import SegmentRules, segment_with_skips
+from memoir.cards.store import CardStore, remove_temp_files, render_card
+from memoir.flows.lock import run_lock
+from memoir.flows.queue import OverflowQueue
 
 Progress = Callable[..., None]  # (stage, done, total, detail=""); flows/progress.py draws it
 
@@ -197,7 +197,7 @@ def run_pipeline(
     """
     wait = settings.run_lock_timeout_s if lock_wait_s is None else lock_wait_s
     with run_lock(settings.state_dir, wait, what="run"):
-        from flows.steps import nightly_direct  # the one sequence of steps; the Prefect flow calls it too
+        from memoir.flows.steps import nightly_direct  # the one sequence of steps; the Prefect flow calls it too
 
         return nightly_direct(settings, [str(p) for p in paths or []], host, with_index, progress)
 

@@ -20,8 +20,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from cards.sanitize_fields import sanitize_value
-from cards.store import remove_temp_files, write_atomic
+from memoir.cards.sanitize_fields import sanitize_value
+from memoir.cards.store import remove_temp_files, write_atomic
 
 KINDS = ("card_write", "index_update", "distill_batch")
 STATES = ("pending", "claimed", "done")

@@ -3,9 +3,9 @@
 Loading torch and the embedding model takes seconds, a prompt hook has 300 ms. So one long-lived
 process (`memoir serve-recall`) keeps the model and the index open and answers on a unix socket
 in the state dir (a 0700 dir, a 0600 socket, never a network port; when that path is too long for a
-socket, in a private folder `memoir_hook.private_socket_dir` checks). Both ends check the other's
+socket, in a private folder `hook_client.private_socket_dir` checks). Both ends check the other's
 uid (SO_PEERCRED): the client trusts no answer, and the service serves no request, from another user. The hook's client is
-`memoir_hook.py` (stdlib only, started with `python -I -S`); this module is the service and the
+`hook_client.py` (stdlib only, started with `python -I -S`); this module is the service and the
 helpers the CLI uses to reach it.
 
 Each connection gets its own thread, so four agent sessions asking at once wait for one another
@@ -25,12 +25,12 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-import memoir_hook
-from cards.config import Settings
+from memoir.flows import hook_client
+from memoir.cards.config import Settings
 
 PID_NAME = "recall.pid"
-LOCK_NAME = memoir_hook.LOCK_NAME
-MAX_MESSAGE = memoir_hook.MAX_MESSAGE
+LOCK_NAME = hook_client.LOCK_NAME
+MAX_MESSAGE = hook_client.MAX_MESSAGE
 IO_TIMEOUT_S = 2.0  # a service connection that sends nothing for this long is dropped
 MAX_CONNECTIONS = 32  # requests answered at once; more wait in the listen backlog
 # The settings a request may carry: the ones that change an answer. Directories never travel:
@@ -50,16 +50,16 @@ class ServiceError(Exception):
 def socket_path(state_dir: Path, *, create: bool = False) -> Path:
     """`<state>/recall.sock`, or a socket in a private folder when that is too long for a socket.
 
-    Raises memoir_hook.UnsafeSocket when no private folder can be had.
+    Raises hook_client.UnsafeSocket when no private folder can be had.
     """
-    return Path(memoir_hook.socket_path(str(state_dir), create=create))
+    return Path(hook_client.socket_path(str(state_dir), create=create))
 
 
 def ask(state_dir: Path, request: dict, timeout_s: float) -> dict | None:
     """Send one request to the service; None when it is not running, slow, or answers badly."""
     try:
-        answer = memoir_hook.ask(str(state_dir), request, timeout_s)
-    except (memoir_hook.NoService, OSError, ValueError):
+        answer = hook_client.ask(str(state_dir), request, timeout_s)
+    except (hook_client.NoService, OSError, ValueError):
         return None
     return answer if answer.get("ok") else None
 
@@ -96,7 +96,7 @@ class RecallService:
     """Answers recall and brief requests with a warm model and an open index, for any caller's settings."""
 
     def __init__(self, settings: Settings, embedder):
-        from index.recall import Recaller
+        from memoir.index.recall import Recaller
 
         self.settings = settings
         self.embedder = SerialEmbedder(embedder)
@@ -133,7 +133,7 @@ class RecallService:
 
     def _settings_from_env(self, env: object) -> Settings:
         """The hook's fast path: resolve the caller's environment exactly as its own process would."""
-        from cards.config import ConfigError, default_config_file, load_settings
+        from memoir.cards.config import ConfigError, default_config_file, load_settings
 
         if not isinstance(env, dict):
             raise ValueError("env must be a JSON object")
@@ -154,7 +154,7 @@ class RecallService:
 
     def recaller_for(self, settings: Settings):
         """One open Recaller per distinct caller settings, sharing the warm model."""
-        from index.recall import Recaller
+        from memoir.index.recall import Recaller
 
         if settings == self.settings:
             return self.recaller
@@ -169,8 +169,8 @@ class RecallService:
             return found
 
     def handle(self, request: dict) -> dict:
-        from index.containers import immediate_context, session_brief
-        from index.recall import brief_cards
+        from memoir.index.containers import immediate_context, session_brief
+        from memoir.index.recall import brief_cards
 
         op = request.get("op")
         if op == "ping":
@@ -225,7 +225,7 @@ class RecallService:
 
 def stranger_uid(conn: socket.socket) -> int | None:
     """The peer's uid when it is not this process's user; None for our own user (or no way to tell)."""
-    uid = memoir_hook.peer_uid(conn)
+    uid = hook_client.peer_uid(conn)
     return uid if uid is not None and uid != os.getuid() else None
 
 
@@ -247,7 +247,7 @@ def request_budget(request: dict, settings: Settings) -> float | None:
         return budget  # the caller resolved its settings and computed its own deadline
     # Only the service knows this caller's sync_timeout_ms (resolved from its environment).
     left = (settings.sync_timeout_ms - (time.time() - float(started_at)) * 1000
-            - memoir_hook.OUTPUT_MARGIN_MS - memoir_hook.SERVICE_MARGIN_MS)
+            - hook_client.OUTPUT_MARGIN_MS - hook_client.SERVICE_MARGIN_MS)
     return max(0.0, left if budget is None else min(budget, left))
 
 
@@ -306,7 +306,7 @@ def bind_socket(state_dir: Path) -> tuple[socket.socket, Path]:
     """A listening unix socket only this user can connect to; a stale socket file is replaced."""
     try:
         path = socket_path(state_dir, create=True)
-    except memoir_hook.UnsafeSocket as exc:
+    except hook_client.UnsafeSocket as exc:
         raise ServiceError(str(exc)) from exc
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists():
@@ -406,6 +406,6 @@ def serve(settings: Settings, embedder, *, idle_exit_s: float | None = None, on_
 
 
 if __name__ == "__main__":
-    # Hooks installed before memoir_hook.py ran `python -m flows.recall_service claude-code`; they
+    # Hooks installed before the hook client existed ran `python -m flows.recall_service claude-code`; they
     # keep working (reinstall with `memoir hook install claude-code` for the unshadowable command).
-    sys.exit(memoir_hook.hook_main(sys.argv[1] if len(sys.argv) > 1 else "claude-code"))
+    sys.exit(hook_client.hook_main(sys.argv[1] if len(sys.argv) > 1 else "claude-code"))

@@ -15,13 +15,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from cards.config import Settings
-from cards.model import Card, Experience, Turn
-from cards.forget import tombstone_path
-from cards.review import user_owned
-from cards.store import CardFileError, CardStore, content_hash, parse_card, render_card, write_atomic
-from flows.lock import run_lock
-from flows.queue import OverflowQueue, QueueItem
+from memoir.cards.config import Settings
+from memoir.cards.values import Card, Experience, Turn
+from memoir.cards.forget import tombstone_path
+from memoir.cards.review import user_owned
+from memoir.cards.store import CardFileError, CardStore, content_hash, parse_card, render_card, write_atomic
+from memoir.flows.lock import run_lock
+from memoir.flows.queue import OverflowQueue, QueueItem
 
 Progress = Callable[[str, int, int], None]
 
@@ -115,10 +115,10 @@ def apply_card_write(store: CardStore, card_id: str, text: str) -> tuple[str, di
 
 def apply_index_update(settings: Settings, ids: Sequence[str]) -> str:
     """Index these cards from their files (a hash already indexed is skipped)."""
-    from index.db import open_index
-    from index.sync import index_ids
+    from memoir.index.db import open_index
+    from memoir.index.sync import index_ids
 
-    from flows.steps import embedder
+    from memoir.flows.steps import embedder
 
     store = CardStore(settings.cards_dir, settings.state_dir)
     with open_index(settings.index_dir, embedder()) as index:
@@ -130,7 +130,7 @@ def apply_index_update(settings: Settings, ids: Sequence[str]) -> str:
 
 def apply_distill_batch(settings: Settings, payload: Mapping, endpoints: Sequence) -> tuple[str, dict, dict | None]:
     """Distill the queued experiences; cards still undistilled stay in a narrowed item."""
-    from cards.distill.model import distill_batch
+    from memoir.cards.distill.model import distill_batch
 
     if "items" not in payload:
         # An item with card ids alone cannot be distilled again: the turns are not in it.
@@ -233,15 +233,15 @@ def finish_replay(settings: Settings, outcomes: Sequence[Applied], reclaimed: in
 
 def sync_pending_index(settings: Settings, written_ids: list[str]) -> dict:
     """Drain the index's pending list and index cards the replay wrote, when an index exists."""
-    from index.db import INDEX_FILE
-    from index.pending import PendingIndex
+    from memoir.index.db import INDEX_FILE
+    from memoir.index.pending import PendingIndex
 
     pending = PendingIndex(settings.state_dir)
     if not (settings.index_dir / INDEX_FILE).exists() or not (written_ids or len(pending)):
         return {}
-    from index.sync import index_or_queue
+    from memoir.index.sync import index_or_queue
 
-    from flows.steps import embedder
+    from memoir.flows.steps import embedder
 
     store = CardStore(settings.cards_dir, settings.state_dir)
     outcome = index_or_queue(store, settings.index_dir, embedder(), sorted(set(written_ids) | set(pending.ids())),
@@ -275,6 +275,6 @@ def model_endpoints(settings: Settings) -> tuple:
     """The model endpoints, key included, resolved where a worker process starts (flow tasks)."""
     import os
 
-    from cards.distill.model import endpoints_from_settings
+    from memoir.cards.distill.model import endpoints_from_settings
 
     return endpoints_from_settings(settings, os.environ)

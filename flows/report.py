@@ -9,12 +9,12 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from cards.config import Settings
-from cards.status import StatusError, read_alarm_history, read_jsonl, read_runs
-from cards.store import CardStore, write_atomic
-from flows.status_sections import read_model_runs
-from index.recall import log_path
-from index.report import Report, hook_event, plan_report, recall_event, render_report
+from memoir.cards.config import Settings
+from memoir.cards.status import StatusError, read_alarm_history, read_jsonl, read_runs
+from memoir.cards.store import CardStore, write_atomic
+from memoir.flows.status_sections import read_model_runs
+from memoir.index.recall import log_path
+from memoir.index.report import Report, hook_event, plan_report, recall_event, render_report
 
 REPORT_FILE = "report.html"
 
@@ -39,7 +39,7 @@ def _log_lines(paths: list[Path], problems: list[str]) -> list[dict]:
 
 def build_report(settings: Settings, now: datetime) -> Report:
     """Read the library and the state logs, then plan the page."""
-    from memoir_hook import OUTCOMES, read_calls
+    from memoir.flows.hook_client import OUTCOMES, read_calls
 
     if not Path(settings.home).is_dir():
         raise ReportError(f"no memoir home at {settings.home}; run `memoir run` first, or pass the right --home")

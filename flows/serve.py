@@ -32,8 +32,8 @@ from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from flows.lock import held_by_a_live_process
-from flows.prefect_env import prefect_environment
+from memoir.flows.lock import held_by_a_live_process
+from memoir.flows.prefect_env import prefect_environment
 
 SERVER_START_TIMEOUT_S = 120  # first start migrates a fresh database: ~10-20 s here
 SERVER_STOP_S = 8  # uvicorn drains in ~1 s; past this the server is killed
@@ -241,7 +241,7 @@ class ServeStatus:
 
 
 def write_status(state_dir: Path, status: ServeStatus) -> None:
-    from cards.store import write_atomic
+    from memoir.cards.store import write_atomic
 
     write_atomic(Path(state_dir) / STATUS_FILE, json.dumps(status.to_dict(), indent=2, sort_keys=True) + "\n")
 
@@ -417,7 +417,7 @@ def deployments(home: str, nightly_cron: str, replay_cron: str | None = None, ti
     """The three flows as deployments: nightly on its cron, the others on demand (or their cron)."""
     from prefect.schedules import Cron
 
-    from flows.nightly import nightly, rebuild_index, replay_backlog
+    from memoir.flows.nightly import nightly, rebuild_index, replay_backlog
 
     params = {"home": home}
     replay = [Cron(replay_cron, timezone=timezone)] if replay_cron else None

@@ -13,16 +13,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from cards.config import Settings
-from cards.distill.model import distill_batch, endpoints_from_settings
-from cards.distill.rules import RulesPlan, apply_rules
-from cards.forget import guard_library
-from cards.model import Card, Experience, card_id
-from cards.review import user_owned
-from cards.store import CardStore
+from memoir.cards.config import Settings
+from memoir.cards.distill.model import distill_batch, endpoints_from_settings
+from memoir.cards.distill.rules import RulesPlan, apply_rules
+from memoir.cards.forget import guard_library
+from memoir.cards.values import Card, Experience, card_id
+from memoir.cards.review import user_owned
+from memoir.cards.store import CardStore
 import apsw
 
-from index.errors import IndexError_
+from memoir.index.errors import IndexError_
 
 NEIGHBOURS = 5  # active cards the duplicate gate compares a new card with
 LEXICAL_POOL = 200  # without an index, the most recent active cards of the same workspace
@@ -182,8 +182,8 @@ class IndexStage:
     figures: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        from index.embed import default_embedder
-        from index.pending import PendingIndex
+        from memoir.index.embed import default_embedder
+        from memoir.index.pending import PendingIndex
 
         self.embedder = self.embedder or default_embedder()
         self.pending = PendingIndex(self.settings.state_dir)
@@ -191,7 +191,7 @@ class IndexStage:
 
     def ensure(self) -> None:
         """`memoir index check` first; a corrupt index or one built for another model is rebuilt."""
-        from index.rebuild import ensure_index
+        from memoir.index.rebuild import ensure_index
 
         try:
             outcome = ensure_index(self.store, self.settings.index_dir, self.embedder,
@@ -205,7 +205,7 @@ class IndexStage:
 
     def open(self):
         """The open index for neighbour look-ups, or None when it cannot be opened now."""
-        from index.db import open_index
+        from memoir.index.db import open_index
 
         if self._index is None:
             try:
@@ -217,7 +217,7 @@ class IndexStage:
 
     def sync(self, changed_ids: Sequence[str]) -> None:
         """Index what changed on disk (hand edits too) and drain the pending list; queue on failure."""
-        from index.sync import sync_index
+        from memoir.index.sync import sync_index
 
         index = self.open()
         if index is None:

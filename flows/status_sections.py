@@ -12,10 +12,10 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
-from cards.config import Settings
-from cards.sanitize_fields import sanitize_value
-from cards.status import StatusError, StatusSection, read_jsonl
-from cards.store import CardStore, write_atomic
+from memoir.cards.config import Settings
+from memoir.cards.sanitize_fields import sanitize_value
+from memoir.cards.status import StatusError, StatusSection, read_jsonl
+from memoir.cards.store import CardStore, write_atomic
 
 MODEL_RUNS = "model-runs.jsonl"
 KEEP_MODEL_RUNS = 50  # enough history to see a model gone silent; the file stays small
@@ -61,9 +61,9 @@ def model_section(settings: Settings) -> StatusSection:
 
 def index_section(settings: Settings) -> StatusSection:
     """healthy / stale / corrupt / cannot open, as `memoir index check` says; anything but healthy is an alarm."""
-    from index.check import check_index
-    from index.embed import Embedder
-    from index.pending import PendingIndex
+    from memoir.index.check import check_index
+    from memoir.index.embed import Embedder
+    from memoir.index.pending import PendingIndex
 
     spec = Embedder()  # model id and dimension only; nothing is loaded
     store = CardStore(settings.cards_dir, settings.state_dir)
@@ -129,9 +129,9 @@ def _read_jsonl(path: Path) -> list[dict]:
 
 def recall_section(settings: Settings) -> StatusSection:
     """Hook calls by outcome (injected, empty, timeouts, cold starts, errors) and logged recalls, since the last run."""
-    from cards.status import read_runs
-    from index.recall import log_path
-    from memoir_hook import read_calls
+    from memoir.cards.status import read_runs
+    from memoir.index.recall import log_path
+    from memoir.flows.hook_client import read_calls
 
     runs = read_runs(settings.state_dir)
     since = runs[-1].finished if runs else None

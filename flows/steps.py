@@ -15,12 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
-from cards.collect import CollectResult
-from cards.config import Settings
-from cards.ledger import Ledger
-from cards.model import Card
-from cards.store import CardStore
-from flows.pipeline import (
+from memoir.cards.collect import CollectResult
+from memoir.cards.config import Settings
+from memoir.cards.ledger import Ledger
+from memoir.cards.values import Card
+from memoir.cards.store import CardStore
+from memoir.flows.pipeline import (
     Progress,
     RunSummary,
     clean_leftovers,
@@ -29,9 +29,9 @@ from flows.pipeline import (
     plan_experiences,
     store_cards,
 )
-from flows.lock import step_deadline
-from flows.queue import OverflowQueue
-from flows.replay import queue_distill_batch
+from memoir.flows.lock import step_deadline
+from memoir.flows.queue import OverflowQueue
+from memoir.flows.replay import queue_distill_batch
 
 _embedder = None  # one model per process: loading it costs seconds
 
@@ -40,7 +40,7 @@ def embedder():
     """The process's embedder (loaded lazily on first encode)."""
     global _embedder
     if _embedder is None:
-        from index.embed import Embedder
+        from memoir.index.embed import Embedder
 
         _embedder = Embedder()
     return _embedder
@@ -74,9 +74,9 @@ def start_run(settings: Settings, with_index: bool = True, progress: Progress | 
     clean_leftovers(settings, queue)
     index = None
     if with_index:
-        from flows.progress import announced
-        from flows.stages import IndexStage
-        from index.embed import default_embedder
+        from memoir.flows.progress import announced
+        from memoir.flows.stages import IndexStage
+        from memoir.index.embed import default_embedder
 
         index = IndexStage(settings, store, embedder=announced(default_embedder(), progress))
     return Run(settings, RunSummary(), store, queue, index)
@@ -117,7 +117,7 @@ def transform_step(run: Run, collected: CollectResult) -> list:
 
 def distill_step(run: Run, drafted: list) -> list[Card]:
     """Rules, model stage and gates; batches the model could not take go to the queue."""
-    from flows.stages import Neighbourhood, distill
+    from memoir.flows.stages import Neighbourhood, distill
 
     summary = run.summary
     library, unreadable = run.store.load_all()
@@ -195,11 +195,11 @@ def commit_step(run: Run, collected: CollectResult) -> int:
 
 def record_step(run: Run) -> RunSummary:
     """Append the run to the run history (for `memoir status` and the append-only alarm)."""
-    from cards.status import count_cards, record_run
+    from memoir.cards.status import count_cards, record_run
 
     plan, summary = run.plan, run.summary
     cards_now = run.library.values()  # what is on disk now, without parsing every file again
-    from flows.status_sections import record_model_run
+    from memoir.flows.status_sections import record_model_run
 
     record = record_run(run.settings.state_dir, added=summary.cards.get("new", 0),
                         superseded=plan.counters.get("superseded", 0), merged=plan.counters.get("merged", 0),
@@ -213,7 +213,7 @@ def record_step(run: Run) -> RunSummary:
 def nightly_direct(settings: Settings, logs: list[str], host: str = "auto", with_index: bool = True,
                    progress: Progress | None = None) -> RunSummary:
     """The nightly steps in order without Prefect: what `memoir run` does, and what the flow calls."""
-    from flows.progress import stage
+    from memoir.flows.progress import stage
 
     started = time.monotonic()
     step_s = settings.step_timeout_s
@@ -265,7 +265,7 @@ class EmbeddedChunk:
 
 def plan_rebuild(settings: Settings) -> list[list[str]]:
     """Card ids in chunks: at least one per concurrent worker, never more than REBUILD_CHUNK each."""
-    from index.rebuild import REBUILD_CHUNK
+    from memoir.index.rebuild import REBUILD_CHUNK
 
     ids = CardStore(settings.cards_dir, settings.state_dir).ids()
     if not ids:
@@ -277,8 +277,8 @@ def plan_rebuild(settings: Settings) -> list[list[str]]:
 
 def embed_chunk(settings: Settings, ids: list[str]) -> EmbeddedChunk:
     """Read and embed one chunk of card files (runs on any worker that sees the card directory)."""
-    from index.plan import retrieval_text
-    from index.sync import read_card_file
+    from memoir.index.plan import retrieval_text
+    from memoir.index.sync import read_card_file
 
     store = CardStore(settings.cards_dir, settings.state_dir)
     files, problems = [], []
@@ -293,10 +293,10 @@ def embed_chunk(settings: Settings, ids: list[str]) -> EmbeddedChunk:
 
 def write_rebuilt_index(settings: Settings, chunks: list[EmbeddedChunk]) -> dict:
     """Write every chunk into a new index file, verify it, swap it in atomically."""
-    from index.db import INDEX_FILE, now_utc, open_index
-    from index.errors import RebuildFailed
-    from index.pending import PendingIndex
-    from index.rebuild import _remove_db, swap_in
+    from memoir.index.db import INDEX_FILE, now_utc, open_index
+    from memoir.index.errors import RebuildFailed
+    from memoir.index.pending import PendingIndex
+    from memoir.index.rebuild import _remove_db, swap_in
 
     final = settings.index_dir / INDEX_FILE
     new, bak = final.with_name(f"{INDEX_FILE}.new"), final.with_name(f"{INDEX_FILE}.bak")

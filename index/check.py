@@ -15,12 +15,12 @@ from pathlib import Path
 
 import apsw
 
-from cards.store import CardFileError, CardStore
-from index.db import INDEX_FILE, TABLES, Index, connect, meta_problems, read_meta, tables
-from index.errors import IndexBusy, IndexCorrupt, IndexError_
-from index.pending import PendingIndex
-from index.plan import plan_index_changes
-from index.sync import file_hashes, read_card_file
+from memoir.cards.store import CardFileError, CardStore
+from memoir.index.db import INDEX_FILE, TABLES, Index, connect, meta_problems, read_meta, tables
+from memoir.index.errors import IndexBusy, IndexCorrupt, IndexError_
+from memoir.index.pending import PendingIndex
+from memoir.index.plan import plan_index_changes
+from memoir.index.sync import file_hashes, read_card_file
 
 HEALTHY, STALE, CORRUPT, CANNOT_OPEN = "healthy", "stale", "corrupt", "cannot_open"
 

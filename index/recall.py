@@ -25,18 +25,18 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from cards.config import Settings
-from cards.model import SECTIONS, Card, Source
-from cards.sanitize import sanitize
-from cards.sanitize_fields import sanitize_value
-from cards.signatures import error_signature
-from cards.store import CardFileError, CardStore
-from index.gates import (
+from memoir.cards.config import Settings
+from memoir.cards.values import SECTIONS, Card, Source
+from memoir.cards.sanitize import sanitize
+from memoir.cards.sanitize_fields import sanitize_value
+from memoir.cards.signatures import error_signature
+from memoir.cards.store import CardFileError, CardStore
+from memoir.index.gates import (
     INJECTED, Candidate, GatePolicy, Judgement, RecallQuery, fast_changing_fact, judge,
     prefer_newer, take_place, workspaces_near,
 )
-from index.plan import choose_fts_terms, fts_match_expression, fts_terms, quote_terms, retrieval_text, term_tokens
-from index.rewrite import query_task_type, rewrite_query
+from memoir.index.plan import choose_fts_terms, fts_match_expression, fts_terms, quote_terms, retrieval_text, term_tokens
+from memoir.index.rewrite import query_task_type, rewrite_query
 
 INDEX_FILE = "index.db"  # index.db's INDEX_FILE; repeated so the lexical path need not import numpy
 KNN_K = 8  # nearest cards by vector; more only adds candidates the similarity gate rejects
@@ -474,7 +474,7 @@ class Recaller:
             if self.embedder is None:
                 self._index = LexicalIndex(self.index_path)
             else:
-                from index.db import open_index
+                from memoir.index.db import open_index
 
                 self._index = open_index(self.settings.index_dir, self.embedder, busy_timeout_ms=READ_BUSY_MS)
             self._index_id = ident

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from cards.model import SECTION_TITLES, SECTIONS, STATUSES, Card
-from cards.render import template_environment
-from cards.status import Counts, RunRecord, count_cards
-from cards.title import display_title
-from index.gates import INJECTED
+from memoir.cards.values import SECTION_TITLES, SECTIONS, STATUSES, Card
+from memoir.cards.render import template_environment
+from memoir.cards.status import Counts, RunRecord, count_cards
+from memoir.cards.title import display_title
+from memoir.index.gates import INJECTED
 
 TEMPLATE = "report.html.j2"
 RECALL_OUTCOMES = ("injected", "empty", "timeout", "error")  # what index.recall logs per recall
@@ -387,7 +387,7 @@ def plan_report(
 
 # --- rendering -------------------------------------------------------------------------------------------
 
-_env = template_environment("index", html=True)
+_env = template_environment("memoir.index", html=True)
 
 
 def render_report(report: Report) -> str:

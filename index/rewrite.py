@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from cards.hosts.strip import strip_injected
-from cards.signatures import error_signature
+from memoir.cards.hosts.strip import strip_injected
+from memoir.cards.signatures import error_signature
 
 MAX_QUERY_CHARS = 1000  # MiniLM reads ~256 word pieces; a pasted log must not crowd out the question
 MAX_ERROR_LINES = 3

@@ -31,19 +31,19 @@ from pathlib import Path
 
 import numpy as np
 
-from cards.collect import CollectResult, collect_file
-from cards.config import Settings
-from cards.forget import Tombstones, load_tombstones
-from cards.gates import instruction_shapes
-from cards.ledger import LEDGER_FILE, Ledger, LedgerError
-from cards.model import Card, Source, Turn
-from cards.sanitize import sanitize
-from cards.store import CardFileError, CardStore
-from cards.title import display_title
-from index.gates import workspaces_near
-from index.recall import INDEX_FILE, MAX_QUERY_INPUT, RRF_K, fuse, query_terms
-from index.rewrite import rewrite_query
-from index.turns import Span, TurnIndex, TurnRow, covering
+from memoir.cards.collect import CollectResult, collect_file
+from memoir.cards.config import Settings
+from memoir.cards.forget import Tombstones, load_tombstones
+from memoir.cards.gates import instruction_shapes
+from memoir.cards.ledger import LEDGER_FILE, Ledger, LedgerError
+from memoir.cards.values import Card, Source, Turn
+from memoir.cards.sanitize import sanitize
+from memoir.cards.store import CardFileError, CardStore
+from memoir.cards.title import display_title
+from memoir.index.gates import workspaces_near
+from memoir.index.recall import INDEX_FILE, MAX_QUERY_INPUT, RRF_K, fuse, query_terms
+from memoir.index.rewrite import rewrite_query
+from memoir.index.turns import Span, TurnIndex, TurnRow, covering
 
 POOL_PER_HIT = 4  # each path fetches k × this many: status filtering cuts some, fusion reorders
 MAX_POOL = 200
@@ -69,7 +69,7 @@ QUERY_THREADS = 1  # torch threads for `memoir search`: on 2 cores a second thre
 
 def search_embedder():
     """The embedder `memoir search` loads: the same model as the index, on `QUERY_THREADS` threads."""
-    from index.embed import Embedder
+    from memoir.index.embed import Embedder
 
     return Embedder(threads=QUERY_THREADS)
 
@@ -435,7 +435,7 @@ def search_cards(settings: Settings, query: str, *, embedder, k: int = 10, works
     Raises:
         SearchUnavailable: no index file yet.
     """
-    from index.db import open_index
+    from memoir.index.db import open_index
 
     clean, text = clean_query(settings, query)
     if not text:
@@ -510,8 +510,8 @@ def load_turns(settings: Settings, embedder, index, store: CardStore, problems: 
     The stamp is read from the content (ledger rows, the index's `updated_at` and card count), never
     from SQLite's file times: opening and closing a WAL database changes those on every search.
     """
-    from cards.forget import tombstone_dir
-    from index.turns import TURNS_FILE
+    from memoir.cards.forget import tombstone_dir
+    from memoir.index.turns import TURNS_FILE
 
     state = Path(settings.state_dir)
     ledger_path = state / LEDGER_FILE
@@ -584,7 +584,7 @@ def search_turns(settings: Settings, query: str, *, k: int = 10, workspace: str 
 def render_result(result: SearchResult) -> str:
     """What an agent reads (MCP): inside `<memoir-context>`, the note first, then each hit with its
     label and sources, so its host never mines it back as evidence."""
-    from index.containers import render
+    from memoir.index.containers import render
 
     return render("search.j2", result=result)
 
@@ -599,7 +599,7 @@ def excerpt(text: str, width: int = EXCERPT_CHARS) -> str:
 
 def render_plain(result: SearchResult, *, show_all_hint: bool = True) -> str:
     """What a person reads in a terminal: per hit its title, state, score, file and a short excerpt."""
-    from index.containers import render
+    from memoir.index.containers import render
 
     return render("search_plain.j2", result=result, excerpt=excerpt, strength=hit_strength,
                   show_all_hint=show_all_hint)

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import apsw
 
-from cards.model import Card
-from cards.store import CardFileError, CardStore, content_hash, parse_card
-from index.db import DEFAULT_BUSY_MS, ApplyReport, Index, open_index
-from index.errors import IndexError_
-from index.pending import PendingIndex
-from index.plan import plan_index_changes
+from memoir.cards.values import Card
+from memoir.cards.store import CardFileError, CardStore, content_hash, parse_card
+from memoir.index.db import DEFAULT_BUSY_MS, ApplyReport, Index, open_index
+from memoir.index.errors import IndexError_
+from memoir.index.pending import PendingIndex
+from memoir.index.plan import plan_index_changes
 
 SYNC_BATCH = 1024  # cards embedded per transaction: bounded memory, a crash loses one batch's work
 

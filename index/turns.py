@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from cards.collect import CollectResult, collect_file
-from cards.sanitize_fields import sanitize_turn
-from cards.store import CardFileError, CardStore
+from memoir.cards.collect import CollectResult, collect_file
+from memoir.cards.sanitize_fields import sanitize_turn
+from memoir.cards.store import CardFileError, CardStore
 
 TURNS_FILE = "turns.sqlite"
 SCHEMA = """

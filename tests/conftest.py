@@ -25,7 +25,7 @@ def memoir_home(tmp_path, monkeypatch):
 @pytest.fixture(scope="module")
 def embedder():
     """The real model, loaded and warmed once per test module."""
-    from index.embed import default_embedder
+    from memoir.index.embed import default_embedder
 
     e = default_embedder()
     e.encode_one("warm up")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cards.model import Card, Source
-from cards.store import CardStore
+from memoir.cards.values import Card, Source
+from memoir.cards.store import CardStore
 
 # Real-shaped experiences: the lexical path must find the codes, keys and modules in them.
 PROBLEMS = [

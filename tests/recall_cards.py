@@ -10,11 +10,11 @@ import random
 import string
 from datetime import datetime, timedelta, timezone
 
-from cards.config import load_settings
-from cards.model import Card, Source
-from cards.store import CardStore
-from index.db import open_index
-from index.sync import sync_index
+from memoir.cards.config import load_settings
+from memoir.cards.values import Card, Source
+from memoir.cards.store import CardStore
+from memoir.index.db import open_index
+from memoir.index.sync import sync_index
 
 NOW = datetime(2026, 11, 2, 12, 0, tzinfo=timezone.utc)
 WORKSPACE = "/work/shop"

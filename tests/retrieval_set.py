@@ -182,10 +182,10 @@ def build_example_home(settings, examples: Path, embedder, *, activate_held: boo
     are made active (incomplete ones stay incomplete), so the figures do not move when upstream
     gates are tuned. Returns how many cards were activated.
     """
-    from cards.store import CardStore
-    from flows.pipeline import run_pipeline
-    from index.db import open_index
-    from index.sync import sync_index
+    from memoir.cards.store import CardStore
+    from memoir.flows.pipeline import run_pipeline
+    from memoir.index.db import open_index
+    from memoir.index.sync import sync_index
 
     run_pipeline(settings, [examples])
     store = CardStore(settings.cards_dir, settings.state_dir)

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cards.config import load_settings
-from cards.follow_up import open_follow_ups
-from cards.store import CardStore
-from flows import commands  # noqa: F401  (registers the subcommands)
-from flows.cli import cli
-from flows.pipeline import run_pipeline
-from index.containers import plan_brief
+from memoir.cards.config import load_settings
+from memoir.cards.follow_up import open_follow_ups
+from memoir.cards.store import CardStore
+from memoir.flows import commands  # noqa: F401  (registers the subcommands)
+from memoir.flows.cli import cli
+from memoir.flows.pipeline import run_pipeline
+from memoir.index.containers import plan_brief
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 OPK = "/home/randy/projects/python-3/OpenPrintKit"  # the workspace of the codex opk rollout

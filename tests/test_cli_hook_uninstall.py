@@ -8,9 +8,9 @@ import subprocess
 import pytest
 from click.testing import CliRunner
 
-from flows import commands  # noqa: F401  (registers the subcommands)
-from flows.cli import cli
-from flows.cli_recall import hook_command, plan_hook_removal
+from memoir.flows import commands  # noqa: F401  (registers the subcommands)
+from memoir.flows.cli import cli
+from memoir.flows.cli_recall import hook_command, plan_hook_removal
 
 THEIRS = {"type": "command", "command": "~/bin/lint-prompt.sh", "timeout": 3}
 OTHER_SETTINGS = {
@@ -37,7 +37,7 @@ def settings_file(tmp_path):
 
 def test_uninstall_takes_out_what_install_added_and_keeps_every_other_setting(settings_file):
     assert hook("install", "claude-code", "--settings", str(settings_file)).exit_code == 0
-    assert "from memoir_hook import main" in settings_file.read_text()
+    assert "from hook_client import main" in settings_file.read_text()
 
     res = hook("uninstall", "claude-code", "--settings", str(settings_file))
     assert res.exit_code == 0, res.output
@@ -77,7 +77,7 @@ def test_uninstall_dry_run_shows_the_diff_and_writes_nothing(settings_file):
     assert res.exit_code == 0
     assert "without memoir hooks" in res.output
     removed = [ln for ln in res.output.splitlines() if ln.startswith("-") and not ln.startswith("---")]
-    assert any("from memoir_hook import main" in ln for ln in removed)
+    assert any("from hook_client import main" in ln for ln in removed)
     assert settings_file.read_bytes() == before
 
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from flows import commands  # noqa: F401  (registers every subcommand on `cli`)
-from flows.cli import cli, hoist_options
-from flows.cli_index import CHECK_EXIT
-from flows.steps import write_cause
+from memoir.flows import commands  # noqa: F401  (registers every subcommand on `cli`)
+from memoir.flows.cli import cli, hoist_options
+from memoir.flows.cli_index import CHECK_EXIT
+from memoir.flows.steps import write_cause
 from tests.nobody import as_nobody
 from tests.user_cards import FEEDCLI_LOG
 
@@ -207,7 +207,7 @@ def test_a_denied_card_write_names_the_cause_and_the_command_to_run_after(immuta
     assert f"card writes refused: Operation not permitted on {immutable_cards}" in result.output
     assert "then run `memoir replay`" in result.output
     assert list(immutable_cards.iterdir()) == []
-    from flows.queue import OverflowQueue
+    from memoir.flows.queue import OverflowQueue
 
     items = OverflowQueue(immutable_cards.parent / "queue").items("pending", "card_write")
     assert items and all("Operation not permitted" in i.last_error for i in items)
@@ -215,15 +215,15 @@ def test_a_denied_card_write_names_the_cause_and_the_command_to_run_after(immuta
 
 def test_the_hook_with_a_broken_config_exits_0_and_leaves_a_line_without_the_value(
         broken_config, tmp_path, monkeypatch):
-    import memoir_hook
+    from memoir.flows import hook_client
 
     monkeypatch.delenv("MEMOIR_HOME")  # the slow path: the client resolves the config itself
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     payload = json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": "why does the build fail",
                           "cwd": str(tmp_path), "session_id": "s1"}).encode()
     out = io.BytesIO()
-    assert memoir_hook.hook_main(stdin=io.BytesIO(payload), stdout=out, count_startup=False) == 0
+    assert hook_client.hook_main(stdin=io.BytesIO(payload), stdout=out, count_startup=False) == 0
     assert out.getvalue() == b""  # the prompt goes on with nothing added
-    calls = memoir_hook.read_calls(str(tmp_path / "data" / "memoir" / "state"))
+    calls = hook_client.read_calls(str(tmp_path / "data" / "memoir" / "state"))
     assert [(c["event"], c["outcome"]) for c in calls] == [("config", "error")]
     assert str(broken_config) in calls[0]["detail"] and "high" not in calls[0]["detail"]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from cards.collect import collect
-from cards.ledger import Ledger
+from memoir.cards.collect import collect
+from memoir.cards.ledger import Ledger
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hosts"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cards.conclude import choose_conclusion, settled_text, visible_text
+from memoir.cards.conclude import choose_conclusion, settled_text, visible_text
 from tests.turns import Script
 
 

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from cards.config import ConfigError, load_settings
+from memoir.cards.config import ConfigError, load_settings
 
 
 def test_defaults_work_with_no_file_and_follow_xdg(tmp_path):
@@ -37,7 +37,7 @@ def test_bad_env_value_is_a_clear_error():
 
 # --- the persisted list of Aider repositories --------------------------------------------------------
 
-from cards.config import plan_config_edit, write_config_list  # noqa: E402
+from memoir.cards.config import plan_config_edit, write_config_list  # noqa: E402
 
 COMMENTED = """# my memoir settings
 max_injected = 1  # fewer cards, please

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from cards.hosts.strip import strip_injected
-from cards.model import Source
-from cards.store import CardStore
-from index.containers import (
+from memoir.cards.hosts.strip import strip_injected
+from memoir.cards.values import Source
+from memoir.cards.store import CardStore
+from memoir.index.containers import (
     NEVER_SHOWN, NOTE, SHOWN, backlog_record, export_cards, human_review, immediate_context, session_brief,
 )
-from index.recall import RecalledCard
+from memoir.index.recall import RecalledCard
 from tests.recall_cards import BASE, variant
 
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "containers"

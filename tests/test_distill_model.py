@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from cards.config import Settings
-from cards.distill.model import (
+from memoir.cards.config import Settings
+from memoir.cards.distill.model import (
     MAX_INPUT_CHARS,
     OUTPUT_SCHEMA,
     SLOTS,
@@ -27,9 +27,9 @@ from cards.distill.model import (
     endpoints_from_settings,
     parse_slots,
 )
-from cards.draft import draft_card
-from cards.incidents import INCIDENTS
-from cards.model import Card, Experience, Turn
+from memoir.cards.draft import draft_card
+from memoir.cards.incidents import INCIDENTS
+from memoir.cards.values import Card, Experience, Turn
 from tests.openai_server import (
     VALID_SLOTS,
     ScriptedServer,

@@ -1,9 +1,9 @@
 import pytest
 
-from cards.conclude import choose_conclusion
-from cards.draft import conclusion_problem, draft_card
-from cards.model import SECTIONS
-from cards.segment import segment_session
+from memoir.cards.conclude import choose_conclusion
+from memoir.cards.draft import conclusion_problem, draft_card
+from memoir.cards.values import SECTIONS
+from memoir.cards.segment import segment_session
 from tests.turns import Script
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from index.embed import DIM, Embedder, default_embedder
+from memoir.index.embed import DIM, Embedder, default_embedder
 
 
 def test_identity_is_known_without_loading_the_model():

@@ -33,8 +33,8 @@ def as_test_script(block: str) -> str:
     lines = block.splitlines()
     assert any(line.startswith('Q="') for line in lines), "the block sets Q"
     assert any(line.startswith("memoir serve-recall &") for line in lines)
-    wait = (f'{sys.executable} -c "import sys, time; from flows.recall_service import ask; '
-            f'from cards.config import load_settings; s = load_settings(); '
+    wait = (f'{sys.executable} -c "import sys, time; from memoir.flows.recall_service import ask; '
+            f'from memoir.cards.config import load_settings; s = load_settings(); '
             f'[time.sleep(0.2) for _ in range(900) if ask(s.state_dir, {{\'op\': \'ping\'}}, 1.0) is None]"')
     out = []
     for line in lines:
@@ -87,7 +87,7 @@ def test_the_readme_first_hour_runs_top_to_bottom(newcomer_home: Path):
     assert any(w.rstrip("/").endswith("src/app") for w in workspaces), workspaces  # the Aider repo's cards
     assert "nil map" in out  # the recall answered the question with its card
     settings = json.loads((newcomer_home / ".claude" / "settings.json").read_text())
-    assert "from memoir_hook import main" in json.dumps(settings["hooks"])
+    assert "from hook_client import main" in json.dumps(settings["hooks"])
     calls = [json.loads(line) for line in (data / "state" / "hook.jsonl").read_text().splitlines()]
     assert calls and calls[-1]["outcome"] in ("injected", "empty")
     reports = re.findall(r"(\S+\.html)", out)

@@ -15,7 +15,7 @@ import pytest
 
 from tests.flowlogs import write_corpus
 
-ENTRY = "from flows.cli import main; main()"
+ENTRY = "from memoir.flows.cli import main; main()"
 
 
 @pytest.fixture(scope="session")
@@ -91,7 +91,7 @@ def test_the_nightly_flow_on_the_ephemeral_api_writes_the_same_cards_as_memoir_r
 def prefect_api(tmp_path_factory):
     """A real `prefect server` for the module: Dask workers then report to it instead of each
     starting a temporary API of its own (~20 s per worker)."""
-    from flows.serve import prefect_server
+    from memoir.flows.serve import prefect_server
 
     with prefect_server(tmp_path_factory.mktemp("prefect-server")) as url:
         yield url
@@ -118,9 +118,9 @@ def test_replay_and_rebuild_on_a_two_worker_dask_cluster_match_the_default_runne
         assert rebuilt["cards"] == n
         homes[runner] = home
     assert tree(homes["thread"] / "cards") == tree(homes["dask"] / "cards")
-    from cards.config import load_settings
-    from flows.steps import embedder
-    from index.db import open_index
+    from memoir.cards.config import load_settings
+    from memoir.flows.steps import embedder
+    from memoir.index.db import open_index
     import numpy as np
 
     rows, vecs = {}, {}
@@ -137,7 +137,7 @@ def test_replay_and_rebuild_on_a_two_worker_dask_cluster_match_the_default_runne
 def test_memoir_serve_registers_the_deployments_and_stops_its_server_on_sigterm(tmp_path):
     import urllib.request
 
-    from flows.serve import free_port, healthy
+    from memoir.flows.serve import free_port, healthy
 
     port = free_port()
     home = tmp_path / "served"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from flows import commands  # noqa: F401  (registers the subcommands)
-from flows.cli import cli
+from memoir.flows import commands  # noqa: F401  (registers the subcommands)
+from memoir.flows.cli import cli
 
 RUNBOOKS = Path(__file__).resolve().parents[1] / "runbooks"
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from cards.forget import (
+from memoir.cards.forget import (
     AlreadyForgotten,
     NoSuchCard,
     Tombstones,
@@ -19,12 +19,12 @@ from cards.forget import (
     tombstone_path,
     unforget,
 )
-from cards.model import SECTIONS, Experience, Source, Turn
-from flows import commands  # noqa: F401  (registers the subcommands)
-from flows.cli import cli
-from flows.pipeline import run_pipeline
-from index.db import open_index
-from index.search import search_cards
+from memoir.cards.values import SECTIONS, Experience, Source, Turn
+from memoir.flows import commands  # noqa: F401  (registers the subcommands)
+from memoir.flows.cli import cli
+from memoir.flows.pipeline import run_pipeline
+from memoir.index.db import open_index
+from memoir.index.search import search_cards
 from tests.test_hand_edits import reset_ledger
 from tests.user_cards import (
     FEEDCLI_CARD,
@@ -155,7 +155,7 @@ def test_deleting_a_card_file_by_hand_acts_as_forget(built, memoir_home, embedde
 
 
 def test_purge_deletes_the_kept_text_so_unforget_cannot_restore(memoir_home):
-    from cards.config import load_settings
+    from memoir.cards.config import load_settings
 
     settings = load_settings(home=memoir_home)
     store = store_of(settings)

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from cards.gates import (
+from memoir.cards.gates import (
     GATE_NAMES,
     EvidenceTurn,
     EvidenceView,
@@ -16,7 +16,7 @@ from cards.gates import (
     lexical_similarity,
     specifics,
 )
-from cards.model import Card
+from memoir.cards.values import Card
 
 EVIDENCE = EvidenceView((
     EvidenceTurn("user", "text", "Why does the nightly sync in src/sync/client.py hang when the upstream API stalls?"),
@@ -198,7 +198,7 @@ def test_an_incomplete_rule_card_stays_incomplete():
 
 
 def test_the_gate_is_written_to_front_matter():
-    from cards.store import parse_card, render_card
+    from memoir.cards.store import parse_card, render_card
 
     card = decide_status(GOOD, FAIL, model_enabled=False, distilled=False)
     assert "gate: failure_conditions_stated" in render_card(card)

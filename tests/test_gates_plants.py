@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from cards.distill.model import Endpoint, distill_batch
-from cards.draft import draft_card
-from cards.gates import EvidenceTurn, EvidenceView, decide_status, judge_card
-from cards.model import Card, Experience, Turn
+from memoir.cards.distill.model import Endpoint, distill_batch
+from memoir.cards.draft import draft_card
+from memoir.cards.gates import EvidenceTurn, EvidenceView, decide_status, judge_card
+from memoir.cards.values import Card, Experience, Turn
 from tests.openai_server import ScriptedServer, slots
 
 

@@ -11,11 +11,11 @@ import json
 
 import pytest
 
-from index.db import open_index
-from index.embed import default_embedder
-from index.gates import GATE_NAMES, INJECTED
-from index.recall import Recaller, log_path
-from index.sync import sync_index
+from memoir.index.db import open_index
+from memoir.index.embed import default_embedder
+from memoir.index.gates import GATE_NAMES, INJECTED
+from memoir.index.recall import Recaller, log_path
+from memoir.index.sync import sync_index
 from tests.recall_cards import (
     BASE, NOW, QUERY, WORKSPACE, entry, fake_aws_key, index_cards, iso, settings_for, variant,
 )
@@ -182,7 +182,7 @@ def test_contradiction_heuristics_cover_polarity(settings, embedder, query, a, b
 
 # --- issue 16: the gates decide on evidence, not on tags (pure: Candidate literals, no model) ------
 
-from index.gates import (  # noqa: E402
+from memoir.index.gates import (  # noqa: E402
     Candidate, GatePolicy, RecallQuery, SimilarityBelowMinimum, TooOldForFastChangingTopic, fast_changing_fact,
     judge, prefer_newer,
 )

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from cards.distill.rules import apply_rules
-from cards.model import Experience, Source, Turn
-from cards.store import content_hash
-from flows.pipeline import run_pipeline
-from index.db import open_index
-from index.recall import recall
+from memoir.cards.distill.rules import apply_rules
+from memoir.cards.values import Experience, Source, Turn
+from memoir.cards.store import content_hash
+from memoir.flows.pipeline import run_pipeline
+from memoir.index.db import open_index
+from memoir.index.recall import recall
 from tests.user_cards import (
     FEEDCLI_CARD,
     FEEDCLI_LOG,

@@ -17,15 +17,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import memoir_hook
-from cards.config import load_settings
-from flows import commands  # noqa: F401  (registers the subcommands)
-from flows.cli import cli
-from flows.cli_recall import hook_command
-from flows.recall_service import LOCK_NAME, RecallService, ask, serve, socket_path
-from flows.status_sections import recall_section
-from index.embed import default_embedder
-from index.recall import read_records
+from memoir.flows import hook_client
+from memoir.cards.config import load_settings
+from memoir.flows import commands  # noqa: F401  (registers the subcommands)
+from memoir.flows.cli import cli
+from memoir.flows.cli_recall import hook_command
+from memoir.flows.recall_service import LOCK_NAME, RecallService, ask, serve, socket_path
+from memoir.flows.status_sections import recall_section
+from memoir.index.embed import default_embedder
+from memoir.index.recall import read_records
 from tests.recall_cards import BASE, QUERY, WORKSPACE, index_cards, settings_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,14 +75,14 @@ def context_of(out) -> tuple[str, str]:
 
 
 def calls(home) -> list[dict]:
-    return memoir_hook.read_calls(str(Path(home) / "state"))
+    return hook_client.read_calls(str(Path(home) / "state"))
 
 
-def test_the_installed_command_runs_memoir_hook_isolated_by_absolute_path():
+def test_the_installed_command_runs_the_hook_client_isolated_by_absolute_path():
     assert HOOK[1:4] == ["-I", "-S", "-c"] and HOOK[-1] == "claude-code"
-    folder = re.search(r'sys\.path\.insert\(0, "([^"]+)"\)', HOOK[4]).group(1)
-    assert Path(folder).is_absolute() and (Path(folder) / "memoir_hook.py").is_file()
-    assert HOOK[4].endswith("from memoir_hook import main; main()")
+    folder = re.search(r'sys\.path\.append\("([^"]+)"\)', HOOK[4]).group(1)
+    assert Path(folder).is_absolute() and (Path(folder) / "hook_client.py").is_file()
+    assert HOOK[4].endswith("from hook_client import main; main()")
 
 
 def test_a_cold_prompt_answers_nothing_at_once_and_records_the_cold_start(home, starting):
@@ -165,7 +165,7 @@ def test_the_service_answers_with_the_callers_settings(home, embedder):
         env = {"MEMOIR_HOME": str(settings.home), "MEMOIR_MAX_INJECTED": "1", "MEMOIR_SYNC_TIMEOUT_MS": "250"}
         fast = service.handle({**base, "session_id": "c", "env": env, "started_at": time.time()})
         assert fast["ok"] and fast["record"]["policy"]["max_injected"] == 1 and fast["record"]["budget_ms"] <= 250 - (
-            memoir_hook.OUTPUT_MARGIN_MS + memoir_hook.SERVICE_MARGIN_MS)
+            hook_client.OUTPUT_MARGIN_MS + hook_client.SERVICE_MARGIN_MS)
         moved = service.handle({**base, "env": {**env, "MEMOIR_HOME": "/somewhere/else"}, "started_at": time.time()})
         assert not moved["ok"] and "/somewhere/else" in moved["error"]
         other = service.handle({**base, "settings": {"home": "/somewhere/else"}})
@@ -208,7 +208,7 @@ def test_a_cold_hook_starts_the_service_and_later_prompts_are_answered_semantica
     pid = int((state / LOCK_NAME).read_text())  # written by the hook that started it, at once
     try:
         while ask(state, {"op": "ping"}, 1.0) is None:  # a service that never warms meets pytest's timeout
-            assert Path(f"/proc/{pid}").exists(), (state / memoir_hook.SERVICE_LOG).read_text()  # it died
+            assert Path(f"/proc/{pid}").exists(), (state / hook_client.SERVICE_LOG).read_text()  # it died
             time.sleep(0.2)
         # A paraphrase with few shared words: only the semantic path finds it.
         out = run_hook(home, prompt_event(prompt="hot reload broken in my docker dev container on macOS"))
@@ -254,7 +254,7 @@ def test_install_dry_run_shows_a_diff_and_writes_nothing(tmp_path):
     path.write_text(json.dumps({"model": "opus"}))
     res = install("--settings", str(path), "--dry-run")
     assert res.exit_code == 0
-    assert "+++" in res.output and '"UserPromptSubmit"' in res.output and "from memoir_hook import main" in res.output
+    assert "+++" in res.output and '"UserPromptSubmit"' in res.output and "from hook_client import main" in res.output
     assert json.loads(path.read_text()) == {"model": "opus"}
 
 
@@ -294,10 +294,10 @@ def test_install_replaces_the_old_shadowable_command(tmp_path):
 
 def test_an_errors_text_is_sanitized_before_it_reaches_hook_jsonl(tmp_path):
     state = str(tmp_path / "state")
-    memoir_hook.record_call(state, "UserPromptSubmit", "error", 3.0,
+    hook_client.record_call(state, "UserPromptSubmit", "error", 3.0,
                             "OSError: [Errno 13] Permission denied: '/home/jane.doe@corp.com/.local/share/memoir/x'")
-    memoir_hook.record_call(state, "UserPromptSubmit", "cold_start", 3.0, "the recall service is still loading the model")
-    calls = memoir_hook.read_calls(state)
-    assert "jane.doe@corp.com" not in (tmp_path / "state" / memoir_hook.HOOK_LOG).read_text()
+    hook_client.record_call(state, "UserPromptSubmit", "cold_start", 3.0, "the recall service is still loading the model")
+    calls = hook_client.read_calls(state)
+    assert "jane.doe@corp.com" not in (tmp_path / "state" / hook_client.HOOK_LOG).read_text()
     assert calls[0]["detail"].startswith("OSError: [Errno 13] Permission denied: '/home/")
     assert calls[1]["detail"] == "the recall service is still loading the model"

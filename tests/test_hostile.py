@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cards.collect import collect
-from cards.hosts.base import Carry, SessionReader
-from cards.hosts.detect import detect_host, undetected_reason
-from cards.store import CardStore
-from flows.cli import cli
+from memoir.cards.collect import collect
+from memoir.cards.hosts.base import Carry, SessionReader
+from memoir.cards.hosts.detect import detect_host, undetected_reason
+from memoir.cards.store import CardStore
+from memoir.flows.cli import cli
 from tests.nobody import NOBODY, as_nobody
 
-importlib.import_module("flows.commands")  # registers the subcommands on `cli`
+importlib.import_module("memoir.flows.commands")  # registers the subcommands on `cli`
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # Real-shaped sessions of three hosts (tests/fixtures/SOURCES.md); each gives cards on its own.
@@ -222,7 +222,7 @@ def test_links_out_of_the_named_folders_are_read_only_when_asked(tmp_path):
 
 
 def test_follow_symlinks_is_a_setting_and_a_run_flag(tmp_path):
-    from cards.config import ConfigError, load_settings
+    from memoir.cards.config import ConfigError, load_settings
 
     assert load_settings(home=tmp_path, env={}).follow_symlinks is False
     assert load_settings(home=tmp_path, env={"MEMOIR_FOLLOW_SYMLINKS": "true"}).follow_symlinks is True
@@ -265,7 +265,7 @@ def test_folders_nested_past_the_stack_limit_are_walked(tmp_path):
 
 
 def test_a_tool_output_nested_too_deeply_stays_text():
-    from cards.hosts import codex
+    from memoir.cards.hosts import codex
 
     output = '{"metadata": {"exit_code": 1}, "output": ' + "[" * 5_000 + "}"
     lines = [
@@ -377,7 +377,7 @@ def test_brackets_deeper_than_the_parser_in_calls_and_outputs_do_not_stop_the_ru
 
 @pytest.mark.parametrize("answer", ["[" * 5_000, '{"conclusion": ' + "[" * 5_000])
 def test_a_model_answer_nested_too_deeply_is_an_invalid_output(answer):
-    from cards.distill.model import InvalidOutput, parse_slots
+    from memoir.cards.distill.model import InvalidOutput, parse_slots
     from tests.openai_server import content, raw
     from tests.test_distill_model import run as distill
 

@@ -1,8 +1,8 @@
 import re
 from pathlib import Path
 
-from cards.hosts import aider
-from cards.hosts.base import Carry
+from memoir.cards.hosts import aider
+from memoir.cards.hosts.base import Carry
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hosts"
 FIXTURE = FIXTURES / "sample.aider.chat.history.md"

@@ -1,8 +1,8 @@
 import json
 from pathlib import Path
 
-from cards.hosts import claude_code
-from cards.hosts.base import Carry
+from memoir.cards.hosts import claude_code
+from memoir.cards.hosts.base import Carry
 
 FIXTURE = Path(__file__).parent / "fixtures" / "hosts" / "claude_session.jsonl"
 
@@ -201,8 +201,8 @@ def test_a_long_output_is_never_cut_inside_a_secret():
 
 
 def test_a_cut_moves_off_a_secret_at_either_end_and_keeps_a_key_with_its_value():
-    from cards.hosts.base import clip_whole
-    from cards.sanitize import sanitize
+    from memoir.cards.hosts.base import clip_whole
+    from memoir.cards.sanitize import sanitize
 
     token = "ghp_" + "A1b2C3d4E5" * 3 + "F6g7H8"
     text = "ok " * 1000 + "DB_PASSWORD=Zq7vX9mR2kLpW4 " + "mid " * 500 + token + " end" + " fin" * 40

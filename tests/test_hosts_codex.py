@@ -1,7 +1,7 @@
 import json
 from pathlib import Path
 
-from cards.hosts import codex
+from memoir.cards.hosts import codex
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hosts"
 

@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from cards.hosts import detect_host, strip_injected
-from cards.hosts.strip import slash_command_text
+from memoir.cards.hosts import detect_host, strip_injected
+from memoir.cards.hosts.strip import slash_command_text
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hosts"
 

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from cards.hosts import jsonl
+from memoir.cards.hosts import jsonl
 
 FIXTURE = Path(__file__).parent / "fixtures" / "hosts" / "generic.jsonl"
 

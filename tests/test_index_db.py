@@ -7,10 +7,10 @@ import shutil
 import numpy as np
 import pytest
 
-from cards.store import content_hash, render_card
-from index.db import INDEX_FILE, SHARDS, open_index
-from index.embed import default_embedder
-from index.errors import ModelMismatch
+from memoir.cards.store import content_hash, render_card
+from memoir.index.db import INDEX_FILE, SHARDS, open_index
+from memoir.index.embed import default_embedder
+from memoir.index.errors import ModelMismatch
 from tests.index_fixtures import QUERIES, make_card
 
 pytestmark = pytest.mark.slow

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from index.pending import PendingIndex
+from memoir.index.pending import PendingIndex
 
 
 def test_adding_an_id_twice_keeps_one_entry(tmp_path):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cards.model import Card
-from index.plan import (
+from memoir.cards.values import Card
+from memoir.index.plan import (
     RETRIEVAL_MAX_CHARS,
     IndexPlan,
     choose_fts_terms,

@@ -12,16 +12,16 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from cards.store import CardStore
-from flows import commands  # noqa: F401  (registers `memoir index …`)
-from flows.cli import cli
-from index.check import CORRUPT, HEALTHY, STALE, check_index
-from index.db import INDEX_FILE, open_index
-from index.embed import default_embedder
-from index.errors import IndexBusy
-from index.pending import PendingIndex
-from index.rebuild import ensure_index, rebuild_index
-from index.sync import index_or_queue, sync_index
+from memoir.cards.store import CardStore
+from memoir.flows import commands  # noqa: F401  (registers `memoir index …`)
+from memoir.flows.cli import cli
+from memoir.index.check import CORRUPT, HEALTHY, STALE, check_index
+from memoir.index.db import INDEX_FILE, open_index
+from memoir.index.embed import default_embedder
+from memoir.index.errors import IndexBusy
+from memoir.index.pending import PendingIndex
+from memoir.index.rebuild import ensure_index, rebuild_index
+from memoir.index.sync import index_or_queue, sync_index
 from tests.index_fixtures import QUERIES, make_card, store_at, write_cards
 
 pytestmark = pytest.mark.slow

@@ -1,7 +1,7 @@
 import hashlib
 
-from cards.hosts.base import Carry
-from cards.ledger import FileStat, Ledger, LedgerEntry, plan_read
+from memoir.cards.hosts.base import Carry
+from memoir.cards.ledger import FileStat, Ledger, LedgerEntry, plan_read
 
 DATA = b"line one\nline two\n"
 

@@ -10,13 +10,13 @@ import time
 
 import pytest
 
-from cards.config import load_settings
-from flows.lock import RunBusy, StepTimeout, run_lock, step_deadline
+from memoir.cards.config import load_settings
+from memoir.flows.lock import RunBusy, StepTimeout, run_lock, step_deadline
 from tests.flowlogs import write_corpus
 
 HOLD = """
 import pathlib, sys, time
-from flows.lock import run_lock
+from memoir.flows.lock import run_lock
 with run_lock(sys.argv[1], 0):
     print("held", flush=True)
     time.sleep(float(sys.argv[2]))
@@ -61,11 +61,11 @@ def test_the_lock_is_reentrant_inside_one_process(tmp_path):
     with run_lock(tmp_path, 0):
         with run_lock(tmp_path, 0):
             pass
-        other = subprocess.run([sys.executable, "-c", "import sys; from flows.lock import run_lock\n"
+        other = subprocess.run([sys.executable, "-c", "import sys; from memoir.flows.lock import run_lock\n"
                                 "with run_lock(sys.argv[1], 0): pass", str(tmp_path)], capture_output=True, text=True)
         assert other.returncode != 0 and "RunBusy" in other.stderr
     # the outer block released it
-    subprocess.run([sys.executable, "-c", "import sys; from flows.lock import run_lock\n"
+    subprocess.run([sys.executable, "-c", "import sys; from memoir.flows.lock import run_lock\n"
                     "with run_lock(sys.argv[1], 0): pass", str(tmp_path)], check=True)
 
 
@@ -77,7 +77,7 @@ def test_a_step_past_its_deadline_raises_step_timeout():
 
 def _run(home, logs, *extra):
     env = {**os.environ, "MEMOIR_HOME": str(home)}
-    return subprocess.Popen([sys.executable, "-c", "from flows.cli import main; main()", "run", "--json",
+    return subprocess.Popen([sys.executable, "-c", "from memoir.flows.cli import main; main()", "run", "--json",
                              "--no-index", "--logs", str(logs), *extra], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 

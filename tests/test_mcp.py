@@ -11,10 +11,10 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from cards.config import load_settings
-from index.db import open_index
-from index.embed import default_embedder
-from index.sync import sync_index
+from memoir.cards.config import load_settings
+from memoir.index.db import open_index
+from memoir.index.embed import default_embedder
+from memoir.index.sync import sync_index
 from tests.test_search import MID, NEW, OLD, QUERY, library
 from tests.user_cards import store_of
 
@@ -26,7 +26,7 @@ def memoir_command() -> tuple[str, list[str]]:
     script = Path(sys.executable).with_name("memoir")
     if script.exists():
         return str(script), ["mcp"]
-    return sys.executable, ["-c", "from flows.cli import main; main()", "mcp"]
+    return sys.executable, ["-c", "from memoir.flows.cli import main; main()", "mcp"]
 
 
 def text_of(result) -> str:

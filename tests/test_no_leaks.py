@@ -21,14 +21,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cards.sanitize import sanitize
-from flows.cli import cli
+from memoir.cards.sanitize import sanitize
+from memoir.flows.cli import cli
 from tests.fixtures.secrets.build_sessions import CORPUS, build_sessions, load_corpus, path_safe
 
 ENTRIES = load_corpus() if CORPUS.exists() else []
 SECRETS = [e for e in ENTRIES if "secret" in e]
 NEAR_MISSES = [e for e in ENTRIES if "near_miss" in e]
-importlib.import_module("flows.commands")  # registers every subcommand on `cli`
+importlib.import_module("memoir.flows.commands")  # registers every subcommand on `cli`
 PARTIAL = 16  # a run this long of a secret's own characters is a partial leak (a redaction cut short)
 
 

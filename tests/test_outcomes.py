@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from cards.model import Turn
-from cards.outcomes import (
+from memoir.cards.values import Turn
+from memoir.cards.outcomes import (
     FailureCondition,
     Verification,
     command_key,
@@ -343,7 +343,7 @@ def test_a_green_run_that_logs_the_errors_it_tests_is_passing():
 
 
 def test_an_aider_edit_result_is_the_change_a_re_run_verifies():
-    from cards.model import Turn
+    from memoir.cards.values import Turn
 
     def t(seq, role, kind, text, tool=""):
         return Turn(host="aider", session_id="a", seq=seq, role=role, kind=kind, text=text, tool_name=tool)

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from cards.config import load_settings
-from cards.model import SECTION_TITLES
-from cards.store import CardStore, parse_card
-from flows.pipeline import run_pipeline
+from memoir.cards.config import load_settings
+from memoir.cards.values import SECTION_TITLES
+from memoir.cards.store import CardStore, parse_card
+from memoir.flows.pipeline import run_pipeline
 
 # Real logs copied unchanged (MIT/Apache-2.0) and hand-written logs in the shape of ones whose licence
 # did not allow copying; tests/fixtures/SOURCES.md lists each file's source.
@@ -164,9 +164,9 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "cards" / "examples"
 
 @pytest.mark.slow
 def test_a_full_run_indexes_every_card_and_a_rerun_changes_nothing(settings):
-    from cards.store import CardStore
-    from index.check import check_index
-    from index.embed import default_embedder
+    from memoir.cards.store import CardStore
+    from memoir.index.check import check_index
+    from memoir.index.embed import default_embedder
 
     first = run_pipeline(settings, [EXAMPLES])
     assert first.cards["new"] > 10
@@ -194,9 +194,9 @@ def test_no_secret_from_the_examples_reaches_a_card_file(settings):
 def test_a_session_no_rule_foresaw_is_counted_and_the_others_still_make_cards(settings):
     from collections import Counter
 
-    from cards.collect import collect
-    from cards.model import Turn
-    from flows.pipeline import plan_experiences
+    from memoir.cards.collect import collect
+    from memoir.cards.values import Turn
+    from memoir.flows.pipeline import plan_experiences
 
     sessions = collect([FIXTURES / "real" / "codex"]).sessions
     good = len(plan_experiences(dict(sessions), settings, Counter()))

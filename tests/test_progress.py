@@ -8,9 +8,9 @@ import os
 
 from click.testing import CliRunner
 
-from flows import commands  # noqa: F401  (registers every subcommand on `cli`)
-from flows.cli import cli
-from flows.progress import Display, announced, stage, wanted
+from memoir.flows import commands  # noqa: F401  (registers every subcommand on `cli`)
+from memoir.flows.cli import cli
+from memoir.flows.progress import Display, announced, stage, wanted
 from tests.user_cards import FEEDCLI_LOG
 
 FORCED = {"MEMOIR_PROGRESS": "1", "COLUMNS": "140"}
@@ -46,7 +46,7 @@ def test_display_draws_counted_stages_and_spinners_only_when_enabled():
 
 
 def test_the_first_model_load_is_reported_once_and_vectors_are_unchanged(embedder):
-    from index.embed import Embedder
+    from memoir.index.embed import Embedder
 
     seen = []
     fresh = Embedder()  # not loaded yet: its first encode loads the model

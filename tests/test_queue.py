@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from flows.queue import OverflowQueue, QueueError, queue_report
+from memoir.flows.queue import OverflowQueue, QueueError, queue_report
 
 
 @pytest.fixture

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from flows import commands  # noqa: F401  (registers the subcommands)
-from flows.cli import cli
-from index.embed import default_embedder
-from index.gates import OVER_LIMIT
-from index.recall import (
+from memoir.flows import commands  # noqa: F401  (registers the subcommands)
+from memoir.flows.cli import cli
+from memoir.index.embed import default_embedder
+from memoir.index.gates import OVER_LIMIT
+from memoir.index.recall import (
     SESSION_TTL_S, Recaller, injected_in_session, log_path, read_records, remember_injected, prune_sessions,
     wait_for_workers,
 )
@@ -135,9 +135,9 @@ def test_the_lexical_path_imports_neither_numpy_nor_torch(settings, embedder, me
     index_cards(settings, embedder, [BASE])
     code = (
         "import sys, json\n"
-        "from cards.config import load_settings\n"
-        "from index.recall import Recaller\n"
-        "from index.containers import immediate_context\n"
+        "from memoir.cards.config import load_settings\n"
+        "from memoir.index.recall import Recaller\n"
+        "from memoir.index.containers import immediate_context\n"
         "with Recaller(load_settings(), None) as r:\n"
         "    res = r.recall('uvicorn reload bind mount Docker Desktop', budget_ms=5000)\n"
         "print(json.dumps([len(res.cards), [m for m in ('numpy', 'torch', 'sqlite_vec') if m in sys.modules]]))\n"
@@ -219,7 +219,7 @@ def test_a_long_lived_recaller_sees_a_hand_edit_of_a_card_it_has_parsed(settings
 
 def test_the_recall_log_holds_no_secret_whatever_the_record_held(tmp_path):
     """The debug log sanitizes every string of a record, not only the query recall sanitized first."""
-    from index.recall import append_record, log_path
+    from memoir.index.recall import append_record, log_path
 
     append_record(tmp_path, {"query": "why", "workspace": "/mnt/10.42.7.19/app",
                              "candidates": [{"title": "password: Xy9zHunter2k", "score": 0.5}]})

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from bench.recall_quality import THRESHOLDS, Figures, evaluate
-from cards.config import load_settings
-from cards.store import CardStore
-from index.containers import clip, close_fences, immediate_context
-from index.embed import default_embedder
-from index.recall import Recaller, RecalledCard
+from memoir.cards.config import load_settings
+from memoir.cards.store import CardStore
+from memoir.index.containers import clip, close_fences, immediate_context
+from memoir.index.embed import default_embedder
+from memoir.index.recall import Recaller, RecalledCard
 from tests.retrieval_set import AS_OF, QUERIES, build_example_home, score
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "cards" / "examples"

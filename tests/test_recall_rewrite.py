@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from index.gates import (
+from memoir.index.gates import (
     Candidate, GatePolicy, RecallQuery, assignments, contradiction, directions, judge, polarities,
     project_bound, workspaces_near,
 )
-from index.recall import fuse, lexical_coverage, query_terms
-from index.rewrite import query_task_type, rewrite_query
+from memoir.index.recall import fuse, lexical_coverage, query_terms
+from memoir.index.rewrite import query_task_type, rewrite_query
 
 
 @pytest.mark.parametrize("prompt, expected", [
@@ -106,8 +106,8 @@ def test_similarity_floor_is_relative_to_the_best_eligible_card_and_stricter_for
 def test_recall_commands_have_help_text():
     from click.testing import CliRunner
 
-    from flows import commands  # noqa: F401
-    from flows.cli import cli
+    from memoir.flows import commands  # noqa: F401
+    from memoir.flows.cli import cli
 
     for args in (["recall"], ["brief"], ["export"], ["serve-recall"], ["hook", "claude-code"],
                  ["hook", "install", "claude-code"]):

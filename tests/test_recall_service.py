@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from cards.config import load_settings
-from flows.recall_service import RecallService
+from memoir.cards.config import load_settings
+from memoir.flows.recall_service import RecallService
 
 
 def test_an_edited_config_file_changes_the_callers_settings(tmp_path):

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from cards.config import load_settings
-from cards.store import parse_card
-from cards.distill.model import Endpoint, distill_batch
-from flows.pipeline import plan_experiences
-from flows.queue import OverflowQueue
-from flows.replay import queue_distill_batch, replay_queue
+from memoir.cards.config import load_settings
+from memoir.cards.store import parse_card
+from memoir.cards.distill.model import Endpoint, distill_batch
+from memoir.flows.pipeline import plan_experiences
+from memoir.flows.queue import OverflowQueue
+from memoir.flows.replay import queue_distill_batch, replay_queue
 from tests.flowlogs import write_corpus
 from tests.openai_server import ScriptedServer, refused_url, slots
 
@@ -25,7 +25,7 @@ from tests.openai_server import ScriptedServer, refused_url, slots
 
 def memoir(home: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     env = {**os.environ, "MEMOIR_HOME": str(home)}
-    cmd = [sys.executable, "-c", "from flows.cli import main; main()", *args]
+    cmd = [sys.executable, "-c", "from memoir.flows.cli import main; main()", *args]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     if check and proc.returncode != 0:
         raise AssertionError(f"memoir {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
@@ -119,8 +119,8 @@ def test_a_failing_index_update_is_queued_and_replayed_once(tmp_path, settings, 
     assert item.attempts == 1 and item.last_error
     report = replay_queue(settings)
     assert report.applied == 1 and report.actions == {f"index_update:indexed {len(ids)}, skipped 0, removed 0": 1}
-    from index.db import open_index
-    from flows.steps import embedder
+    from memoir.index.db import open_index
+    from memoir.flows.steps import embedder
 
     with open_index(settings.index_dir, embedder()) as index:
         assert sorted(index.hashes()) == ids
@@ -128,7 +128,7 @@ def test_a_failing_index_update_is_queued_and_replayed_once(tmp_path, settings, 
 
 
 def test_a_down_model_queues_the_batch_and_replay_distills_it_once(tmp_path, settings, memoir_home):
-    from cards.collect import collect
+    from memoir.cards.collect import collect
     from collections import Counter
 
     logs = write_corpus(tmp_path / "logs", sessions=1, loops=2)
@@ -154,9 +154,9 @@ def test_a_down_model_queues_the_batch_and_replay_distills_it_once(tmp_path, set
 
 
 def test_replay_never_brings_back_a_card_forgotten_or_confirmed_meanwhile(tmp_path, settings, memoir_home):
-    from cards.forget import forget
-    from cards.review import confirm
-    from cards.store import CardStore, render_card
+    from memoir.cards.forget import forget
+    from memoir.cards.review import confirm
+    from memoir.cards.store import CardStore, render_card
 
     logs = write_corpus(tmp_path / "logs", sessions=2, loops=2)
     with immutable(settings.cards_dir):

@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cards.config import load_settings
-from cards.model import STATUSES
-from cards.status import count_cards, read_runs, record_run
-from cards.store import CardStore
-from cards.title import display_title
-from index.report import (
+from memoir.cards.config import load_settings
+from memoir.cards.values import STATUSES
+from memoir.cards.status import count_cards, read_runs, record_run
+from memoir.cards.store import CardStore
+from memoir.cards.title import display_title
+from memoir.index.report import (
     BAR_W,
     LABEL_W,
     LogEvent,
@@ -123,7 +123,7 @@ def test_plan_report_counts_per_day_inside_the_window_and_totals_everything():
 
 
 def _run(finished, added=0, skipped=None):
-    from cards.status import RunRecord
+    from memoir.cards.status import RunRecord
 
     return RunRecord(finished, added, 0, skipped=tuple(sorted((skipped or {}).items())))
 
@@ -155,8 +155,8 @@ def _links(html: str) -> list[str]:
 
 def _memoir():
     """The `memoir` group with every command registered, as the console script has it."""
-    from flows import commands
-    from flows.cli import cli
+    from memoir.flows import commands
+    from memoir.flows.cli import cli
 
     assert commands.cli_report
     return cli
@@ -257,9 +257,9 @@ def _block(dom: str, pattern: str) -> str:
 @pytest.fixture(scope="module")
 def library(tmp_path_factory, embedder):
     """A real home: two runs (the first raises the append-only alarm), a hostile card, recalls, hook calls."""
-    import memoir_hook
-    from flows.pipeline import run_pipeline
-    from index.recall import recall
+    from memoir.flows import hook_client
+    from memoir.flows.pipeline import run_pipeline
+    from memoir.index.recall import recall
 
     root = tmp_path_factory.mktemp("report")
     env = {"XDG_CONFIG_HOME": str(root / "xdg"), "MEMOIR_APPEND_ONLY_RUNS": "1"}
@@ -277,7 +277,7 @@ def library(tmp_path_factory, embedder):
     recall(settings, "what is a good sourdough hydration for a rye loaf", embedder=embedder, budget_ms=600_000)
     recall(settings, "sqlite database is locked in the test fixture", embedder=embedder, budget_ms=0.01)
     for outcome in ("injected", "empty", "cold_start", "injected"):
-        memoir_hook.record_call(str(settings.state_dir), "UserPromptSubmit", outcome, 12.0)
+        hook_client.record_call(str(settings.state_dir), "UserPromptSubmit", outcome, 12.0)
     return settings
 
 

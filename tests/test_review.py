@@ -8,10 +8,10 @@ import stat
 import pytest
 from click.testing import CliRunner
 
-from cards.distill.rules import CONFLICT_GATE
-from cards.draft import conclusion_problem
-from cards.gates import GATE_HELP, GATE_NAMES
-from cards.review import (
+from memoir.cards.distill.rules import CONFLICT_GATE
+from memoir.cards.draft import conclusion_problem
+from memoir.cards.gates import GATE_HELP, GATE_NAMES
+from memoir.cards.review import (
     DEFAULT_WHY,
     REJECTED,
     ReviewError,
@@ -22,11 +22,11 @@ from cards.review import (
     reject,
     reviewable_alone,
 )
-from cards.store import CardStore, content_hash
-from flows import commands  # noqa: F401  (registers the subcommands)
-from flows.cli import cli
-from flows.pipeline import run_pipeline
-from index.db import open_index
+from memoir.cards.store import CardStore, content_hash
+from memoir.flows import commands  # noqa: F401  (registers the subcommands)
+from memoir.flows.cli import cli
+from memoir.flows.pipeline import run_pipeline
+from memoir.index.db import open_index
 from tests.test_hand_edits import reset_ledger
 from tests.user_cards import SHORTY_LOG, build_home, card, copy_home, store_of
 
@@ -224,7 +224,7 @@ def test_end_of_input_stops_the_review_cleanly_and_keeps_what_was_decided(built,
 
 
 def test_a_superseded_card_named_alone_is_refused_with_what_to_do(memoir_home):
-    from cards.config import load_settings
+    from memoir.cards.config import load_settings
 
     settings = load_settings(home=memoir_home)
     store = CardStore(settings.cards_dir, settings.state_dir)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from cards.distill.rules import (
+from memoir.cards.distill.rules import (
     CONFIRMED_CUE,
     apply_rules,
     extract_conclusions,
@@ -14,10 +14,10 @@ from cards.distill.rules import (
     same_topic,
     supersession_chain,
 )
-from cards.draft import draft_card
-from cards.model import Card, Experience
-from cards.segment import segment_session
-from cards.store import parse_card, render_card
+from memoir.cards.draft import draft_card
+from memoir.cards.values import Card, Experience
+from memoir.cards.segment import segment_session
+from memoir.cards.store import parse_card, render_card
 from tests.turns import Script
 
 DAY = 24 * 60

@@ -6,11 +6,11 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from cards.config import load_settings
-from cards.status import ALARMS
-from cards.store import CardStore
-from flows import commands  # noqa: F401  (registers every subcommand)
-from flows.cli import cli
+from memoir.cards.config import load_settings
+from memoir.cards.status import ALARMS
+from memoir.cards.store import CardStore
+from memoir.flows import commands  # noqa: F401  (registers every subcommand)
+from memoir.flows.cli import cli
 from tests.test_rules import _run, pool_session, _one
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from bench.rules_labels import SETS, evaluate_set
-from flows import commands  # noqa: F401  (registers the subcommands)
-from flows.cli import cli
+from memoir.flows import commands  # noqa: F401  (registers the subcommands)
+from memoir.flows.cli import cli
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from cards.sanitize import (
+from memoir.cards.sanitize import (
     BLOB_RUN_MIN,
     Finding,
     contains_sensitive,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cards.sanitize import MARKER_RE, sanitize
+from memoir.cards.sanitize import MARKER_RE, sanitize
 
 CORPUS = Path(__file__).parent / "fixtures" / "secrets" / "corpus.jsonl"
 ENTRIES = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]

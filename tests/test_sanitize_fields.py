@@ -6,8 +6,8 @@ import json
 from collections import Counter
 from dataclasses import replace
 
-from cards.model import Turn
-from cards.sanitize_fields import sanitize_id, sanitize_json_text, sanitize_path, sanitize_turn, sanitize_value
+from memoir.cards.values import Turn
+from memoir.cards.sanitize_fields import sanitize_id, sanitize_json_text, sanitize_path, sanitize_turn, sanitize_value
 
 PASSWORD = "Xy9zHunter2k"
 COMMAND = f"cat > .env <<EOF\npassword: {PASSWORD}\nEOF\nmake test"

@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from cards.config import load_settings
-from cards.forget import forget
-from flows import commands  # noqa: F401  (registers the subcommands)
-from flows.cli import cli
-from flows.pipeline import run_pipeline
-from index.db import open_index
-from index.embed import default_embedder
-from index.search import (
+from memoir.cards.config import load_settings
+from memoir.cards.forget import forget
+from memoir.flows import commands  # noqa: F401  (registers the subcommands)
+from memoir.flows.cli import cli
+from memoir.flows.pipeline import run_pipeline
+from memoir.index.db import open_index
+from memoir.index.embed import default_embedder
+from memoir.index.search import (
     SEARCH_FLOOR,
     SearchHit,
     TurnHit,
@@ -34,8 +34,8 @@ from index.search import (
     search_turns,
     state_of,
 )
-from index.sync import sync_index
-from index.turns import Span, TurnIndex, TurnRow, plan_card_changes, plan_file_changes
+from memoir.index.sync import sync_index
+from memoir.index.turns import Span, TurnIndex, TurnRow, plan_card_changes, plan_file_changes
 from tests.user_cards import EXAMPLES, build_home, card, store_of
 
 QUERY = "uvicorn --reload misses file changes in a docker bind mount"

@@ -12,15 +12,15 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from cards.config import load_settings
-from cards.gates import instruction_shapes
-from flows import commands  # noqa: F401  (registers the subcommands)
-from flows.cli import cli
-from flows.mcp_server import build_server
-from flows.pipeline import run_pipeline
-from index.db import open_index
-from index.search import SearchHit, TurnHit, screen_hit, screen_turn, search_cards, search_turns
-from index.sync import sync_index
+from memoir.cards.config import load_settings
+from memoir.cards.gates import instruction_shapes
+from memoir.flows import commands  # noqa: F401  (registers the subcommands)
+from memoir.flows.cli import cli
+from memoir.flows.mcp_server import build_server
+from memoir.flows.pipeline import run_pipeline
+from memoir.index.db import open_index
+from memoir.index.search import SearchHit, TurnHit, screen_hit, screen_turn, search_cards, search_turns
+from memoir.index.sync import sync_index
 from tests.user_cards import card, store_of
 
 QUERY = "uvicorn --reload misses file changes in the docker container"

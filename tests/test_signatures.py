@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from cards.signatures import error_signature, exit_code, is_error_output
+from memoir.cards.signatures import error_signature, exit_code, is_error_output
 
 LOCKED = "OperationalError: database is locked"
 TRACEBACK = (

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from cards.config import load_settings
-from cards.store import CardStore
-from flows.pipeline import run_pipeline
-from index.containers import backlog_record, human_review, immediate_context, session_brief
-from index.recall import RecalledCard
+from memoir.cards.config import load_settings
+from memoir.cards.store import CardStore
+from memoir.flows.pipeline import run_pipeline
+from memoir.index.containers import backlog_record, human_review, immediate_context, session_brief
+from memoir.index.recall import RecalledCard
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "runs"

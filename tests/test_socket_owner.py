@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-import memoir_hook
-from cards.config import load_settings
-from flows.cli_recall import hook_command
-from flows.recall_service import RecallService, bind_socket
+from memoir.flows import hook_client
+from memoir.cards.config import load_settings
+from memoir.flows.cli_recall import hook_command
+from memoir.flows.recall_service import RecallService, bind_socket
 
 ROOT = Path(__file__).resolve().parent.parent
 HOOK = shlex.split(hook_command(None))
@@ -138,8 +138,8 @@ def test_a_precreated_folder_that_is_not_private_is_never_used(tmp_path, plant, 
     plant(planted)
     long_state = tmp_path / ("x" * 120) / "state"
     for create in (True, False):  # the service making its socket, and a client looking for it
-        with pytest.raises(memoir_hook.UnsafeSocket, match=why):
-            memoir_hook.socket_path(str(long_state), env={}, temp_dir=str(tmp), create=create)
+        with pytest.raises(hook_client.UnsafeSocket, match=why):
+            hook_client.socket_path(str(long_state), env={}, temp_dir=str(tmp), create=create)
     # Refused, and left as it was found.
     assert planted.is_symlink() if plant is make_symlink else oct(planted.lstat().st_mode & 0o777) in ("0o700", "0o777")
 
@@ -148,20 +148,20 @@ def test_a_long_state_path_gets_a_socket_in_a_folder_only_we_reach(tmp_path):
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     long_state = str(tmp_path / ("x" * 120) / "state")
-    path = memoir_hook.socket_path(long_state, env={}, temp_dir=str(tmp), create=True)
+    path = hook_client.socket_path(long_state, env={}, temp_dir=str(tmp), create=True)
     folder = Path(path).parent
-    assert folder == tmp / f"memoir-{os.getuid()}" and memoir_hook.private_dir_problem(str(folder), os.getuid()) == ""
-    assert memoir_hook.socket_path(long_state, env={}, temp_dir=str(tmp)) == path  # the client finds the same
+    assert folder == tmp / f"memoir-{os.getuid()}" and hook_client.private_dir_problem(str(folder), os.getuid()) == ""
+    assert hook_client.socket_path(long_state, env={}, temp_dir=str(tmp)) == path  # the client finds the same
     # A private XDG_RUNTIME_DIR is preferred; one open to all is passed over for the temp dir.
     runtime = tmp_path / "run"
     runtime.mkdir(mode=0o700)
     os.chmod(runtime, 0o700)
-    in_runtime = memoir_hook.socket_path(long_state, env={"XDG_RUNTIME_DIR": str(runtime)}, temp_dir=str(tmp),
+    in_runtime = hook_client.socket_path(long_state, env={"XDG_RUNTIME_DIR": str(runtime)}, temp_dir=str(tmp),
                                          create=True)
     assert Path(in_runtime).parent == runtime / "memoir"
     assert oct((runtime / "memoir").stat().st_mode & 0o777) == "0o700"
     os.chmod(runtime, 0o777)
-    assert memoir_hook.socket_path(long_state, env={"XDG_RUNTIME_DIR": str(runtime)}, temp_dir=str(tmp)) == path
+    assert hook_client.socket_path(long_state, env={"XDG_RUNTIME_DIR": str(runtime)}, temp_dir=str(tmp)) == path
 
 
 def test_the_hook_refuses_a_squatted_temp_folder_injects_nothing_and_says_why(tmp_path):
@@ -172,9 +172,9 @@ def test_the_hook_refuses_a_squatted_temp_folder_injects_nothing_and_says_why(tm
     home = tmp_path / ("h" * 110)
     out = run_hook(home, {"TMPDIR": str(tmp), "XDG_RUNTIME_DIR": ""})
     assert out.returncode == 0 and out.stdout == "", out.stderr
-    last = memoir_hook.read_calls(str(home / "state"))[-1]
+    last = hook_client.read_calls(str(home / "state"))[-1]
     assert last["outcome"] == "error" and "refused" in last["detail"] and "belongs to uid 65534" in last["detail"]
-    assert not (home / "state" / memoir_hook.LOCK_NAME).exists()  # and no service was started into it
+    assert not (home / "state" / hook_client.LOCK_NAME).exists()  # and no service was started into it
 
 
 # --- the peer's uid ---------------------------------------------------------------------------------------
@@ -184,20 +184,20 @@ def test_an_answer_from_a_socket_served_by_another_user_is_refused_before_the_pr
     home = tmp_path / "home"
     state = home / "state"
     state.mkdir(parents=True, mode=0o700)
-    squatter = squat(Path(memoir_hook.socket_path(str(state))))
+    squatter = squat(Path(hook_client.socket_path(str(state))))
     try:
         out = run_hook(home, {})
-        with pytest.raises(memoir_hook.UnsafeSocket, match="uid 65534"):
-            memoir_hook.ask(str(state), {"op": "ping"}, 5)
+        with pytest.raises(hook_client.UnsafeSocket, match="uid 65534"):
+            hook_client.ask(str(state), {"op": "ping"}, 5)
         got = heard(squatter, 2)
     finally:
         stop(squatter)
     assert out.returncode == 0 and out.stdout == "", out.stdout  # nothing injected
-    last = memoir_hook.read_calls(str(state))[-1]
+    last = hook_client.read_calls(str(state))[-1]
     assert last["outcome"] == "error" and "runs as uid 65534" in last["detail"], last
     # The hook and the ask did connect (the squatter accepted twice), and sent nothing: no prompt, no op.
     assert got == ["request ", "request "]
-    assert "SQUATTED" not in json.dumps(memoir_hook.read_calls(str(state)))
+    assert "SQUATTED" not in json.dumps(hook_client.read_calls(str(state)))
 
 
 def test_the_service_refuses_a_request_from_another_user(tmp_path):
@@ -218,8 +218,8 @@ def test_the_service_refuses_a_request_from_another_user(tmp_path):
         assert json.loads(theirs) == {"ok": False, "error": f"refused: this recall service answers uid {os.getuid()} only"}, err
         # Its own user is still answered.
         mine = subprocess.Popen([sys.executable, "-I", "-S", "-c",
-                                 "import sys; sys.path.insert(0, sys.argv[2]); import memoir_hook; "
-                                 "print(memoir_hook.ask(sys.argv[1], {'op': 'ping'}, 10))", str(state), str(ROOT)],
+                                 "import sys; sys.path.append(sys.argv[2]); import hook_client; "
+                                 "print(hook_client.ask(sys.argv[1], {'op': 'ping'}, 10))", str(state), str(ROOT / "flows")],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         conn, _ = sock.accept()
         service.answer(conn)

@@ -8,10 +8,10 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from cards.config import load_settings
-from cards.distill.rules import apply_rules
-from cards.model import Card, Source
-from cards.status import (
+from memoir.cards.config import load_settings
+from memoir.cards.distill.rules import apply_rules
+from memoir.cards.values import Card, Source
+from memoir.cards.status import (
     APPEND_ONLY,
     Counts,
     StatusSection,
@@ -21,9 +21,9 @@ from cards.status import (
     read_runs,
     record_run,
 )
-from cards.store import CardStore
-from flows import commands  # noqa: F401  (registers `status` on the group)
-from flows.cli import cli
+from memoir.cards.store import CardStore
+from memoir.flows import commands  # noqa: F401  (registers `status` on the group)
+from memoir.flows.cli import cli
 from tests.test_rules import _one, pool_session
 
 
@@ -176,7 +176,7 @@ def test_runs_that_add_nothing_neither_raise_nor_clear_the_alarm(settings):
 
 
 def test_the_alarm_window_comes_from_settings_and_zero_turns_it_off():
-    from cards.status import RunRecord
+    from memoir.cards.status import RunRecord
 
     runs = [RunRecord(f"2026-11-0{d}", added=3, superseded=0) for d in range(1, 6)]
     assert append_only_alarm(runs, 5) is not None

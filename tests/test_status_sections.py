@@ -2,13 +2,13 @@ import json
 
 from click.testing import CliRunner
 
-from cards.config import load_settings
-from flows.cli import cli
-from flows.status_sections import record_model_run
+from memoir.cards.config import load_settings
+from memoir.flows.cli import cli
+from memoir.flows.status_sections import record_model_run
 
 
 def _status(home) -> dict:
-    from flows import commands  # noqa: F401
+    from memoir.flows import commands  # noqa: F401
 
     result = CliRunner().invoke(cli, ["--home", str(home), "status", "--json"])
     assert result.exit_code == 0, result.output
@@ -27,7 +27,7 @@ def test_a_model_alert_of_the_last_run_shows_in_status(memoir_home):
                      ["model_silent: batch run-c-1 produced nothing within 60 s; requeued"])
     data = _status(memoir_home)
     assert data["model"]["alerts"] == ["model_silent: batch run-c-1 produced nothing within 60 s; requeued"]
-    from flows import commands  # noqa: F401
+    from memoir.flows import commands  # noqa: F401
 
     text = CliRunner().invoke(cli, ["--home", str(memoir_home), "status"]).output
     assert "ALERT    model_silent" in text
@@ -42,7 +42,7 @@ def test_a_corrupt_index_is_an_alarm_in_status(memoir_home):
 
 
 def test_recall_counts_start_at_the_last_run_and_misses_raise_an_alert():
-    from flows.status_sections import count_recall_calls
+    from memoir.flows.status_sections import count_recall_calls
 
     hook = ([{"ts": "2026-12-01T09:00:00Z", "outcome": "timeout"}]  # before the last run: not counted
             + [{"ts": "2026-12-02T10:00:00Z", "outcome": o} for o in
@@ -58,15 +58,15 @@ def test_recall_counts_start_at_the_last_run_and_misses_raise_an_alert():
 
 
 def test_status_counts_the_hooks_calls_since_the_last_run(memoir_home):
-    import memoir_hook
-    from cards.status import record_run
+    from memoir.flows import hook_client
+    from memoir.cards.status import record_run
 
     settings = load_settings(home=memoir_home)
     state = str(settings.state_dir)
-    memoir_hook.record_call(state, "UserPromptSubmit", "timeout", 301.0, "no answer within 300 ms")
+    hook_client.record_call(state, "UserPromptSubmit", "timeout", 301.0, "no answer within 300 ms")
     record_run(settings.state_dir, added=0, superseded=0, counts={}, finished="2000-01-01T00:00:00Z")
-    memoir_hook.record_call(state, "UserPromptSubmit", "cold_start", 40.0, "started the recall service")
-    memoir_hook.record_call(state, "UserPromptSubmit", "injected", 60.0)
+    hook_client.record_call(state, "UserPromptSubmit", "cold_start", 40.0, "started the recall service")
+    hook_client.record_call(state, "UserPromptSubmit", "injected", 60.0)
     data = _status(memoir_home)["recall"]
     assert data["since"] == "2000-01-01T00:00:00Z" and data["hook_calls"] == 3
     assert data["hook"]["cold_start"] == 1 and data["hook"]["timeout"] == 1

@@ -1,7 +1,7 @@
 import pytest
 
-from cards.model import SECTION_TITLES, Card, Source
-from cards.store import CardFileError, CardStore, parse_card, render_card
+from memoir.cards.values import SECTION_TITLES, Card, Source
+from memoir.cards.store import CardFileError, CardStore, parse_card, render_card
 
 
 def _card(**kw):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cards.model import Card
-from cards.title import MAX_TITLE, clean_request, clip_title, display_title, make_title
+from memoir.cards.values import Card
+from memoir.cards.title import MAX_TITLE, clean_request, clip_title, display_title, make_title
 
 
 @pytest.mark.parametrize("typed, cleaned", [

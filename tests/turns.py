@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from cards.model import Turn
+from memoir.cards.values import Turn
 
 T0 = datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc)
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from cards.config import Settings, load_settings
-from cards.model import Card, Source
-from cards.store import CardStore
-from flows.pipeline import run_pipeline
+from memoir.cards.config import Settings, load_settings
+from memoir.cards.values import Card, Source
+from memoir.cards.store import CardStore
+from memoir.flows.pipeline import run_pipeline
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "cards" / "examples"
 FEEDCLI_LOG = next((EXAMPLES / "codex" / "2026" / "10" / "14").glob("rollout-*.jsonl"))

@@ -23,11 +23,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from cards.draft import conclusion_problem
-from cards.gates import EvidenceView, Similarity, Verdict, decide_status, judge_card
-from cards.incidents import raise_alert
-from cards.model import SECTION_TITLES, SECTIONS, Card, Experience, Turn
-from cards.render import render
+from memoir.cards.draft import conclusion_problem
+from memoir.cards.gates import EvidenceView, Similarity, Verdict, decide_status, judge_card
+from memoir.cards.incidents import raise_alert
+from memoir.cards.values import SECTION_TITLES, SECTIONS, Card, Experience, Turn
+from memoir.cards.render import render
 
 SLOTS = ("conclusion", "applies_when", "fails_when", "topics", "task_type", "confidence")
 TASK_TYPES = ("debug", "feature", "refactor", "config", "question")  # what cards.draft assigns

@@ -20,9 +20,9 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from cards.model import Card, Experience, Source, Turn, per_turns
-from cards.outcomes import is_change, is_passing, may_hold_verdict, shows_failure_summary  # one verdict for every stage
-from cards.signatures import error_signature
+from memoir.cards.values import Card, Experience, Source, Turn, per_turns
+from memoir.cards.outcomes import is_change, is_passing, may_hold_verdict, shows_failure_summary  # one verdict for every stage
+from memoir.cards.signatures import error_signature
 
 # --- explicit conclusions and disproved judgments (within one experience) ------------------------
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from cards.hosts import aider, claude_code, codex, jsonl
-from cards.hosts.base import Carry, ReaderError, ReadResult
-from cards.hosts.detect import detect_host
-from cards.hosts.strip import strip_injected
+from memoir.cards.hosts import aider, claude_code, codex, jsonl
+from memoir.cards.hosts.base import Carry, ReaderError, ReadResult
+from memoir.cards.hosts.detect import detect_host
+from memoir.cards.hosts.strip import strip_injected
 
 Reader = Callable[..., ReadResult]
 

@@ -61,8 +61,8 @@ from collections import Counter
 from datetime import datetime
 from pathlib import PurePath
 
-from cards.outcomes import is_passing
-from cards.hosts.base import (
+from memoir.cards.outcomes import is_passing
+from memoir.cards.hosts.base import (
     TEXT_CHARS,
     TOOL_CALL_CHARS,
     TOOL_RESULT_CHARS,
@@ -70,8 +70,8 @@ from cards.hosts.base import (
     ReadResult,
     clip,
 )
-from cards.hosts.strip import strip_injected
-from cards.model import Turn
+from memoir.cards.hosts.strip import strip_injected
+from memoir.cards.values import Turn
 
 HOST = "aider"
 HEADER = "# aider chat started at"

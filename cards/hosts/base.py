@@ -14,10 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from cards.hosts.strip import strip_injected
-from cards.model import Turn
-from cards.sanitize import find_secrets
-from cards.sanitize_fields import sanitize_json_text, sanitize_value
+from memoir.cards.hosts.strip import strip_injected
+from memoir.cards.values import Turn
+from memoir.cards.sanitize import find_secrets
+from memoir.cards.sanitize_fields import sanitize_json_text, sanitize_value
 
 TOOL_CALL_CHARS = 2000  # a call's arguments: enough to see what was run, not a pasted file
 TOOL_RESULT_CHARS = 4000  # head and tail of an output keep the command echo and the final error

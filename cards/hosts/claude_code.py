@@ -26,7 +26,7 @@ import re
 from collections import Counter
 from pathlib import PurePath
 
-from cards.hosts.base import (
+from memoir.cards.hosts.base import (
     TEXT_CHARS,
     TOOL_CALL_CHARS,
     TOOL_RESULT_CHARS,
@@ -38,7 +38,7 @@ from cards.hosts.base import (
     parse_json_lines,
     tool_call_text,
 )
-from cards.hosts.strip import slash_command_text
+from memoir.cards.hosts.strip import slash_command_text
 
 HOST = "claude-code"
 

@@ -26,7 +26,7 @@ import re
 from collections import Counter
 from pathlib import PurePath
 
-from cards.hosts.base import (
+from memoir.cards.hosts.base import (
     TEXT_CHARS,
     TOOL_CALL_CHARS,
     TOOL_RESULT_CHARS,

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from cards.hosts.base import (
+from memoir.cards.hosts.base import (
     TEXT_CHARS,
     TOOL_CALL_CHARS,
     TOOL_RESULT_CHARS,
@@ -49,9 +49,9 @@ from cards.hosts.base import (
     parse_json_lines,
     parse_ts,
 )
-from cards.hosts.strip import strip_injected
-from cards.model import KINDS, ROLES, Turn
-from cards.sanitize_fields import sanitize_json_text
+from memoir.cards.hosts.strip import strip_injected
+from memoir.cards.values import KINDS, ROLES, Turn
+from memoir.cards.sanitize_fields import sanitize_json_text
 
 HOST = "jsonl"
 _LIMITS = {"tool_call": TOOL_CALL_CHARS, "tool_result": TOOL_RESULT_CHARS, "error": TOOL_RESULT_CHARS}

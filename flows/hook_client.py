@@ -1,11 +1,11 @@
 """The Claude Code hook's client: one request to the warm recall service, one answer, a few ms.
 
 Claude Code runs this on every prompt, and the prompt waits for it, so it starts the way
-`memoir hook install claude-code` writes it: `python -I -S /abs/path/memoir_hook.py claude-code`.
+`memoir hook install claude-code` writes it: `python -I -S -c '...; from hook_client import main; main()'`.
 `-I` keeps the user's folder and PYTHON* variables out of the import path (a project with its own
 `flows/` package cannot shadow memoir's), `-S` skips site-packages start-up, and the client imports
 only the stdlib: with MEMOIR_HOME set (the installed command sets it) it sends its environment and
-the service resolves the caller's settings from it with `cards.config.load_settings`; without it,
+the service resolves the caller's settings from it with `memoir.cards.config.load_settings`; without it,
 the client resolves them itself. It never loads the model or the index: a warm
 `memoir serve-recall` answers on its unix socket, with this caller's settings.
 
@@ -289,12 +289,31 @@ def record_call(state_dir: str, event: str, outcome: str, elapsed_ms: float, det
         pass
 
 
-def _scrubbed(text: str) -> str:
-    here = os.path.dirname(os.path.abspath(__file__))
-    if here not in sys.path:
-        sys.path.insert(0, here)
+def _memoir_importable() -> None:
+    """Let the slow path import the rest of memoir, the way the interpreter would without -S.
+
+    The hook command appends only this file's folder to sys.path; `memoir` itself lives in
+    site-packages (or behind an editable install's finder, which a .pth file installs). Running
+    `site.main()` adds those after the standard library, never at sys.path[0], and this folder is
+    dropped again so none of its other modules can stand in for a library's.
+    """
     try:
-        from cards.sanitize import sanitize
+        import memoir.cards  # noqa: F401  (already importable: the service, the CLI, tests)
+        return
+    except ImportError:
+        pass
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here in sys.path:
+        sys.path.remove(here)
+    import site
+
+    site.main()
+
+
+def _scrubbed(text: str) -> str:
+    try:
+        _memoir_importable()
+        from memoir.cards.sanitize import sanitize
     except Exception:  # noqa: BLE001 - no sanitizer, no text: the outcome alone is still recorded
         return "(detail withheld: the sanitizer could not be loaded)"
     return sanitize(text)
@@ -344,7 +363,7 @@ def start_service(home: str, state_dir: str) -> int | None:
         try:
             # -I: like the hook, the service must not import the user's folder. `-m flows.cli` would
             # load the CLI module twice (as __main__ and as flows.cli), so its entry point is called.
-            cmd = [sys.executable, "-I", "-c", "from flows.cli import main; main()", "--home", str(home),
+            cmd = [sys.executable, "-I", "-c", "from memoir.flows.cli import main; main()", "--home", str(home),
                    "serve-recall", "--idle-exit-s", str(SERVICE_IDLE_EXIT_S), "--lock-fd", str(fd)]
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=str(state_dir),
                                     start_new_session=True, pass_fds=(fd,))
@@ -362,11 +381,9 @@ def start_service(home: str, state_dir: str) -> int | None:
 
 
 def load_settings():
-    """The one settings resolution (cards.config), found beside this file, not in the user's folder."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    if here not in sys.path:
-        sys.path.insert(0, here)
-    from cards.config import load_settings as load
+    """The one settings resolution (memoir.cards.config), from site-packages, never the user's folder."""
+    _memoir_importable()
+    from memoir.cards.config import load_settings as load
 
     return load()
 
@@ -418,8 +435,8 @@ def lexical_brief(settings, workspace: str) -> str:
     import site
 
     site.main()  # apsw lives in site-packages, which `-S` left out
-    from index.containers import session_brief
-    from index.recall import Recaller, brief_cards
+    from memoir.index.containers import session_brief
+    from memoir.index.recall import Recaller, brief_cards
 
     with Recaller(settings, embedder=None) as recaller:
         return session_brief(workspace, brief_cards(recaller, workspace))
@@ -518,7 +535,7 @@ def record_config_error(exc: BaseException, started: float) -> None:
     Only the error's kind and the file are written: a bad value may be a secret.
     """
     try:
-        from cards.config import Settings, default_config_file
+        from memoir.cards.config import Settings, default_config_file
 
         state = str(Settings().state_dir)
         where = default_config_file(dict(os.environ))
@@ -560,7 +577,7 @@ def _disarm_watchdog() -> None:
 
 
 def main() -> None:
-    """`memoir-hook claude-code` / `python -I -S memoir_hook.py claude-code`."""
+    """`memoir-hook claude-code`, or the installed hook command (memoir.flows.cli_recall.hook_command)."""
     sys.exit(hook_main(sys.argv[1] if len(sys.argv) > 1 else "claude-code"))
 
 
