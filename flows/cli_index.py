@@ -41,7 +41,7 @@ def rebuild_cmd(ctx, concurrency: int | None, as_json: bool) -> None:
     """
     from memoir.cards.store import CardStore
     from memoir.index.embed import default_embedder
-    from memoir.index.errors import IndexBusy, IndexError_
+    from memoir.index.errors import IndexBusy, IndexFailure
     from memoir.index.pending import PendingIndex
     from memoir.index.rebuild import rebuild_index
 
@@ -65,7 +65,7 @@ def rebuild_cmd(ctx, concurrency: int | None, as_json: bool) -> None:
     except IndexBusy as exc:
         click.echo(f"memoir: {exc}", err=True)
         sys.exit(EXIT_BUSY)
-    except IndexError_ as exc:
+    except IndexFailure as exc:
         click.echo(f"memoir: index rebuild failed: {exc}\nsee runbooks/index-corruption.md", err=True)
         sys.exit(EXIT_FAILED)
     if as_json:

@@ -216,7 +216,7 @@ def serve_recall_cmd(ctx, idle_exit_s, lock_fd):
     """
     from memoir.flows.recall_service import SERVICE_THREADS, ServiceError, serve, socket_path
     from memoir.index.embed import Embedder
-    from memoir.index.errors import IndexError_
+    from memoir.index.errors import IndexFailure
 
     def ready(path):
         click.echo(f"memoir recall service ready on {path} (pid {os.getpid()})", err=True)
@@ -224,7 +224,7 @@ def serve_recall_cmd(ctx, idle_exit_s, lock_fd):
     try:
         served = serve(ctx.settings, Embedder(threads=SERVICE_THREADS), idle_exit_s=idle_exit_s, on_ready=ready,
                        lock_fd=lock_fd)
-    except (ServiceError, IndexError_) as exc:
+    except (ServiceError, IndexFailure) as exc:
         click.echo(f"memoir: {exc}", err=True)
         sys.exit(EXIT_FAILED)
     click.echo(f"memoir recall service stopped after {served} requests ({socket_path(ctx.settings.state_dir)})",

@@ -30,7 +30,7 @@ def drop_from_index(settings, ids: list[str]) -> str:
 
     from memoir.index.db import open_index
     from memoir.index.embed import default_embedder
-    from memoir.index.errors import IndexError_
+    from memoir.index.errors import IndexFailure
     from memoir.index.pending import PendingIndex
 
     if not _index_exists(settings):
@@ -39,7 +39,7 @@ def drop_from_index(settings, ids: list[str]) -> str:
         # The embedder only names the model here; nothing is embedded, so it never loads.
         with open_index(settings.index_dir, default_embedder()) as index:
             index.remove(ids)
-    except (IndexError_, OSError, apsw.Error) as exc:
+    except (IndexFailure, OSError, apsw.Error) as exc:
         PendingIndex(settings.state_dir).add(ids)
         return f"index not updated ({exc}); queued for `memoir replay`"
     return "dropped from the index"
@@ -287,7 +287,7 @@ def search_cmd(ctx, query, k, workspace, include_superseded, turns, show_all, as
     import contextlib
 
     from memoir.flows.cli_recall import _spinner
-    from memoir.index.errors import IndexError_
+    from memoir.index.errors import IndexFailure
     from memoir.index.search import (
         SEARCH_FLOOR,
         SearchUnavailable,
@@ -309,7 +309,7 @@ def search_cmd(ctx, query, k, workspace, include_superseded, turns, show_all, as
                 result = search_cards(ctx.settings, query, embedder=search_embedder(), k=k, workspace=ws,
                                       include_superseded=include_superseded,
                                       floor=0.0 if show_all else SEARCH_FLOOR)
-    except (SearchUnavailable, IndexError_) as exc:
+    except (SearchUnavailable, IndexFailure) as exc:
         raise click.ClickException(str(exc)) from exc
     if as_json:
         emit_json(result.to_json())

@@ -22,7 +22,7 @@ from memoir.cards.review import user_owned
 from memoir.cards.store import CardStore
 import apsw
 
-from memoir.index.errors import IndexError_
+from memoir.index.errors import IndexFailure
 
 NEIGHBOURS = 5  # active cards the duplicate gate compares a new card with
 LEXICAL_POOL = 200  # without an index, the most recent active cards of the same workspace
@@ -196,7 +196,7 @@ class IndexStage:
         try:
             outcome = ensure_index(self.store, self.settings.index_dir, self.embedder,
                                    concurrency=self.settings.rebuild_concurrency, pending=self.pending)
-        except (IndexError_, OSError, apsw.Error) as exc:
+        except (IndexFailure, OSError, apsw.Error) as exc:
             self.notes.append(f"index check failed ({exc}); run `memoir index rebuild`")
             return
         if outcome.reason:
@@ -210,7 +210,7 @@ class IndexStage:
         if self._index is None:
             try:
                 self._index = open_index(self.settings.index_dir, self.embedder)
-            except (IndexError_, OSError, apsw.Error) as exc:
+            except (IndexFailure, OSError, apsw.Error) as exc:
                 self.notes.append(f"index unavailable for duplicate checks ({exc})")
                 return None
         return self._index
@@ -226,7 +226,7 @@ class IndexStage:
             return
         try:
             report = sync_index(self.store, index, self.pending)
-        except (IndexError_, OSError, apsw.Error) as exc:
+        except (IndexFailure, OSError, apsw.Error) as exc:
             self.pending.add(changed_ids)
             self.figures["queued"] = len(changed_ids)
             self.notes.append(f"index update failed ({exc}); {len(changed_ids)} cards queued for `memoir replay`")

@@ -17,7 +17,7 @@ import apsw
 
 from memoir.cards.store import CardFileError, CardStore
 from memoir.index.db import INDEX_FILE, TABLES, Index, connect, meta_problems, read_meta, tables
-from memoir.index.errors import IndexBusy, IndexCorrupt, IndexError_
+from memoir.index.errors import IndexBusy, IndexCorrupt, IndexFailure
 from memoir.index.pending import PendingIndex
 from memoir.index.plan import plan_index_changes
 from memoir.index.sync import file_hashes, read_card_file
@@ -108,7 +108,7 @@ def check_index(index_dir: Path, store: CardStore, model_id: str, dim: int,
         conn = connect(path, busy_timeout_ms=busy_timeout_ms)
     except IndexCorrupt as exc:
         return IndexHealth(CORRUPT, [str(exc)], **base)
-    except IndexError_ as exc:  # permission, read-only mount, apsw missing: not the file's fault
+    except IndexFailure as exc:  # permission, read-only mount, apsw missing: not the file's fault
         return IndexHealth(CANNOT_OPEN, [str(exc)], **base)
     try:
         return _check_open(conn, path, store, hashes, unreadable, model_id, dim, base)

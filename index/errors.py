@@ -5,24 +5,26 @@ Every message says what to do next, because the person reading it is mid-inciden
 
 from __future__ import annotations
 
-
-class IndexError_(Exception):
-    """Base of every index failure (the trailing underscore keeps clear of the builtin)."""
+from memoir.cards.errors import MemoirError
 
 
-class EmbedderUnavailable(IndexError_):
+class IndexFailure(MemoirError):
+    """Base of every index failure (named apart from the builtin IndexError)."""
+
+
+class EmbedderUnavailable(IndexFailure):
     """The embedding model cannot be loaded (package missing, files damaged)."""
 
 
-class IndexUnavailable(IndexError_):
+class IndexUnavailable(IndexFailure):
     """SQLite with sqlite-vec cannot be opened at all (apsw or the extension is missing)."""
 
 
-class IndexCorrupt(IndexError_):
+class IndexCorrupt(IndexFailure):
     """The index file is damaged; only a rebuild from card files repairs it."""
 
 
-class IndexStale(IndexError_):
+class IndexStale(IndexFailure):
     """The index was built for another model, dimension or schema; vectors must not be mixed."""
 
 
@@ -30,13 +32,13 @@ class ModelMismatch(IndexStale):
     """The index holds vectors of another model or dimension; `memoir index rebuild` replaces them."""
 
 
-class IndexBusy(IndexError_):
+class IndexBusy(IndexFailure):
     """Another process holds the index's write lock longer than the busy timeout."""
 
 
-class IndexWriteFailed(IndexError_):
+class IndexWriteFailed(IndexFailure):
     """A write to the index failed (disk full, read-only, I/O); the card body is unaffected."""
 
 
-class RebuildFailed(IndexError_):
+class RebuildFailed(IndexFailure):
     """A rebuilt index did not check out; the previous file was put back."""

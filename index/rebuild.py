@@ -19,7 +19,7 @@ import apsw
 from memoir.cards.store import CardFileError, CardStore, fsync_dir
 from memoir.index.check import CORRUPT, IndexHealth, check_index
 from memoir.index.db import INDEX_FILE, now_utc, connect, open_index
-from memoir.index.errors import IndexError_, RebuildFailed
+from memoir.index.errors import IndexFailure, RebuildFailed
 from memoir.index.pending import PendingIndex
 from memoir.index.plan import retrieval_text
 from memoir.index.sync import CardFile, read_card_file
@@ -77,7 +77,7 @@ def _checkpoint(path: Path) -> None:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         finally:
             conn.close()
-    except (IndexError_, apsw.Error):
+    except (IndexFailure, apsw.Error):
         pass  # a corrupt file cannot checkpoint; its sidecars are moved aside below
 
 
@@ -182,7 +182,7 @@ def rebuild_index(store: CardStore, index_dir: Path, embedder, concurrency: int 
             damage = fresh.verify(quick=True)
             if fresh.count() != written:
                 damage.append(f"{fresh.count()} rows after the swap, {written} written")
-    except IndexError_ as exc:
+    except IndexFailure as exc:
         damage = [str(exc)]
     if damage:
         _restore(final, bak)

@@ -15,7 +15,7 @@ import apsw
 from memoir.cards.values import Card
 from memoir.cards.store import CardFileError, CardStore, content_hash, parse_card
 from memoir.index.db import DEFAULT_BUSY_MS, ApplyReport, Index, open_index
-from memoir.index.errors import IndexError_
+from memoir.index.errors import IndexFailure
 from memoir.index.pending import PendingIndex
 from memoir.index.plan import plan_index_changes
 
@@ -146,7 +146,7 @@ def index_or_queue(store: CardStore, index_dir: Path, embedder, ids: Iterable[st
     try:
         with open_index(index_dir, embedder, busy_timeout_ms=busy_timeout_ms) as index:
             index_ids(store, index, ids)
-    except (IndexError_, OSError, apsw.Error) as exc:
+    except (IndexFailure, OSError, apsw.Error) as exc:
         pending.add(ids)
         return QueueOutcome(queued=tuple(ids), error=f"{type(exc).__name__}: {exc}")
     return QueueOutcome(indexed=tuple(ids))

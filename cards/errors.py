@@ -1,0 +1,16 @@
+"""The one error base, and the cards floor's own failures under it.
+
+Every failure memoir raises on purpose derives from `MemoirError`; the CLI (memoir.flows.cli.app)
+is the one place that turns one into a message and an exit code. Each floor has a small errors
+module: this one, memoir.index.errors and memoir.flows.errors. Messages say what to do next.
+"""
+
+from __future__ import annotations
+
+
+class MemoirError(Exception):
+    """Base of every failure memoir raises on purpose."""
+
+
+class CardsError(MemoirError):
+    """Base of the cards floor's failures: reading logs, writing card files, settings."""

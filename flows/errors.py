@@ -1,0 +1,9 @@
+"""The flows floor's failures: runs, locks, the queue, the services. Under memoir.cards.errors.MemoirError."""
+
+from __future__ import annotations
+
+from memoir.cards.errors import MemoirError
+
+
+class FlowError(MemoirError):
+    """Base of the flows floor's failures."""
