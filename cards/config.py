@@ -12,11 +12,13 @@ import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
+from memoir.cards.errors import CardsError
+
 
 AIDER_REPOS = "aider_repos"
 
 
-class ConfigError(Exception):
+class ConfigError(CardsError):
     """The configuration file or an environment override cannot be used.
 
     `loggable` is the message without the offending value: a person at the terminal sees the value,
@@ -233,7 +235,7 @@ def write_config_list(path: Path, key: str, values: list[str]) -> None:
 
     A symlinked config (dotfiles) is written through to its target, and the file keeps its mode.
     """
-    from memoir.cards.store import write_atomic  # not at import: the hook client loads this module
+    from memoir.cards.store import write_atomic  # deferred: start-up (the hook client loads this module)
 
     target = Path(os.path.realpath(path))
     try:

@@ -30,6 +30,7 @@ from memoir.cards.values import Card, Experience, Turn
 from memoir.cards.sanitize import sanitize
 from memoir.cards.sanitize_fields import FIELD_CAP
 from memoir.cards.store import CardFileError, CardStore, parse_card, render_card, write_atomic
+from memoir.cards.errors import CardsError
 
 FORGOTTEN = "forgotten"
 TOMBSTONE_DIR = "forgotten"  # under cards/: tombstones; under state/: the kept pre-forget text
@@ -37,7 +38,7 @@ BY_USER = "user"  # `memoir forget`
 BY_HAND_DELETE = "file_deleted"  # the card file was deleted by hand
 
 
-class ForgetError(Exception):
+class ForgetError(CardsError):
     """A forget or unforget that cannot be done; the message says what to do instead."""
 
 

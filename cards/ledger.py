@@ -23,6 +23,7 @@ from pathlib import Path
 
 from memoir.cards.hosts.base import Carry
 from memoir.cards.sanitize_fields import sanitize_field, sanitize_id, sanitize_path
+from memoir.cards.errors import CardsError
 
 LEDGER_FILE = "ledger.sqlite"
 SCHEMA = """
@@ -45,7 +46,7 @@ CREATE TABLE IF NOT EXISTS files (
 """
 
 
-class LedgerError(Exception):
+class LedgerError(CardsError):
     """The ledger database cannot be opened or written; delete it to reread every log from the start."""
 
 

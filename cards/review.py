@@ -26,6 +26,7 @@ from memoir.cards.values import Card
 from memoir.cards.sanitize import sanitize
 from memoir.cards.sanitize_fields import FIELD_CAP
 from memoir.cards.store import CardStore, parse_card, write_atomic
+from memoir.cards.errors import CardsError
 
 REVIEWABLE = ("candidate", "incomplete")
 REJECTED = "rejected_by_user"
@@ -34,7 +35,7 @@ DEFAULT_WHY = "not worth recalling"
 MAX_MATCHES_SHOWN = 5  # an ambiguous prefix lists this many ids, enough to pick a longer prefix
 
 
-class ReviewError(Exception):
+class ReviewError(CardsError):
     """A review action that cannot be applied; the message says why and what to do."""
 
 

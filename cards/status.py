@@ -22,6 +22,7 @@ from pathlib import Path
 from memoir.cards.values import STATUSES, Card
 from memoir.cards.sanitize_fields import sanitize_field, sanitize_value
 from memoir.cards.store import CardStore
+from memoir.cards.errors import CardsError
 
 RUNS_FILE = "runs.jsonl"
 ALARMS_FILE = "alarms.jsonl"
@@ -35,7 +36,7 @@ ALARMS = {APPEND_ONLY: "runbooks/append-only-never-superseded.md"}
 log = logging.getLogger("memoir.status")
 
 
-class StatusError(Exception):
+class StatusError(CardsError):
     """The state dir cannot be read or written; says which file and what to do."""
 
 

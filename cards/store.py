@@ -25,6 +25,7 @@ from memoir.cards.sanitize import sanitize
 from memoir.cards.sanitize_fields import FIELD_CAP, sanitize_field, sanitize_id, sanitize_value
 from memoir.cards.render import render
 from memoir.cards.title import display_title
+from memoir.cards.errors import CardsError
 
 FRONT_MATTER_ORDER = (
     "id", "status", "quality", "topics", "task_type", "workspace", "created", "updated",
@@ -32,7 +33,7 @@ FRONT_MATTER_ORDER = (
 )
 
 
-class CardFileError(Exception):
+class CardFileError(CardsError):
     """A card file cannot be parsed; it says which file and what to fix."""
 
 
