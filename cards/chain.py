@@ -39,4 +39,4 @@ def supersession_chain(card_id: str, by_id: Mapping[str, Card]) -> Chain:
         if card.superseded_by:
             todo.append(card.superseded_by)
     ordered = tuple(sorted(seen.values(), key=lambda c: (c.created, c.id)))
-    return Chain(ordered, tuple(sorted(missing - {card_id} if card_id in seen else missing)))
+    return Chain(ordered, tuple(sorted(missing)))

@@ -48,7 +48,7 @@ def read_jsonl(path: Path, last: int | None = None, tail_bytes: int = 256_000) -
 def append_jsonl(path: Path, record: dict, fsync: bool = True) -> None:
     """Append one record as a line (sorted keys); a torn last line is ended first. Raises JsonlError."""
     path = Path(path)
-    line = json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n"
+    line = json.dumps(record, sort_keys=True) + "\n"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a+b") as fh:
