@@ -1,4 +1,4 @@
-"""Micro-bench for cards/sanitize.py: MB/s over ~50 MB of turn-sized, session-like text, or the
+"""Micro-bench for cards/sanitize/: MB/s over ~50 MB of turn-sized, session-like text, or the
 secrets corpus counts (what is redacted, what leaks, which near-misses survive).
 
 Run: .venv/bin/python bench/sanitize.py [megabytes]
@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from memoir.cards.config import Settings
 from memoir.cards.sanitize import sanitize
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "secrets" / "corpus.jsonl"
@@ -70,7 +71,7 @@ def _measure(name: str, turns: list[str]) -> None:
     size = sum(map(len, turns))
     w0, c0 = time.perf_counter(), time.process_time()
     for t in turns:
-        sanitize(t)
+        sanitize(t, Settings.blob_cap)
     wall, cpu = time.perf_counter() - w0, time.process_time() - c0
     print(f"{name:8s} {len(turns):6d} turns {size / 1e6:5.1f} MB  wall {size / 1e6 / wall:4.0f} MB/s  cpu {size / 1e6 / cpu:4.0f} MB/s")
 
@@ -106,9 +107,9 @@ def corpus_counts(path: Path = CORPUS) -> CorpusCounts:
     near = [e for e in entries if "near_miss" in e]
     leaked = [
         e["id"] for e in secrets
-        if any(s in sanitize(e["line"]) for s in [e["secret"], *e.get("also", [])])
+        if any(s in sanitize(e["line"], Settings.blob_cap) for s in [e["secret"], *e.get("also", [])])
     ]
-    eaten = [e["id"] for e in near if sanitize(e["line"]) != e["line"]]
+    eaten = [e["id"] for e in near if sanitize(e["line"], Settings.blob_cap) != e["line"]]
     return CorpusCounts(
         secrets=len(secrets),
         shapes=len({e["shape"] for e in secrets}),

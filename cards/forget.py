@@ -28,7 +28,7 @@ from pathlib import Path
 from memoir.cards.distill.rules import dedup_keys
 from memoir.cards.values import Card, Experience, Turn
 from memoir.cards.sanitize import sanitize
-from memoir.cards.sanitize_fields import FIELD_CAP
+from memoir.cards.sanitize.fields import FIELD_CAP
 from memoir.cards.store import CardFileError, CardStore, parse_card, render_card, write_atomic
 from memoir.cards.errors import CardsError
 

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from memoir.cards.hosts.base import Carry
-from memoir.cards.sanitize_fields import sanitize_field, sanitize_id, sanitize_path
+from memoir.cards.sanitize.fields import sanitize_field, sanitize_id, sanitize_path
 from memoir.cards.errors import CardsError
 
 LEDGER_FILE = "ledger.sqlite"

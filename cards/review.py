@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from memoir.cards.config import Settings
 from memoir.cards.values import Card
 from memoir.cards.sanitize import sanitize
-from memoir.cards.sanitize_fields import FIELD_CAP
+from memoir.cards.sanitize.fields import FIELD_CAP
 from memoir.cards.store import CardStore, parse_card, write_atomic
 from memoir.cards.errors import CardsError
 
@@ -74,7 +75,7 @@ def reject(card: Card, *, why: str = "", at: str = "") -> Card:
         extra["held_by"] = card.gate
     if why.strip():
         # Typed by a person at a prompt: it may hold a pasted token, and it goes into the card file.
-        extra["why"] = sanitize(" ".join(why.split()))
+        extra["why"] = sanitize(" ".join(why.split()), Settings.blob_cap)
     return card.with_(status="candidate", confirmed_by="", gate=REJECTED, extra=extra)
 
 

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from memoir.cards.values import STATUSES, Card
-from memoir.cards.sanitize_fields import sanitize_field, sanitize_value
+from memoir.cards.sanitize.fields import sanitize_field, sanitize_value
 from memoir.cards.store import CardStore
 from memoir.cards.errors import CardsError
 

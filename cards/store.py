@@ -22,7 +22,7 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 from memoir.cards.values import SECTION_TITLES, SECTIONS, Card, Source
 from memoir.cards.sanitize import sanitize
-from memoir.cards.sanitize_fields import FIELD_CAP, sanitize_field, sanitize_id, sanitize_value
+from memoir.cards.sanitize.fields import FIELD_CAP, sanitize_field, sanitize_id, sanitize_value
 from memoir.cards.render import render
 from memoir.cards.title import display_title
 from memoir.cards.errors import CardsError

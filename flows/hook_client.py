@@ -313,10 +313,11 @@ def _memoir_importable() -> None:
 def _scrubbed(text: str) -> str:
     try:
         _memoir_importable()
-        from memoir.cards.sanitize import sanitize
+        from memoir.cards.config import Settings  # deferred: start-up
+        from memoir.cards.sanitize import sanitize  # deferred: start-up
     except Exception:  # noqa: BLE001 - no sanitizer, no text: the outcome alone is still recorded
         return "(detail withheld: the sanitizer could not be loaded)"
-    return sanitize(text)
+    return sanitize(text, Settings.blob_cap)
 
 
 def read_calls(state_dir: str) -> list[dict]:

@@ -19,7 +19,7 @@ from memoir.cards.draft import draft_card
 from memoir.cards.hosts import aider, default_roots, reader_for
 from memoir.cards.ledger import Ledger
 from memoir.cards.values import Card, Experience, Turn
-from memoir.cards.sanitize_fields import sanitize_turn
+from memoir.cards.sanitize.fields import sanitize_turn
 from memoir.cards.segment import SegmentRules, segment_with_skips
 from memoir.cards.store import CardStore, remove_temp_files, render_card
 from memoir.flows.lock import run_lock

@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from memoir.cards.sanitize_fields import sanitize_value
+from memoir.cards.sanitize.fields import sanitize_value
 from memoir.cards.store import remove_temp_files, write_atomic
 
 KINDS = ("card_write", "index_update", "distill_batch")

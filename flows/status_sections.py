@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from memoir.cards.config import Settings
-from memoir.cards.sanitize_fields import sanitize_value
+from memoir.cards.sanitize.fields import sanitize_value
 from memoir.cards.status import StatusError, StatusSection, read_jsonl
 from memoir.cards.store import CardStore, write_atomic
 

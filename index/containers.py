@@ -24,7 +24,7 @@ from pathlib import Path
 from memoir.cards.follow_up import open_follow_ups
 from memoir.cards.values import SECTION_TITLES, SECTIONS, Card
 from memoir.cards.render import template_environment
-from memoir.cards.sanitize import contains_sensitive
+from memoir.cards.sanitize.scan import contains_sensitive
 from memoir.cards.store import CardFileError, CardStore, write_atomic
 from memoir.cards.title import display_title
 

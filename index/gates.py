@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from memoir.cards.sanitize import contains_sensitive
+from memoir.cards.sanitize.scan import contains_sensitive
 
 ACTIVE = "active"
 QUALITIES = ("rule", "model")

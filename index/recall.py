@@ -28,7 +28,7 @@ from pathlib import Path
 from memoir.cards.config import Settings
 from memoir.cards.values import SECTIONS, Card, Source
 from memoir.cards.sanitize import sanitize
-from memoir.cards.sanitize_fields import sanitize_value
+from memoir.cards.sanitize.fields import sanitize_value
 from memoir.cards.signatures import error_signature
 from memoir.cards.store import CardFileError, CardStore
 from memoir.index.gates import (
@@ -684,8 +684,8 @@ class Recaller:
             "query": progress.query,
             "rewritten": progress.rewritten,
             "task_type": plan.task_type if plan else "",
-            "workspace": sanitize(workspace),
-            "session": sanitize(session_id),
+            "workspace": sanitize(workspace, Settings.blob_cap),
+            "session": sanitize(session_id, Settings.blob_cap),
             "policy": {"min_similarity": self.policy.min_similarity, "min_lexical": self.policy.min_lexical,
                        "relative_margin": self.policy.relative_margin,
                        "vector_only_margin": self.policy.vector_only_margin,

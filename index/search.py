@@ -258,7 +258,7 @@ def snippet(text: str, terms: list[str], width: int = SNIPPET_CHARS) -> str:
 
 
 def match_turns(turns: Iterable[Turn], terms: list[str], *, k: int, workspace: str = "",
-                blob_cap: int = 4000) -> list[TurnHit]:
+                blob_cap: int) -> list[TurnHit]:
     """Turns that contain enough query terms, best coverage then newest first; each sanitized first.
 
     A cheap raw pre-filter picks the turns worth sanitizing; coverage and snippet are then computed

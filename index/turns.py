@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from memoir.cards.collect import CollectResult, collect_file
-from memoir.cards.sanitize_fields import sanitize_turn
+from memoir.cards.sanitize.fields import sanitize_turn
 from memoir.cards.store import CardFileError, CardStore
 
 TURNS_FILE = "turns.sqlite"

@@ -1,4 +1,4 @@
-"""cards/sanitize.py: named secret shapes go, near-misses survive byte for byte, markers are stable.
+"""cards/sanitize/ (patterns, validators, detect, scan): named secret shapes go, near-misses survive byte for byte, markers are stable.
 
 Fake keys are assembled at runtime from a prefix and a random-looking tail so no scanner (and no
 reader) mistakes this file for a leak; none of them is a real credential.
@@ -11,14 +11,13 @@ import re
 
 import pytest
 
-from memoir.cards.sanitize import (
-    BLOB_RUN_MIN,
-    Finding,
-    contains_sensitive,
-    find_secrets,
-    sanitize,
-    sanitize_with_report,
-)
+from memoir.cards.config import Settings
+from memoir.cards.sanitize import sanitize
+from memoir.cards.sanitize.detect import Finding
+from memoir.cards.sanitize.patterns import BLOB_RUN_MIN
+from memoir.cards.sanitize.scan import contains_sensitive, find_secrets, sanitize_with_report
+
+CAP = Settings.blob_cap  # the sanitizer takes the user's cap from its caller; the default one here
 
 ALNUM36 = "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 B64_40 = "wJalrXUtnFEMI/K7MDENG/bPxRfiCY9x2Lq8Zt3w"
@@ -143,11 +142,11 @@ NEAR_MISSES = [
 def test_secret_shape_is_replaced_by_a_marker_naming_it(text: str, secret: str, kind: str) -> None:
     assert secret in text
     assert contains_sensitive(text)
-    out = sanitize(text)
+    out = sanitize(text, CAP)
     assert secret not in out
     assert f"[REDACTED:{kind}]" in out
     assert not contains_sensitive(out)
-    assert sanitize(out) == out
+    assert sanitize(out, CAP) == out
 
 
 def test_corpus_covers_thirty_shapes() -> None:
@@ -158,24 +157,24 @@ def test_corpus_covers_thirty_shapes() -> None:
 @pytest.mark.parametrize("text", [c[1] for c in NEAR_MISSES], ids=[c[0] for c in NEAR_MISSES])
 def test_near_miss_survives_byte_for_byte(text: str) -> None:
     assert find_secrets(text) == []
-    assert sanitize(text) == text
+    assert sanitize(text, CAP) == text
 
 
 def test_only_the_password_of_a_url_is_replaced() -> None:
-    out = sanitize("postgres://admin:S3cr3tPass@db.example.com:5432/app")
+    out = sanitize("postgres://admin:S3cr3tPass@db.example.com:5432/app", CAP)
     assert out == "postgres://admin:[REDACTED:url_password]@db.example.com:5432/app"
 
 
 def test_assignment_keeps_its_key() -> None:
-    assert sanitize('export DB_PASSWORD="p4ss word"') == 'export DB_PASSWORD="[REDACTED:secret_assignment]"'
+    assert sanitize('export DB_PASSWORD="p4ss word"', CAP) == 'export DB_PASSWORD="[REDACTED:secret_assignment]"'
 
 
 def test_ip_keeps_its_port() -> None:
-    assert sanitize("GET http://10.0.0.12:8080/x") == "GET http://[REDACTED:private_ipv4]:8080/x"
+    assert sanitize("GET http://10.0.0.12:8080/x", CAP) == "GET http://[REDACTED:private_ipv4]:8080/x"
 
 
 def test_overlapping_shapes_merge_into_the_most_specific_marker() -> None:
-    out = sanitize("GITHUB_TOKEN=ghp_" + ALNUM36)
+    out = sanitize("GITHUB_TOKEN=ghp_" + ALNUM36, CAP)
     assert out == "GITHUB_TOKEN=[REDACTED:github_token]"
 
 
@@ -194,7 +193,7 @@ def test_overlapping_shapes_merge_into_the_most_specific_marker() -> None:
 )
 def test_markers_are_never_redetected(marker_text: str) -> None:
     assert find_secrets(marker_text) == []
-    assert sanitize(marker_text) == marker_text
+    assert sanitize(marker_text, CAP) == marker_text
 
 
 def test_sanitize_is_idempotent_over_the_whole_corpus() -> None:
@@ -206,14 +205,14 @@ def test_sanitize_is_idempotent_over_the_whole_corpus() -> None:
 
 def test_text_without_secrets_is_returned_unchanged() -> None:
     text = "\n".join(t for _, t in NEAR_MISSES)
-    report = sanitize_with_report(text)
+    report = sanitize_with_report(text, CAP)
     assert report.text == text
     assert not report.counts
 
 
 def test_report_counts_markers_by_kind() -> None:
     text = "a AKIA" + UPPER16 + " b 10.0.0.1 c 10.0.0.2 d jane@acme.io"
-    report = sanitize_with_report(text)
+    report = sanitize_with_report(text, CAP)
     assert report.counts == {"aws_access_key": 1, "private_ipv4": 2, "email": 1}
 
 
@@ -228,14 +227,14 @@ def _blob_marker(original: str) -> str:
 
 def test_base64_run_becomes_a_blob_marker_with_length_and_hash() -> None:
     blob = (ALNUM36 + "+/") * 10
-    out = sanitize(f'<img src="data:image/png;base64,{blob}">')
+    out = sanitize(f'<img src="data:image/png;base64,{blob}">', CAP)
     assert out == f'<img src="data:image/png;base64,{_blob_marker(blob)}">'
 
 
 def test_thinking_signature_is_a_blob_not_a_secret() -> None:
     signature = "EqQBCkgIBRABGAIiQL" + ALNUM36 * 8
     text = '{"type": "thinking", "thinking": "Let me check.", "signature": "' + signature + '"}'
-    report = sanitize_with_report(text)
+    report = sanitize_with_report(text, CAP)
     assert report.counts == {"blob": 1}
     assert _blob_marker(signature) in report.text
     assert not contains_sensitive(text)
@@ -243,7 +242,7 @@ def test_thinking_signature_is_a_blob_not_a_secret() -> None:
 
 def test_run_just_under_the_minimum_survives() -> None:
     run = (ALNUM36 * 10)[: BLOB_RUN_MIN - 1]
-    assert sanitize(run) == run
+    assert sanitize(run, CAP) == run
 
 
 def test_long_line_keeps_head_and_tail_around_the_marker() -> None:
@@ -276,7 +275,7 @@ def test_long_text_of_short_lines_is_not_cut() -> None:
 
 def test_unicode_that_changes_length_when_lowercased_still_scrubs() -> None:
     text = "İstanbul İ DB_PASSWORD=correct-horse-9 İ"
-    assert "correct-horse-9" not in sanitize(text)
+    assert "correct-horse-9" not in sanitize(text, CAP)
 
 
 # Issue 17: the shapes seen leaking, pinned on their edges. The corpus test holds one realistic
@@ -330,7 +329,7 @@ def iban(country: str, bban: str) -> str:
 )
 def test_provider_prefix_is_redacted_whole_and_named(text: str, token: str, kind: str) -> None:
     assert token in text
-    out = sanitize(text)
+    out = sanitize(text, CAP)
     assert out == text.replace(token, f"[REDACTED:{kind}]", 1)
 
 
@@ -345,22 +344,22 @@ def test_provider_prefix_is_redacted_whole_and_named(text: str, token: str, kind
     ],
 )
 def test_prefix_look_alikes_survive(text: str) -> None:
-    assert sanitize(text) == text
+    assert sanitize(text, CAP) == text
 
 
 def test_email_and_private_address_inside_a_path_keep_the_folders_around_them() -> None:
-    assert sanitize("/home/x/jane.doe@corp.com/settings.py") == "/home/x/[REDACTED:email]/settings.py"
-    assert sanitize('"cwd": "/mnt/10.42.7.19/proj"') == '"cwd": "/mnt/[REDACTED:private_ipv4]/proj"'
-    assert sanitize("https://lists.example.org/archive/jane.doe@corp.com/msg1.html") == (
+    assert sanitize("/home/x/jane.doe@corp.com/settings.py", CAP) == "/home/x/[REDACTED:email]/settings.py"
+    assert sanitize('"cwd": "/mnt/10.42.7.19/proj"', CAP) == '"cwd": "/mnt/[REDACTED:private_ipv4]/proj"'
+    assert sanitize("https://lists.example.org/archive/jane.doe@corp.com/msg1.html", CAP) == (
         "https://lists.example.org/archive/[REDACTED:email]/msg1.html"
     )
 
 
 def test_url_userinfo_is_not_an_email_and_documentation_domains_survive() -> None:
     for text in ("ssh://deploy@build.example.net/srv", "mail user@example.com or ops@mail.example.org"):
-        assert sanitize(text) == text
+        assert sanitize(text, CAP) == text
     # Reserved TLDs stand for real people in fixtures: they go.
-    assert sanitize("ADMIN_EMAIL=marta.k@shop-demo.example") == "ADMIN_EMAIL=[REDACTED:email]"
+    assert sanitize("ADMIN_EMAIL=marta.k@shop-demo.example", CAP) == "ADMIN_EMAIL=[REDACTED:email]"
 
 
 @pytest.mark.parametrize(
@@ -379,7 +378,7 @@ def test_url_userinfo_is_not_an_email_and_documentation_domains_survive() -> Non
     ],
 )
 def test_internal_host_is_redacted_and_its_neighbours_stay(text: str, host: str) -> None:
-    assert sanitize(text) == text.replace(host, "[REDACTED:internal_host]")
+    assert sanitize(text, CAP) == text.replace(host, "[REDACTED:internal_host]")
 
 
 @pytest.mark.parametrize(
@@ -402,15 +401,15 @@ def test_internal_host_is_redacted_and_its_neighbours_stay(text: str, host: str)
     ],
 )
 def test_internal_host_look_alikes_survive(text: str) -> None:
-    assert sanitize(text) == text
+    assert sanitize(text, CAP) == text
 
 
 def test_card_number_needs_luhn_an_issuer_and_grouping_or_a_card_word() -> None:
     visa = luhn_complete("453914880343646")
     grouped = " ".join(visa[i : i + 4] for i in range(0, 16, 4))
-    assert sanitize(f"card {grouped}, exp 09/29") == "card [REDACTED:card_number], exp 09/29"
-    assert sanitize(f"seed {visa}") == f"seed {visa}"  # ungrouped, no card word: an id
-    assert sanitize(f'{{"card_number": "{visa}"}}') == '{"card_number": "[REDACTED:card_number]"}'
+    assert sanitize(f"card {grouped}, exp 09/29", CAP) == "card [REDACTED:card_number], exp 09/29"
+    assert sanitize(f"seed {visa}", CAP) == f"seed {visa}"  # ungrouped, no card word: an id
+    assert sanitize(f'{{"card_number": "{visa}"}}', CAP) == '{"card_number": "[REDACTED:card_number]"}'
     bad = visa[:-1] + str((int(visa[-1]) + 1) % 10)
     for text in (
         "card " + " ".join(bad[i : i + 4] for i in range(0, 16, 4)),  # fails Luhn
@@ -418,17 +417,17 @@ def test_card_number_needs_luhn_an_issuer_and_grouping_or_a_card_word() -> None:
         "card " + luhn_complete("123456789012345"),  # no card network starts with 1
         "elapsed_ns=1764762914123456789",
     ):
-        assert sanitize(text) == text
+        assert sanitize(text, CAP) == text
 
 
 def test_iban_needs_its_country_length_and_the_mod97_check() -> None:
     de = iban("DE", "370400440532013111")
     spaced = " ".join(de[i : i + 4] for i in range(0, len(de), 4))
-    assert sanitize(f"IBAN {spaced} by Friday") == "IBAN [REDACTED:iban] by Friday"
-    assert sanitize(f"iban={de}") == "iban=[REDACTED:iban]"
+    assert sanitize(f"IBAN {spaced} by Friday", CAP) == "IBAN [REDACTED:iban] by Friday"
+    assert sanitize(f"iban={de}", CAP) == "iban=[REDACTED:iban]"
     wrong_check = de[:2] + f"{(int(de[2:4]) + 1) % 97:02d}" + de[4:]
     for text in (f"IBAN {wrong_check}", "ZZ" + de[2:], "GB29NWBK60161331926819", de + "9"):
-        assert sanitize(text) == text
+        assert sanitize(text, CAP) == text
 
 
 @pytest.mark.parametrize(
@@ -442,7 +441,7 @@ def test_iban_needs_its_country_length_and_the_mod97_check() -> None:
     ],
 )
 def test_phone_number_is_redacted(text: str, phone: str) -> None:
-    assert sanitize(text) == text.replace(phone, "[REDACTED:phone_number]")
+    assert sanitize(text, CAP) == text.replace(phone, "[REDACTED:phone_number]")
 
 
 @pytest.mark.parametrize(
@@ -456,17 +455,17 @@ def test_phone_number_is_redacted(text: str, phone: str) -> None:
     ],
 )
 def test_phone_look_alikes_survive(text: str) -> None:
-    assert sanitize(text) == text
+    assert sanitize(text, CAP) == text
 
 
 def test_aws_secret_after_its_key_goes_on_the_same_or_next_line_only() -> None:
     key = "AKIA" + UPPER16
-    assert sanitize(f"{key} {B64_40}") == "[REDACTED:aws_access_key] [REDACTED:aws_secret_key]"
-    assert sanitize(f"{key}\n{B64_40}") == "[REDACTED:aws_access_key]\n[REDACTED:aws_secret_key]"
+    assert sanitize(f"{key} {B64_40}", CAP) == "[REDACTED:aws_access_key] [REDACTED:aws_secret_key]"
+    assert sanitize(f"{key}\n{B64_40}", CAP) == "[REDACTED:aws_access_key]\n[REDACTED:aws_secret_key]"
     two_lines_down = f"{key}\nnothing here\n{B64_40}"
-    assert B64_40 in sanitize(two_lines_down)
+    assert B64_40 in sanitize(two_lines_down, CAP)
     sha = "4f1c2a9e8b7d6c5f4a3b2c1d0e9f8a7b6c5d4e3f"
-    assert sanitize(f"{key} fixed in {sha}") == f"[REDACTED:aws_access_key] fixed in {sha}"
+    assert sanitize(f"{key} fixed in {sha}", CAP) == f"[REDACTED:aws_access_key] fixed in {sha}"
 
 
 def test_aws_documentation_example_pair_survives_in_every_form() -> None:
@@ -477,38 +476,38 @@ def test_aws_documentation_example_pair_survives_in_every_form() -> None:
         "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY. The docs use it too.",
         "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPx…",
     ):
-        assert sanitize(text) == text
+        assert sanitize(text, CAP) == text
 
 
 def test_netrc_password_goes_and_a_reference_stays() -> None:
-    assert sanitize("machine h.example.com login u password Tr0ub4dor-x9") == (
+    assert sanitize("machine h.example.com login u password Tr0ub4dor-x9", CAP) == (
         "machine h.example.com login u password [REDACTED:netrc_password]"
     )
-    assert sanitize("machine h.example.com\n  login u\n  password Tr0ub4dor-x9\n") == (
+    assert sanitize("machine h.example.com\n  login u\n  password Tr0ub4dor-x9\n", CAP) == (
         "machine h.example.com\n  login u\n  password [REDACTED:netrc_password]\n"
     )
-    assert sanitize("machine h.example.com login u password $NETRC_PW") == "machine h.example.com login u password $NETRC_PW"
+    assert sanitize("machine h.example.com login u password $NETRC_PW", CAP) == "machine h.example.com login u password $NETRC_PW"
 
 
 def test_auth_token_words_make_32_hex_a_secret() -> None:
-    assert sanitize(f"The Twilio auth token is {HEX32}; rotate it") == "The Twilio auth token is [REDACTED:auth_token]; rotate it"
+    assert sanitize(f"The Twilio auth token is {HEX32}; rotate it", CAP) == "The Twilio auth token is [REDACTED:auth_token]; rotate it"
 
 
 def test_kubeadm_bootstrap_token_is_a_literal_not_code() -> None:
-    assert sanitize("    token: kx9abc.w7e2f0a1b2c3d4e5") == "    token: [REDACTED:secret_assignment]"
+    assert sanitize("    token: kx9abc.w7e2f0a1b2c3d4e5", CAP) == "    token: [REDACTED:secret_assignment]"
 
 
 def test_offsets_hold_after_text_that_is_not_ascii() -> None:
     visa = luhn_complete("453914880343646")
     grouped = " ".join(visa[i : i + 4] for i in range(0, 16, 4))
     text = f"café ☕ 日本 card {grouped} and +1 628 304 7719 — fine"
-    assert sanitize(text) == "café ☕ 日本 card [REDACTED:card_number] and [REDACTED:phone_number] — fine"
+    assert sanitize(text, CAP) == "café ☕ 日本 card [REDACTED:card_number] and [REDACTED:phone_number] — fine"
 
 
 def test_an_unquoted_value_in_json_rendered_text_ends_at_an_escaped_line_break() -> None:
     rendered = '{"command":"cat > .env <<EOF\\npassword = Hunter2zzQ\\nThe docs say so\\nEOF"}'
-    assert sanitize(rendered) == '{"command":"cat > .env <<EOF\\npassword = [REDACTED:secret_assignment]\\nThe docs say so\\nEOF"}'
+    assert sanitize(rendered, CAP) == '{"command":"cat > .env <<EOF\\npassword = [REDACTED:secret_assignment]\\nThe docs say so\\nEOF"}'
 
 
 def test_a_value_in_markdown_inline_code_keeps_its_closing_backtick() -> None:
-    assert sanitize("ran `export API_TOKEN=Zz9xQw8vUu7t` first") == "ran `export API_TOKEN=[REDACTED:secret_assignment]` first"
+    assert sanitize("ran `export API_TOKEN=Zz9xQw8vUu7t` first", CAP) == "ran `export API_TOKEN=[REDACTED:secret_assignment]` first"

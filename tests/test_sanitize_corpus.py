@@ -1,4 +1,4 @@
-"""cards/sanitize.py against tests/fixtures/secrets/corpus.jsonl: every secret goes, nothing else does.
+"""cards/sanitize/ against tests/fixtures/secrets/corpus.jsonl: every secret goes, nothing else does.
 
 A secret line must come out as the line with each secret span replaced by exactly one marker, so a
 detector that eats a neighbour (`postgres://appuser…` becoming `postgre<path>`) fails here as
@@ -13,7 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from memoir.cards.sanitize import MARKER_RE, sanitize
+from memoir.cards.config import Settings
+from memoir.cards.sanitize import sanitize
+from memoir.cards.sanitize.patterns import MARKER_RE
+
+CAP = Settings.blob_cap  # the sanitizer takes the user's cap from its caller; the default one here
 
 CORPUS = Path(__file__).parent / "fixtures" / "secrets" / "corpus.jsonl"
 ENTRIES = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -51,14 +55,14 @@ def test_corpus_meets_the_issue_counts() -> None:
 def test_secret_is_replaced_and_nothing_around_it_is_eaten(entry: dict) -> None:
     line = entry["line"]
     secrets = [entry["secret"], *entry.get("also", [])]
-    out = sanitize(line)
+    out = sanitize(line, CAP)
     for secret in secrets:
         assert secret not in out
     assert _expected_shape(line, _spans(line, secrets)).fullmatch(out), out
-    assert sanitize(out) == out
+    assert sanitize(out, CAP) == out
 
 
 @pytest.mark.parametrize("entry", NEAR_MISSES, ids=[e["id"] + "-" + e["shape"] for e in NEAR_MISSES])
 def test_near_miss_line_survives_unchanged(entry: dict) -> None:
     assert entry["near_miss"] in entry["line"]
-    assert sanitize(entry["line"]) == entry["line"]
+    assert sanitize(entry["line"], CAP) == entry["line"]

@@ -1,4 +1,4 @@
-"""Sanitizing structured values and stored fields (cards/sanitize_fields.py)."""
+"""Sanitizing structured values and stored fields (cards/sanitize/fields.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import replace
 
 from memoir.cards.values import Turn
-from memoir.cards.sanitize_fields import sanitize_id, sanitize_json_text, sanitize_path, sanitize_turn, sanitize_value
+from memoir.cards.sanitize.fields import sanitize_id, sanitize_json_text, sanitize_path, sanitize_turn, sanitize_value
 
 PASSWORD = "Xy9zHunter2k"
 COMMAND = f"cat > .env <<EOF\npassword: {PASSWORD}\nEOF\nmake test"

@@ -16,8 +16,8 @@ from datetime import datetime, timezone
 
 from memoir.cards.hosts.strip import strip_injected
 from memoir.cards.values import Turn
-from memoir.cards.sanitize import find_secrets
-from memoir.cards.sanitize_fields import sanitize_json_text, sanitize_value
+from memoir.cards.sanitize.scan import find_secrets
+from memoir.cards.sanitize.fields import sanitize_json_text, sanitize_value
 
 TOOL_CALL_CHARS = 2000  # a call's arguments: enough to see what was run, not a pasted file
 TOOL_RESULT_CHARS = 4000  # head and tail of an output keep the command echo and the final error

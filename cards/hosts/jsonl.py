@@ -51,7 +51,7 @@ from memoir.cards.hosts.base import (
 )
 from memoir.cards.hosts.strip import strip_injected
 from memoir.cards.values import KINDS, ROLES, Turn
-from memoir.cards.sanitize_fields import sanitize_json_text
+from memoir.cards.sanitize.fields import sanitize_json_text
 
 HOST = "jsonl"
 _LIMITS = {"tool_call": TOOL_CALL_CHARS, "tool_result": TOOL_RESULT_CHARS, "error": TOOL_RESULT_CHARS}

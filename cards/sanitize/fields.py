@@ -1,6 +1,6 @@
 """The sanitizer applied to structured values and to every field a writer stores.
 
-`cards.sanitize` works on text. Two places need more than that:
+`memoir.cards.sanitize.scan` works on text. Two places need more than that:
 
 - Tool calls and JSON outputs: rendered as JSON, a newline is `\\n` and a quote `\\"`, and the
   rules that catch `password: …` in prose miss it inside `{"command": "…\\npassword: …"}`. So
@@ -26,7 +26,9 @@ from dataclasses import replace
 from functools import lru_cache
 
 from memoir.cards.values import Turn
-from memoir.cards.sanitize import MARKER_RE, names_secret, sanitize_with_report
+from memoir.cards.sanitize.patterns import MARKER_RE
+from memoir.cards.sanitize.scan import sanitize_with_report
+from memoir.cards.sanitize.validators import names_secret
 
 FIELD_CAP = sys.maxsize  # a writer's pass redacts secrets and blobs but never cuts a line
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")  # a key that reads as the name of an assignment
