@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from memoir.cards.distill.model import CHARS_PER_TOKEN, Endpoint, distill_batch  # noqa: E402
 from memoir.cards.draft import draft_card  # noqa: E402
-from memoir.cards.gates import GATE_NAMES, EvidenceView, Verdict, decide_status, judge_card  # noqa: E402
+from memoir.cards.quality_gates import QUALITY_GATE_NAMES, Verdict, decide_status, judge_card  # noqa: E402
+from memoir.cards.quality_inputs import EvidenceView  # noqa: E402
 from memoir.cards.values import Experience, Turn  # noqa: E402
 
 # Components, symptoms and causes combine into many distinct problem loops (12 x 8 x 8).
@@ -123,8 +124,8 @@ def scripted_answer(body: dict):
 
 def gate_shares(verdicts: list[Verdict]) -> dict[str, float]:
     if not verdicts:
-        return {g: 0.0 for g in GATE_NAMES} | {"all": 0.0}
-    shares = {g: sum(r.passed for v in verdicts for r in v.results if r.gate == g) / len(verdicts) for g in GATE_NAMES}
+        return {g: 0.0 for g in QUALITY_GATE_NAMES} | {"all": 0.0}
+    shares = {g: sum(r.passed for v in verdicts for r in v.results if r.gate == g) / len(verdicts) for g in QUALITY_GATE_NAMES}
     shares["all"] = sum(v.passed for v in verdicts) / len(verdicts)
     return shares
 

@@ -13,7 +13,7 @@ recalled with the real model, the clock pinned to shortly after the set's sessio
 right injected / injected; recall@2 = answerable questions whose right card was injected;
 correct-empty = questions expecting nothing that got nothing; stale = injected cards that are
 superseded or older than a labelled replacement. `--sweep` reruns the questions over a grid of
-`min_similarity`, `agreed_min_similarity` and `relative_margin` (what `index/gates.py` picked from).
+`min_similarity`, `agreed_min_similarity` and `relative_margin` (what `index/recall_gates.py` picked from).
 """
 
 from __future__ import annotations

@@ -132,7 +132,7 @@ def gate_note(card: Card, min_conclusion_chars: int = 0) -> GateNote | None:
     The other gates need the source turns or the other cards; for them the note only explains.
     """
     from memoir.cards.draft import conclusion_problem
-    from memoir.cards.gates import GATE_HELP, failure_conditions_stated, verifiable_judgment
+    from memoir.cards.quality_gates import GATE_HELP, failure_conditions_stated, verifiable_judgment
 
     if not card.gate:
         return None
@@ -186,7 +186,7 @@ class Pending:
 
     @classmethod
     def of(cls, card: Card) -> Pending:
-        from memoir.cards.gates import GATE_HELP
+        from memoir.cards.quality_gates import GATE_HELP
 
         line = " ".join((card.goal or card.conclusion).split())
         return cls(card.id, card.status, card.gate, line[:100], card.workspace, card.conclusion,

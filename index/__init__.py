@@ -4,7 +4,7 @@ embed.py    the embedding model (lazy, offline)          plan.py     pure decisi
 db.py       the SQLite file: schema, upserts, KNN, FTS   sync.py     index what changed on disk; index-or-queue after a write
 pending.py  ids whose index update failed                check.py    healthy / stale / corrupt
 rebuild.py  full rebuild + atomic swap; ensure_index     errors.py   typed failures, turned into messages by the CLI
-recall.py   the synchronous path: ≤ 2 cards or nothing   gates.py    the eleven recall gates, each rejecting on its own
+recall.py   the synchronous path: ≤ 2 cards or nothing   recall_gates.py  the eleven recall gates, each rejecting on its own
 rewrite.py  query → retrieval statement                  containers.py  immediate / brief / review / export / backlog
 search.py   deep search (no gates but status)
 """

@@ -31,7 +31,7 @@ from memoir.cards.sanitize import sanitize
 from memoir.cards.sanitize.fields import sanitize_value
 from memoir.cards.signatures import error_signature
 from memoir.cards.store import CardFileError, CardStore
-from memoir.index.gates import (
+from memoir.index.recall_gates import (
     INJECTED, Candidate, GatePolicy, Judgement, RecallQuery, fast_changing_fact, judge,
     prefer_newer, take_place, workspaces_near,
 )
@@ -43,8 +43,9 @@ KNN_K = 8  # nearest cards by vector; more only adds candidates the similarity g
 FTS_K = 8  # best lexical matches
 RRF_K = 60  # reciprocal-rank fusion constant (Cormack et al.): damps the weight of rank 1
 MAX_QUERY_INPUT = 50_000  # chars of prompt sanitized at most; a pasted log beyond this adds nothing
-LEXICAL_MIN_COVERAGE = 0.6  # share of query terms a card must contain when no model is warm
-LEXICAL_MIN_TERMS = 2  # ... and at least this many, so a single shared word never suffices
+# A lexical match (no warm model) needs GatePolicy.min_lexical of the query terms, and at least this
+# many, so a single shared word never suffices.
+LEXICAL_MIN_TERMS = 2
 LOG_FILE = "recall.jsonl"
 LOG_MAX_BYTES = 5_000_000  # then rotated once to recall.jsonl.1
 PARSED_CARDS_MAX = 20_000  # parsed cards a recaller keeps (~2 KB each): every candidate of a day's prompts
@@ -122,15 +123,6 @@ class RecallResult:
 
 
 # --- pure helpers -------------------------------------------------------------------------------
-
-
-def policy_from(settings: Settings) -> GatePolicy:
-    return GatePolicy(
-        min_similarity=settings.min_score,
-        min_lexical=LEXICAL_MIN_COVERAGE,
-        min_conclusion_chars=settings.min_conclusion_chars,
-        max_injected=settings.max_injected,
-    )
 
 
 def parse_time(value: str) -> datetime | None:
@@ -436,7 +428,7 @@ class Recaller:
         self.settings = settings
         self.embedder = embedder
         self.store = CardStore(settings.cards_dir, settings.state_dir)
-        self.policy = policy_from(settings)
+        self.policy = GatePolicy.from_settings(settings)
         self._index = None
         self._index_id: tuple[int, int] | None = None
         self._lock = threading.Lock()

@@ -19,7 +19,7 @@ from memoir.cards.values import SECTION_TITLES, SECTIONS, STATUSES, Card
 from memoir.cards.render import template_environment
 from memoir.cards.status import Counts, RunRecord, count_cards
 from memoir.cards.title import display_title
-from memoir.index.gates import INJECTED
+from memoir.index.recall_gates import INJECTED
 
 TEMPLATE = "report.html.j2"
 RECALL_OUTCOMES = ("injected", "empty", "timeout", "error")  # what index.recall logs per recall

@@ -34,13 +34,13 @@ import numpy as np
 from memoir.cards.collect import CollectResult, collect_file
 from memoir.cards.config import Settings
 from memoir.cards.forget import Tombstones, load_tombstones
-from memoir.cards.gates import instruction_shapes
+from memoir.cards.quality_gates import instruction_shapes
 from memoir.cards.ledger import LEDGER_FILE, Ledger, LedgerError
 from memoir.cards.values import Card, Source, Turn
 from memoir.cards.sanitize import sanitize
 from memoir.cards.store import CardFileError, CardStore
 from memoir.cards.title import display_title
-from memoir.index.gates import workspaces_near
+from memoir.index.recall_gates import workspaces_near
 from memoir.index.recall import INDEX_FILE, MAX_QUERY_INPUT, RRF_K, fuse, query_terms
 from memoir.index.rewrite import rewrite_query
 from memoir.index.turns import Span, TurnIndex, TurnRow, covering

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from memoir.flows import commands  # noqa: F401  (registers the subcommands)
 from memoir.flows.cli import cli
 from memoir.index.embed import default_embedder
-from memoir.index.gates import OVER_LIMIT
+from memoir.index.recall_gates import OVER_LIMIT
 from memoir.index.recall import (
     SESSION_TTL_S, Recaller, injected_in_session, log_path, read_records, remember_injected, prune_sessions,
     wait_for_workers,

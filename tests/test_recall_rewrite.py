@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memoir.index.gates import (
+from memoir.cards.config import Settings
+from memoir.index.recall_gates import (
     Candidate, GatePolicy, RecallQuery, assignments, contradiction, directions, judge, polarities,
     project_bound, workspaces_near,
 )
@@ -81,7 +82,7 @@ def test_judge_rejects_both_sides_of_a_contradiction_and_keeps_the_rest():
     cs = [cand("a", "Set POOL_SIZE=10 for the worker pool to stop the timeouts."),
           cand("b", "Set POOL_SIZE=50 for the worker pool to stop the timeouts."),
           cand("c", "Close the cursor before returning the connection to the pool.")]
-    out = {j.candidate.id: j.gate for j in judge(cs, RecallQuery("q"), GatePolicy())}
+    out = {j.candidate.id: j.gate for j in judge(cs, RecallQuery("q"), GatePolicy.from_settings(Settings()))}
     assert out == {"a": "ContradictsCandidate", "b": "ContradictsCandidate", "c": "injected"}
 
 
@@ -98,7 +99,7 @@ def test_similarity_floor_is_relative_to_the_best_eligible_card_and_stricter_for
           cand("far", "Pin the driver to 2.9 in requirements.", sim=0.60),
           cand("vec", "Enable the slow query log to find the statement.", sim=0.69, fts_rank=None),
           cand("stale", "An inactive card with a better score than all.", sim=0.95, status="candidate")]
-    out = {j.candidate.id: j.gate for j in judge(cs, RecallQuery("q"), GatePolicy(max_injected=5))}
+    out = {j.candidate.id: j.gate for j in judge(cs, RecallQuery("q"), GatePolicy.from_settings(Settings(max_injected=5)))}
     assert out == {"best": "injected", "near": "injected", "far": "SimilarityBelowMinimum",
                    "vec": "SimilarityBelowMinimum", "stale": "StatusNotActive"}
 

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from memoir.cards.distill.rules import CONFLICT_GATE
 from memoir.cards.draft import conclusion_problem
-from memoir.cards.gates import GATE_HELP, GATE_NAMES
+from memoir.cards.quality_gates import GATE_HELP, QUALITY_GATE_NAMES
 from memoir.cards.review import (
     DEFAULT_WHY,
     REJECTED,
@@ -81,7 +81,7 @@ def test_reject_keeps_the_reason_without_a_secret_pasted_into_it():
 
 def test_every_gate_a_card_can_be_held_by_says_what_would_clear_it():
     cut = "The build fails because the lockfile pins an old resolver and"
-    held_by = {*GATE_NAMES, CONFLICT_GATE, REJECTED, conclusion_problem("too short", 40),
+    held_by = {*QUALITY_GATE_NAMES, CONFLICT_GATE, REJECTED, conclusion_problem("too short", 40),
                conclusion_problem(cut, 40), conclusion_problem("Run this:\n```sh\nnpm ci --legacy-peer-deps", 20),
                "no_settled_conclusion"}
     assert "" not in held_by and held_by <= set(GATE_HELP), held_by - set(GATE_HELP)

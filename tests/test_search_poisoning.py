@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from memoir.cards.config import load_settings
-from memoir.cards.gates import instruction_shapes
+from memoir.cards.quality_gates import instruction_shapes
 from memoir.flows import commands  # noqa: F401  (registers the subcommands)
 from memoir.flows.cli import cli
 from memoir.flows.mcp_server import build_server

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from memoir.cards.draft import conclusion_problem
-from memoir.cards.gates import EvidenceView, Similarity, Verdict, decide_status, judge_card
+from memoir.cards.quality_gates import Verdict, decide_status, judge_card
+from memoir.cards.quality_inputs import EvidenceView, Similarity
 from memoir.cards.incidents import raise_alert
 from memoir.cards.values import SECTION_TITLES, SECTIONS, Card, Experience, Turn
 from memoir.cards.render import render

@@ -1,24 +1,25 @@
 """Quality gates: each one can keep a card out of the active set on its own, and says which it was.
 
+(Not the recall gates of memoir.index.recall_gates, which judge a card against one query.)
+
 The gates judge every card, rule-made or model-made. A card that fails one stays `candidate`
 (out of default recall) with the failing gate's name in its front matter; nothing is deleted.
-Judging is pure: a card, the text of its source turns, the active cards, and a similarity
-function go in; a `Verdict` comes out. The embedder is injected because `cards` may not import
-`index`; tests pass the real one or a lexical stand-in.
+Judging is pure: a card, the text of its source turns (memoir.cards.quality_inputs), the active
+cards, and a similarity function go in; a `Verdict` comes out. The embedder is injected because
+`cards` may not import `index`; tests pass the real one or a lexical stand-in.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memoir.cards.values import Card, Experience, Turn
+from memoir.cards.quality_inputs import EvidenceView, Similarity, content_words, lexical_similarity, sentences
 from memoir.cards.signatures import error_signature, mask
+from memoir.cards.values import Card
 
-Similarity = Callable[[str, str], float]
-
-GATE_NAMES = (
+QUALITY_GATE_NAMES = (
     "verifiable_judgment",
     "failure_conditions_stated",
     "no_unsupported_specifics",
@@ -88,98 +89,12 @@ class GateResult:
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """All gates' answers; `failed_gate` is the first that failed, in `GATE_NAMES` order."""
+    """All gates' answers; `failed_gate` is the first that failed, in `QUALITY_GATE_NAMES` order."""
 
     passed: bool
     failed_gate: str = ""
     reasons: tuple[str, ...] = ()
     results: tuple[GateResult, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class EvidenceTurn:
-    """A source turn as the gates see it: who said it, what kind, and the text."""
-
-    role: str
-    kind: str
-    text: str
-
-    @property
-    def typed_by_user(self) -> bool:
-        # Claude Code logs tool results under the user role; only user *text* is the user's words.
-        return self.role == "user" and self.kind == "text"
-
-
-@dataclass(frozen=True, slots=True)
-class EvidenceView:
-    """The text of a card's source turns, with roles, so gates can ask who said what."""
-
-    turns: tuple[EvidenceTurn, ...] = ()
-
-    @classmethod
-    def of(cls, turns: Iterable[Turn]) -> EvidenceView:
-        return cls(tuple(EvidenceTurn(t.role, t.kind, t.text) for t in turns if t.kind != "thinking"))
-
-    @classmethod
-    def of_experience(cls, exp: Experience) -> EvidenceView:
-        return cls.of(exp.turns)
-
-    @property
-    def text(self) -> str:
-        return "\n".join(t.text for t in self.turns)
-
-    @property
-    def user_words(self) -> tuple[str, ...]:
-        return tuple(t.text for t in self.turns if t.typed_by_user)
-
-
-# --- text helpers -------------------------------------------------------------------------------
-
-_STOP = frozenset(
-    """a an the and or but if then else when while of to in on at by for with from into onto as is are
-    was were be been being it its this that these those there here so such than too very can could
-    should would will shall may might must do does did not no nor only own same just also any all
-    each every both few more most other some i we you he she they me us our your my their them what
-    which who whom whose why how about after before again against over under up down out off once
-    always never don't dont make sure ensure please since because while""".split()
-)
-_WORD = re.compile(r"[a-z0-9][a-z0-9_.\-/]*[a-z0-9]|[a-z0-9]")
-
-
-def content_words(text: str) -> set[str]:
-    """Lower-cased words that carry meaning (no stop words, no order words)."""
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
-
-
-def lexical_similarity(a: str, b: str) -> float:
-    """Jaccard overlap of content words: the deterministic stand-in for an embedder."""
-    wa, wb = content_words(a), content_words(b)
-    if not wa or not wb:
-        return 0.0
-    return len(wa & wb) / len(wa | wb)
-
-
-def embedding_similarity(encode: Callable[[list[str]], Sequence[Sequence[float]]]) -> Similarity:
-    """Cosine similarity over `encode` (texts -> unit vectors), each text encoded once per run.
-
-    The duplicate gate compares a card with every active card; caching keeps that one encode per card.
-    """
-    cache: dict[str, Sequence[float]] = {}
-
-    def vector(text: str) -> Sequence[float]:
-        if text not in cache:
-            cache[text] = encode([text])[0]
-        return cache[text]
-
-    def similarity(a: str, b: str) -> float:
-        return float(sum(x * y for x, y in zip(vector(a), vector(b))))
-
-    return similarity
-
-
-def sentences(text: str) -> list[str]:
-    parts = re.split(r"(?<=[.!?])\s+|\n+", text)
-    return [p.strip(" -*>#/\t") for p in parts if p.strip(" -*>#/\t")]
 
 
 def _result(gate: str, reason: str) -> GateResult:
@@ -469,7 +384,7 @@ def judge_card(
     active_cards: Sequence[Card] = (),
     similarity: Similarity | None = None,
 ) -> Verdict:
-    """Run every gate; the first failure (in `GATE_NAMES` order) names the verdict.
+    """Run every gate; the first failure (in `QUALITY_GATE_NAMES` order) names the verdict.
 
     Args:
         card: the card to judge, rule-made or model-made.

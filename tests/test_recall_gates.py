@@ -11,9 +11,10 @@ import json
 
 import pytest
 
+from memoir.cards.config import Settings
 from memoir.index.db import open_index
 from memoir.index.embed import default_embedder
-from memoir.index.gates import GATE_NAMES, INJECTED
+from memoir.index.recall_gates import INJECTED, RECALL_GATE_NAMES
 from memoir.index.recall import Recaller, log_path
 from memoir.index.sync import sync_index
 from tests.recall_cards import (
@@ -57,7 +58,7 @@ def test_the_base_card_passes_every_gate(settings, embedder):
 
 
 def test_gate_names_are_eleven_and_distinct():
-    assert len(GATE_NAMES) == 11 == len(set(GATE_NAMES))
+    assert len(RECALL_GATE_NAMES) == 11 == len(set(RECALL_GATE_NAMES))
 
 
 def test_similarity_below_minimum(settings, embedder):
@@ -182,7 +183,7 @@ def test_contradiction_heuristics_cover_polarity(settings, embedder, query, a, b
 
 # --- issue 16: the gates decide on evidence, not on tags (pure: Candidate literals, no model) ------
 
-from memoir.index.gates import (  # noqa: E402
+from memoir.index.recall_gates import (  # noqa: E402
     Candidate, GatePolicy, RecallQuery, SimilarityBelowMinimum, TooOldForFastChangingTopic, fast_changing_fact,
     judge, prefer_newer,
 )
@@ -199,7 +200,7 @@ def cand(card_id: str = "c-1", **changes) -> Candidate:
 
 def test_the_card_both_paths_rank_first_clears_the_lower_agreed_floor():
     # A pasted one-line error against a long conclusion: 0.30-0.43 while both paths rank it first.
-    p, q = GatePolicy(), RecallQuery(text="E0502", best_similarity=0.6)
+    p, q = GatePolicy.from_settings(Settings()), RecallQuery(text="E0502", best_similarity=0.6)
     assert not SimilarityBelowMinimum(cand(similarity=0.31), q, p)
     assert SimilarityBelowMinimum(cand(similarity=0.29), q, p)
     assert SimilarityBelowMinimum(cand(similarity=0.40, knn_rank=2), q, p)  # not agreed: plain floor
@@ -221,7 +222,7 @@ def test_a_fast_changing_fact_is_a_pinned_version_or_a_config_value(conclusion, 
 
 
 def test_an_old_card_tagged_configuration_expires_only_when_it_states_a_fast_changing_fact():
-    p, q = GatePolicy(), RecallQuery(text="x")
+    p, q = GatePolicy.from_settings(Settings()), RecallQuery(text="x")
     tagged = dict(topics=("configuration", "dependencies"), age_days=200.0)
     assert not TooOldForFastChangingTopic(cand(conclusion="Regenerate the lockfile on linux so the optional "
                                                           "native packages for every platform are listed.",
@@ -232,7 +233,7 @@ def test_an_old_card_tagged_configuration_expires_only_when_it_states_a_fast_cha
 
 
 def test_a_persons_confirmation_or_edit_renews_a_fast_changing_card():
-    p, q = GatePolicy(), RecallQuery(text="x")
+    p, q = GatePolicy.from_settings(Settings()), RecallQuery(text="x")
     old = cand(conclusion="Pin the provider to ~> 2.17.", topics=("versions",), age_days=200.0)
     assert TooOldForFastChangingTopic(old, q, p)
     assert not TooOldForFastChangingTopic(old.__class__(**{**_fields(old), "confirmed_by": "user"}), q, p)
@@ -251,7 +252,7 @@ def test_the_newer_verified_card_for_the_same_signature_wins_and_both_are_never_
     ranked = prefer_newer([older, newer])
     assert ranked[0].superseded_by == "c-new"
     assert (ranked[1].similarity, ranked[1].knn_rank, ranked[1].fts_rank) == (0.62, 1, 1)
-    out = judge(ranked, RecallQuery(text=sig, workspace=WORKSPACE), GatePolicy())
+    out = judge(ranked, RecallQuery(text=sig, workspace=WORKSPACE), GatePolicy.from_settings(Settings()))
     assert [j.candidate.id for j in out if j.gate == INJECTED] == ["c-new"]
     assert [j.gate for j in out if j.candidate.id == "c-old"] == ["Superseded"]
 
@@ -270,10 +271,10 @@ def test_the_card_that_names_the_pasted_error_clears_the_agreed_floor_and_cards_
     other = cand("c-other", error_signature="panic: assignment to entry in nil map", similarity=0.46,
                  knn_rank=2, fts_rank=5, rrf=0.0315)
     plain = cand("c-plain", similarity=0.47, knn_rank=4, fts_rank=4, rrf=0.0312)
-    out = judge([right, other, plain], RecallQuery(text=sig, signature=sig), GatePolicy())
+    out = judge([right, other, plain], RecallQuery(text=sig, signature=sig), GatePolicy.from_settings(Settings()))
     assert {j.candidate.id: j.gate for j in out} == {
         "c-right": INJECTED, "c-other": "SimilarityBelowMinimum", "c-plain": INJECTED}
     # Without the pasted error nothing names it: the usual floor and margin decide.
-    out = judge([right, other, plain], RecallQuery(text="the tides import panics"), GatePolicy())
+    out = judge([right, other, plain], RecallQuery(text="the tides import panics"), GatePolicy.from_settings(Settings()))
     assert {j.candidate.id: j.gate for j in out} == {
         "c-right": "SimilarityBelowMinimum", "c-other": INJECTED, "c-plain": INJECTED}

@@ -1,5 +1,7 @@
 """Recall gates: eleven independent reasons to keep a card out of an agent's context.
 
+(Not the quality gates of memoir.cards.quality_gates, which decide whether a card is active at all.)
+
 Recall prefers injecting nothing over injecting something wrong, stale or contradictory, so every
 candidate meets every gate and each gate can reject it on its own. Gates are small pure functions
 over plain dataclasses; each has one name, used unchanged in the debug log, the CLI and the docs.
@@ -14,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from memoir.cards.config import Settings
 from memoir.cards.sanitize.scan import contains_sensitive
 
 ACTIVE = "active"
@@ -91,13 +94,14 @@ class RecallQuery:
 
 @dataclass(frozen=True, slots=True)
 class GatePolicy:
-    """Thresholds the gates compare against; built from `Settings` at the entrypoint."""
+    """Thresholds the gates compare against: the user's own three come from `Settings` (`from_settings`),
+    the calibrated rest have their one value here."""
 
-    min_similarity: float = 0.45
-    min_lexical: float = 0.6
-    min_conclusion_chars: int = 40
+    min_similarity: float  # settings.min_score
+    min_conclusion_chars: int
+    max_injected: int
+    min_lexical: float = 0.6  # share of query terms a card must contain when no model is warm
     max_age_days: Mapping[str, int] = field(default_factory=lambda: dict(MAX_AGE_DAYS))
-    max_injected: int = 2
     # A card this far below the best match is about a neighbouring problem: with MiniLM, the right
     # card and a same-stack-but-different-bug card often both clear 0.45, ~0.1-0.3 apart.
     relative_margin: float = 0.10
@@ -116,6 +120,12 @@ class GatePolicy:
     # small index every card FTS finds at all ranks first on both paths, so rank alone agrees too
     # easily. The right cards the agreement finds on both sets hold 0.33-1.0 of the terms.
     agreed_min_coverage: float = 0.25
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> GatePolicy:
+        """The policy a run or a served recall uses: the user's thresholds, the calibrated margins."""
+        return cls(min_similarity=settings.min_score, min_conclusion_chars=settings.min_conclusion_chars,
+                   max_injected=settings.max_injected)
 
 
 class RecallGate(Protocol):
@@ -457,4 +467,4 @@ def judge(candidates: Sequence[Candidate], query: RecallQuery, policy: GatePolic
 
 
 CONTRADICTS = ContradictsCandidate.__name__
-GATE_NAMES: tuple[str, ...] = tuple(g.name for g in CANDIDATE_GATES) + (CONTRADICTS,)
+RECALL_GATE_NAMES: tuple[str, ...] = tuple(g.name for g in CANDIDATE_GATES) + (CONTRADICTS,)

@@ -13,7 +13,8 @@ import pytest
 
 from memoir.cards.distill.model import Endpoint, distill_batch
 from memoir.cards.draft import draft_card
-from memoir.cards.gates import EvidenceTurn, EvidenceView, decide_status, judge_card
+from memoir.cards.quality_gates import decide_status, judge_card
+from memoir.cards.quality_inputs import EvidenceTurn, EvidenceView
 from memoir.cards.values import Card, Experience, Turn
 from tests.openai_server import ScriptedServer, slots
 

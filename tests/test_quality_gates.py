@@ -6,16 +6,8 @@ import os
 
 import pytest
 
-from memoir.cards.gates import (
-    GATE_NAMES,
-    EvidenceTurn,
-    EvidenceView,
-    decide_status,
-    embedding_similarity,
-    judge_card,
-    lexical_similarity,
-    specifics,
-)
+from memoir.cards.quality_gates import QUALITY_GATE_NAMES, decide_status, judge_card, specifics
+from memoir.cards.quality_inputs import EvidenceTurn, EvidenceView, embedding_similarity, lexical_similarity
 from memoir.cards.values import Card
 
 EVIDENCE = EvidenceView((
@@ -53,7 +45,7 @@ def only_failure(card: Card, **kw) -> str:
 def test_the_reference_card_passes_every_gate():
     verdict = judge_card(GOOD, EVIDENCE, [UNRELATED_ACTIVE])
     assert verdict.passed, verdict.reasons
-    assert [r.gate for r in verdict.results] == list(GATE_NAMES)
+    assert [r.gate for r in verdict.results] == list(QUALITY_GATE_NAMES)
 
 
 @pytest.mark.parametrize("conclusion", [

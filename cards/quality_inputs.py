@@ -1,0 +1,101 @@
+"""What the quality gates read: a card's source turns with who said them, and the word helpers.
+
+`EvidenceView` is the gates' view of an experience (thinking dropped, roles kept); the word and
+similarity helpers are shared by several gates and by the model stage's duplicate check.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from memoir.cards.values import Experience, Turn
+
+Similarity = Callable[[str, str], float]
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceTurn:
+    """A source turn as the gates see it: who said it, what kind, and the text."""
+
+    role: str
+    kind: str
+    text: str
+
+    @property
+    def typed_by_user(self) -> bool:
+        # Claude Code logs tool results under the user role; only user *text* is the user's words.
+        return self.role == "user" and self.kind == "text"
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceView:
+    """The text of a card's source turns, with roles, so gates can ask who said what."""
+
+    turns: tuple[EvidenceTurn, ...] = ()
+
+    @classmethod
+    def of(cls, turns: Iterable[Turn]) -> EvidenceView:
+        return cls(tuple(EvidenceTurn(t.role, t.kind, t.text) for t in turns if t.kind != "thinking"))
+
+    @classmethod
+    def of_experience(cls, exp: Experience) -> EvidenceView:
+        return cls.of(exp.turns)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(t.text for t in self.turns)
+
+    @property
+    def user_words(self) -> tuple[str, ...]:
+        return tuple(t.text for t in self.turns if t.typed_by_user)
+
+
+# --- text helpers -------------------------------------------------------------------------------
+
+_STOP = frozenset(
+    """a an the and or but if then else when while of to in on at by for with from into onto as is are
+    was were be been being it its this that these those there here so such than too very can could
+    should would will shall may might must do does did not no nor only own same just also any all
+    each every both few more most other some i we you he she they me us our your my their them what
+    which who whom whose why how about after before again against over under up down out off once
+    always never don't dont make sure ensure please since because while""".split()
+)
+_WORD = re.compile(r"[a-z0-9][a-z0-9_.\-/]*[a-z0-9]|[a-z0-9]")
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased words that carry meaning (no stop words, no order words)."""
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
+
+
+def lexical_similarity(a: str, b: str) -> float:
+    """Jaccard overlap of content words: the deterministic stand-in for an embedder."""
+    wa, wb = content_words(a), content_words(b)
+    if not wa or not wb:
+        return 0.0
+    return len(wa & wb) / len(wa | wb)
+
+
+def embedding_similarity(encode: Callable[[list[str]], Sequence[Sequence[float]]]) -> Similarity:
+    """Cosine similarity over `encode` (texts -> unit vectors), each text encoded once per run.
+
+    The duplicate gate compares a card with every active card; caching keeps that one encode per card.
+    """
+    cache: dict[str, Sequence[float]] = {}
+
+    def vector(text: str) -> Sequence[float]:
+        if text not in cache:
+            cache[text] = encode([text])[0]
+        return cache[text]
+
+    def similarity(a: str, b: str) -> float:
+        return float(sum(x * y for x, y in zip(vector(a), vector(b))))
+
+    return similarity
+
+
+def sentences(text: str) -> list[str]:
+    parts = re.split(r"(?<=[.!?])\s+|\n+", text)
+    return [p.strip(" -*>#/\t") for p in parts if p.strip(" -*>#/\t")]
