@@ -22,7 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from memoir.cards.distill.model import CHARS_PER_TOKEN, Endpoint, distill_batch  # noqa: E402
+from memoir.cards.distill.llm import distill_batch  # noqa: E402
+from memoir.cards.distill.llm_client import CHARS_PER_TOKEN, Endpoint  # noqa: E402
 from memoir.cards.draft import draft_card  # noqa: E402
 from memoir.cards.quality_gates import QUALITY_GATE_NAMES, Verdict, decide_status, judge_card  # noqa: E402
 from memoir.cards.quality_inputs import EvidenceView  # noqa: E402

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from memoir.cards.distill.model import Endpoint, distill_batch
+from memoir.cards.distill.llm import distill_batch
+from memoir.cards.distill.llm_client import Endpoint
 from memoir.cards.draft import draft_card
 from memoir.cards.quality_gates import decide_status, judge_card
 from memoir.cards.quality_inputs import EvidenceTurn, EvidenceView

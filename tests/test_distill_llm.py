@@ -14,19 +14,12 @@ from pathlib import Path
 import pytest
 
 from memoir.cards.config import Settings
-from memoir.cards.distill.model import (
-    MAX_INPUT_CHARS,
-    OUTPUT_SCHEMA,
-    SLOTS,
-    BatchLock,
-    BatchLocked,
-    Endpoint,
-    InvalidOutput,
-    build_prompt,
-    distill_batch,
-    endpoints_from_settings,
-    parse_slots,
-)
+from memoir.cards.distill.batch_lock import BatchLock
+from memoir.cards.distill.errors import BatchLocked, InvalidOutput
+from memoir.cards.distill.llm import distill_batch
+from memoir.cards.distill.llm_client import Endpoint, endpoints_from_settings
+from memoir.cards.distill.llm_prompt import MAX_INPUT_CHARS, build_prompt
+from memoir.cards.distill.llm_slots import OUTPUT_SCHEMA, SLOTS, parse_slots
 from memoir.cards.draft import draft_card
 from memoir.cards.incidents import INCIDENTS
 from memoir.cards.values import Card, Experience, Turn

@@ -1,0 +1,168 @@
+"""Model stage: an OpenAI-compatible chat endpoint fills fixed JSON slots for each experience.
+
+It must be honest when it fails. Every output is validated against the slots (free prose, a
+missing or extra slot, a wrong type or an empty conclusion is discarded and counted), every
+request has a timeout, and a model that is alive but says nothing is an incident: the batch goes
+back to the queue with an alert, never into a retry loop. Fallback endpoints are tried in order
+only when one fails before producing any output; a response that broke midway is not resent.
+
+Plan/apply: `build_prompt` (llm_prompt), `parse_slots` and `apply_slots` (llm_slots) are pure;
+`post_chat` (llm_client) is the only I/O; this module runs a batch through them and the gates.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from memoir.cards.config import Settings
+from memoir.cards.distill.errors import BrokenResponse, EndpointUnavailable, InvalidOutput, ModelTimeout
+from memoir.cards.distill.llm_client import Endpoint, Reply, complete
+from memoir.cards.distill.llm_prompt import MAX_INPUT_CHARS, build_prompt
+from memoir.cards.distill.llm_slots import apply_slots, parse_slots
+from memoir.cards.draft import conclusion_problem
+from memoir.cards.incidents import raise_alert
+from memoir.cards.quality_gates import Verdict, decide_status, judge_card
+from memoir.cards.quality_inputs import EvidenceView, Similarity
+from memoir.cards.values import Card, Experience
+
+
+@dataclass
+class BatchOutcome:
+    """What one batch produced, what went wrong (counted), and whether it goes back to the queue."""
+
+    cards: list[Card]
+    counts: Counter
+    requeue: bool = False
+    alerts: list[str] = field(default_factory=list)
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
+    usage: Counter = field(default_factory=Counter)
+    pending: list[str] = field(default_factory=list)  # card ids not distilled because of an incident
+
+
+def distill_batch(
+    experiences_and_cards: Sequence[tuple[Experience, Card]],
+    endpoints: Sequence[Endpoint],
+    *,
+    timeout: float,
+    active_cards: Sequence[Card] = (),
+    similarity: Similarity | None = None,
+    min_conclusion_chars: int = Settings.min_conclusion_chars,
+    max_input_chars: int = MAX_INPUT_CHARS,
+    batch_id: str = "",
+) -> BatchOutcome:
+    """Distill each rule card, judge every card by the gates, and report what went wrong.
+
+    Args:
+        experiences_and_cards: each experience with the card the rule stage drafted from it.
+        endpoints: primary first, then fallbacks; empty means the model stage is off and rule
+            cards that pass the gates go active as `quality: rule`.
+        timeout: seconds per request (settings.model_timeout_s).
+        active_cards: cards already active, for the duplicate gate.
+        similarity: embedding similarity for the duplicate gate.
+        batch_id: names the batch in alert lines.
+    """
+    model_enabled = bool(endpoints)
+    counts: Counter = Counter()
+    usage: Counter = Counter()
+    out = BatchOutcome(cards=[], counts=counts, usage=usage)
+    active = [c for c in active_cards if c.status == "active"]
+    name = batch_id or (experiences_and_cards[0][1].id if experiences_and_cards else "empty")
+    stop_reason = ""
+
+    def settle(card: Card, evidence: EvidenceView, distilled: bool) -> None:
+        verdict = judge_card(card, evidence, active, similarity)
+        decided = decide_status(card, verdict, model_enabled, distilled)
+        out.verdicts[card.id] = verdict
+        out.cards.append(decided)
+        counts[decided.status] += 1
+        if decided.status == "active":
+            active.append(decided)  # later cards in this batch must not duplicate it
+        elif distilled and not verdict.passed:
+            counts["gate_rejected"] += 1
+
+    for exp, card in experiences_and_cards:
+        evidence = EvidenceView.of_experience(exp)
+        if not model_enabled or card.status in ("superseded", "forgotten"):
+            settle(card, evidence, distilled=False)
+            continue
+        if stop_reason:
+            counts["not_sent"] += 1
+            out.pending.append(card.id)
+            settle(card, evidence, distilled=False)
+            continue
+        prompt = build_prompt(exp, card, max_input_chars)
+        if prompt.empty:
+            # Refuse to send: an empty experience can only make the model invent.
+            counts["empty_input"] += 1
+            settle(card, evidence, distilled=False)
+            continue
+        usage["chars_in"] += prompt.chars
+        usage["max_chars_in"] = max(usage["max_chars_in"], prompt.chars)
+        counts["sent"] += 1
+        try:
+            reply, skipped = complete(endpoints, prompt, timeout)
+            if skipped:
+                counts["fallback"] += skipped
+            usage["tokens_in"] += reply.tokens_in
+            usage["tokens_out"] += reply.tokens_out
+            usage["max_tokens_in"] = max(usage["max_tokens_in"], reply.tokens_in)
+            usage["chars_out"] += len(reply.content)
+            slots = parse_slots(reply.content)
+        except ModelTimeout as exc:
+            counts["timeout"] += 1
+            stop_reason = "timeout"
+            out.pending.append(card.id)
+            out.alerts.append(raise_alert(
+                "model_alive_no_output",
+                f"batch {name}: {exc}; {len(experiences_and_cards)} experiences requeued, "
+                "rule cards stay candidate",
+            ))
+            settle(card, evidence, distilled=False)
+            continue
+        except EndpointUnavailable as exc:
+            counts["http_error"] += 1
+            stop_reason = "unavailable"
+            out.pending.append(card.id)
+            out.alerts.append(raise_alert(
+                "endpoints_unavailable", f"batch {name}: every endpoint failed before answering: {exc}; batch requeued",
+            ))
+            settle(card, evidence, distilled=False)
+            continue
+        except BrokenResponse:
+            counts["broken"] += 1
+            settle(card, evidence, distilled=False)
+            continue
+        except InvalidOutput as exc:
+            counts[exc.kind] += 1
+            settle(card, evidence, distilled=False)
+            continue
+        counts["ok"] += 1
+        distilled = apply_slots(card, slots, reply_model(endpoints, reply))
+        problem = conclusion_problem(distilled.conclusion, min_conclusion_chars)
+        if problem:
+            counts["incomplete_output"] += 1
+            out.cards.append(distilled.with_(status="incomplete", gate=problem))
+            counts["incomplete"] += 1
+            continue
+        settle(distilled.with_(status="candidate"), evidence, distilled=True)
+
+    out.requeue = bool(stop_reason)
+    if counts["empty_input"]:
+        out.alerts.append(raise_alert(
+            "input_truncated_to_empty",
+            f"batch {name}: {counts['empty_input']} experiences had nothing to send (truncated to empty upstream?)",
+        ))
+    discarded = counts["empty"] + counts["invalid_format"]
+    if discarded and not counts["ok"]:
+        out.alerts.append(raise_alert(
+            "all_outputs_discarded",
+            f"batch {name}: all {discarded} outputs discarded by format validation "
+            f"({counts['empty']} empty, {counts['invalid_format']} invalid)",
+        ))
+    return out
+
+
+def reply_model(endpoints: Sequence[Endpoint], reply: Reply) -> str:
+    return next((e.model for e in endpoints if e.base_url == reply.endpoint), "") or reply.endpoint

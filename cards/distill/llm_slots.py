@@ -1,0 +1,119 @@
+"""The model's answer: the fixed JSON slots, their schema, their validation, and the card they make.
+
+Pure: `parse_slots` turns a reply's text into `Slots` or raises `InvalidOutput`; `apply_slots`
+lays the slots over the rule card.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from memoir.cards.distill.errors import InvalidOutput
+from memoir.cards.values import Card
+
+SLOTS = ("conclusion", "applies_when", "fails_when", "topics", "task_type", "confidence")
+TASK_TYPES = ("debug", "feature", "refactor", "config", "question")  # what cards.draft assigns
+MAX_LEN = {"conclusion": 600, "applies_when": 300, "fails_when": 300}
+MAX_TOPICS = 5
+MAX_TOPIC_LEN = 40
+
+# llama.cpp takes a schema under `json_object` but answers 500 to `json_schema`; the maxLength
+# caps keep a looping model from running to max_tokens.
+OUTPUT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "conclusion": {"type": "string", "minLength": 1, "maxLength": MAX_LEN["conclusion"]},
+        "applies_when": {"type": "string", "maxLength": MAX_LEN["applies_when"]},
+        "fails_when": {"type": "string", "maxLength": MAX_LEN["fails_when"]},
+        "topics": {
+            "type": "array",
+            "items": {"type": "string", "maxLength": MAX_TOPIC_LEN},
+            "maxItems": MAX_TOPICS,
+        },
+        "task_type": {"type": "string", "enum": list(TASK_TYPES)},
+        "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+    },
+    "required": list(SLOTS),
+    "additionalProperties": False,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Slots:
+    """The fixed output slots, validated."""
+
+    conclusion: str
+    applies_when: str
+    fails_when: str
+    topics: tuple[str, ...]
+    task_type: str
+    confidence: float
+
+
+def _strip_fence(text: str) -> str:
+    # A hosted model in JSON mode sometimes wraps the object in one fence; that is not prose.
+    if text.startswith("```") and text.endswith("```"):
+        inner = text[3:-3]
+        return inner[4:] if inner.startswith("json") else inner
+    return text
+
+
+def parse_slots(content: str) -> Slots:
+    """Validate the model's answer against the fixed slots; anything else raises `InvalidOutput`."""
+    text = _strip_fence(content.strip()).strip()
+    if not text:
+        raise InvalidOutput("empty", "the model returned no content")
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        what = "truncated JSON" if text.startswith("{") else "free prose, not a JSON object"
+        raise InvalidOutput("invalid_format", f"{what}: {exc}") from None
+    except RecursionError:  # a session can talk a model into echoing `[[[[…`
+        raise InvalidOutput("invalid_format", "JSON nested too deeply") from None
+    if not isinstance(data, dict):
+        raise InvalidOutput("invalid_format", f"expected a JSON object, got {type(data).__name__}")
+    missing, extra = set(SLOTS) - set(data), set(data) - set(SLOTS)
+    if missing or extra:
+        raise InvalidOutput("invalid_format", f"slots missing {sorted(missing)} extra {sorted(extra)}")
+    for name, cap in MAX_LEN.items():
+        if not isinstance(data[name], str):
+            raise InvalidOutput("invalid_format", f"{name} must be a string")
+        if len(data[name]) > cap:
+            raise InvalidOutput("invalid_format", f"{name} longer than {cap} characters")
+    if not data["conclusion"].strip():
+        raise InvalidOutput("invalid_format", "conclusion is empty")
+    topics = data["topics"]
+    if not isinstance(topics, list) or not all(isinstance(t, str) for t in topics) or len(topics) > MAX_TOPICS:
+        raise InvalidOutput("invalid_format", f"topics must be a list of at most {MAX_TOPICS} strings")
+    if data["task_type"] not in TASK_TYPES:
+        raise InvalidOutput("invalid_format", f"task_type {data['task_type']!r} not one of {TASK_TYPES}")
+    conf = data["confidence"]
+    if isinstance(conf, bool) or not isinstance(conf, (int, float)) or not 0 <= conf <= 1:
+        raise InvalidOutput("invalid_format", "confidence must be a number from 0 to 1")
+    return Slots(
+        conclusion=data["conclusion"].strip(),
+        applies_when=data["applies_when"].strip(),
+        fails_when=data["fails_when"].strip(),
+        topics=tuple(dict.fromkeys(t.strip().lower()[:MAX_TOPIC_LEN] for t in topics if t.strip())),
+        task_type=data["task_type"],
+        confidence=float(conf),
+    )
+
+
+def apply_slots(card: Card, slots: Slots, model_name: str) -> Card:
+    """The distilled card: the model's conclusion and boundaries over the rule card's evidence."""
+    conclusion = slots.conclusion
+    if slots.applies_when:
+        conclusion += f"\n\nApplies when: {slots.applies_when}"
+    failures = [f"Fails when: {slots.fails_when}"] if slots.fails_when else []
+    if card.counterexamples.strip():
+        failures.append(card.counterexamples.strip())  # the rule stage's disproved claims stay
+    return card.with_(
+        conclusion=conclusion,
+        counterexamples="\n\n".join(failures),
+        topics=tuple(sorted(set(card.topics) | set(slots.topics))),
+        task_type=slots.task_type,
+        quality="model",
+        extra={**card.extra, "confidence": round(slots.confidence, 2), "distilled_by": model_name},
+    )
