@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 import time
@@ -27,7 +26,9 @@ from memoir.cards.distill.llm_client import CHARS_PER_TOKEN, Endpoint  # noqa: E
 from memoir.cards.draft import draft_card  # noqa: E402
 from memoir.cards.quality_gates import QUALITY_GATE_NAMES, Verdict, decide_status, judge_card  # noqa: E402
 from memoir.cards.quality_inputs import EvidenceView  # noqa: E402
+from memoir.cards.config import environment  # noqa: E402
 from memoir.cards.values import Experience, Turn  # noqa: E402
+from tests.openai_server import ScriptedServer, content, slots  # noqa: E402
 
 # Components, symptoms and causes combine into many distinct problem loops (12 x 8 x 8).
 COMPONENTS = [
@@ -99,8 +100,6 @@ def synthetic_experiences(n: int) -> list[Experience]:
 def scripted_answer(body: dict):
     """A stand-in model: restates the rule draft as slots; every 9th answer invents a number,
     every 13th is prose, every 10th (from offset 7) writes the planted order into its conclusion."""
-    from tests.openai_server import content, slots
-
     prompt = body["messages"][1]["content"]
     number = int(re.search(r"session bench-(\d+)", prompt).group(1))
     section = lambda name: (re.search(rf"## {name}\n(.*?)(?:\n\n## |\Z)", prompt, re.S) or [None, ""])[1].strip()
@@ -181,11 +180,9 @@ def main() -> None:
     exps = synthetic_experiences(args.n)
     server = None
     if args.base_url:
-        endpoint = Endpoint(args.base_url, args.model, os.environ.get(args.api_key_env, ""))
+        endpoint = Endpoint(args.base_url, args.model, environment(args.api_key_env).get(args.api_key_env, ""))
         where = args.base_url
     else:
-        from tests.openai_server import ScriptedServer
-
         server = ScriptedServer(scripted_answer).start()
         endpoint, where = Endpoint(server.url, args.model), "scripted server (stand-in model) on 127.0.0.1"
     try:
