@@ -15,7 +15,8 @@ from memoir.cards.config import Settings
 from memoir.index.db import open_index
 from memoir.index.embed import default_embedder
 from memoir.index.recall_gates import INJECTED, RECALL_GATE_NAMES
-from memoir.index.recall import Recaller, log_path
+from memoir.index.recall import Recaller
+from memoir.index.recall_log import log_path
 from memoir.index.sync import sync_index
 from tests.recall_cards import (
     BASE, NOW, QUERY, WORKSPACE, entry, fake_aws_key, index_cards, iso, settings_for, variant,
