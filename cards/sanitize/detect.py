@@ -315,7 +315,9 @@ def _iban_at(text: str, start: int) -> Finding | None:
 
 
 def find_spans(text: str, raw: bytes, runs: bytes) -> list[Finding]:
-    """`raw` is `text` with one byte a character (so offsets carry over), `runs` marks token characters."""
+    """Every sensitive span in `text`, blobs excluded: each detector family, then markers and
+    documentation values dropped. `raw` is `text` with one byte a character (so offsets carry
+    over), `runs` marks token characters."""
     found = list(_tokens(text))
     # Provider tokens are long unbroken runs; prose has none, and then their scans are skipped.
     long_run = TOKEN_RUN_NEEDLE in runs
