@@ -18,7 +18,7 @@ Prints figures; asserts nothing.
 
 `--hook-cmd`, `--service-cmd` and `--code-root` measure another hook, e.g. an older checkout:
     --code-root /tmp/old --hook-cmd "$PWD/.venv/bin/python -m flows.recall_service claude-code" \\
-    --service-cmd "$PWD/.venv/bin/python -c 'from memoir.flows.cli import main; main()' serve-recall"
+    --service-cmd "$PWD/.venv/bin/python -c 'from memoir.flows.cli.main import main; main()' serve-recall"
 
 Vectors: encoding 100k retrieval texts takes ~20 min on 2 cores, and latency does not depend on
 which vector belongs to which text (the KNN scans every row's bits whatever they hold, FTS matches
@@ -52,7 +52,7 @@ import numpy as np  # noqa: E402
 
 from memoir.cards.config import load_settings  # noqa: E402
 from memoir.cards.store import render_card, content_hash  # noqa: E402
-from memoir.flows.cli_recall import hook_command  # noqa: E402
+from memoir.flows.cli.hook_settings import hook_command  # noqa: E402
 from memoir.flows.lock import held_by_a_live_process  # noqa: E402
 from memoir.flows.recall_service import LOCK_NAME, ask  # noqa: E402
 from memoir.flows.hook_client import read_calls  # noqa: E402

@@ -364,7 +364,7 @@ def start_service(home: str, state_dir: str) -> int | None:
         try:
             # -I: like the hook, the service must not import the user's folder. `-m flows.cli` would
             # load the CLI module twice (as __main__ and as flows.cli), so its entry point is called.
-            cmd = [sys.executable, "-I", "-c", "from memoir.flows.cli import main; main()", "--home", str(home),
+            cmd = [sys.executable, "-I", "-c", "from memoir.flows.cli.main import main; main()", "--home", str(home),
                    "serve-recall", "--idle-exit-s", str(SERVICE_IDLE_EXIT_S), "--lock-fd", str(fd)]
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=str(state_dir),
                                     start_new_session=True, pass_fds=(fd,))
@@ -578,7 +578,7 @@ def _disarm_watchdog() -> None:
 
 
 def main() -> None:
-    """`memoir-hook claude-code`, or the installed hook command (memoir.flows.cli_recall.hook_command)."""
+    """`memoir-hook claude-code`, or the installed hook command (memoir.flows.cli.hook_settings.hook_command)."""
     sys.exit(hook_main(sys.argv[1] if len(sys.argv) > 1 else "claude-code"))
 
 

@@ -7,7 +7,7 @@ The library cores (cards/, index/, the run steps) take an optional plain callabl
 
 from __future__ import annotations
 
-import os
+import contextlib
 import sys
 from collections.abc import Callable, Mapping
 from typing import IO, Protocol
@@ -33,12 +33,13 @@ class Progress(Protocol):
 
 
 def wanted(as_json: bool, env: Mapping[str, str] | None = None, stream: IO | None = None) -> bool | None:
-    """Draw progress? Never with --json; forced by MEMOIR_PROGRESS; else only on a terminal.
+    """Draw progress? Never with --json; forced by MEMOIR_PROGRESS in `env`; else only on a terminal.
 
+    `env` is the process environment the entrypoint read (memoir.cards.config.environment).
     Returns None for "no", False for "yes, it is a terminal" and True for "yes, forced" (rich
     must then be told to draw on a stream that is not a terminal).
     """
-    env = os.environ if env is None else env
+    env = {} if env is None else env
     if as_json or env.get(FORCE_ENV) == "0":
         return None
     if env.get(FORCE_ENV) == "1":
@@ -65,8 +66,14 @@ class Display:
         self._counted: dict[str, bool] = {}
 
     def _start(self):
-        from rich.console import Console
-        from rich.progress import BarColumn, Progress as Bars, SpinnerColumn, TextColumn, TimeElapsedColumn
+        from rich.console import Console  # deferred: start-up (rich)
+        from rich.progress import (  # deferred: start-up (rich)
+            BarColumn,
+            Progress as Bars,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
 
         stream = self._stream if self._stream is not None else sys.stderr
         console = Console(file=stream, force_terminal=True if self._forced else None)
@@ -102,6 +109,15 @@ class Display:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def spinner(text: str):
+    """A spinner with `text` on stderr while a person watches; nothing when stderr is a pipe or a file."""
+    if not sys.stderr.isatty():
+        return contextlib.nullcontext()
+    from rich.console import Console  # deferred: start-up (rich)
+
+    return Console(stderr=True).status(text)
 
 
 def stage(progress: Callable | None, name: str, detail: str = ""):

@@ -10,8 +10,11 @@ from datetime import datetime
 from pathlib import Path
 
 from memoir.cards.config import Settings
-from memoir.cards.status import StatusError, read_alarm_history, read_jsonl, read_runs
+from memoir.cards.jsonl import JsonlError, read_jsonl
+from memoir.cards.status import StatusError, read_alarm_history, read_runs
 from memoir.cards.store import CardStore, write_atomic
+from memoir.flows.errors import FlowError
+from memoir.flows.hook_client import OUTCOMES, read_calls
 from memoir.flows.status_sections import read_model_runs
 from memoir.index.recall import log_path
 from memoir.index.report import Report, hook_event, plan_report, recall_event, render_report
@@ -19,7 +22,7 @@ from memoir.index.report import Report, hook_event, plan_report, recall_event, r
 REPORT_FILE = "report.html"
 
 
-class ReportError(Exception):
+class ReportError(FlowError):
     """The report cannot be made or written; says where and what to do."""
 
 
@@ -32,15 +35,13 @@ def _log_lines(paths: list[Path], problems: list[str]) -> list[dict]:
     for path in paths:
         try:
             out.extend(read_jsonl(path))
-        except StatusError as exc:
+        except JsonlError as exc:
             problems.append(str(exc))
     return out
 
 
 def build_report(settings: Settings, now: datetime) -> Report:
     """Read the library and the state logs, then plan the page."""
-    from memoir.flows.hook_client import OUTCOMES, read_calls
-
     if not Path(settings.home).is_dir():
         raise ReportError(f"no memoir home at {settings.home}; run `memoir run` first, or pass the right --home")
     store = CardStore(settings.cards_dir, settings.state_dir)

@@ -1,4 +1,5 @@
-"""`memoir status` blocks for the model stage, the index and recall, beside the card counts and the queue.
+"""The blocks of `memoir status`, in the one order they print: cards and runs first (memoir.cards.status),
+then the model stage, the index, recall, the queue and `memoir serve`.
 
 The model stage says honestly whether it is on, and what its last run counted and alerted;
 the index block reads `memoir index check` without loading the model; the recall block counts
@@ -9,13 +10,19 @@ so misses (timeouts, cold starts) are visible.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
 from memoir.cards.config import Settings
+from memoir.cards.jsonl import JsonlError, read_jsonl
 from memoir.cards.sanitize.fields import sanitize_value
-from memoir.cards.status import StatusError, StatusSection, read_jsonl
+from memoir.cards.status import StatusReport, StatusSection, build_status, read_runs
 from memoir.cards.store import CardStore, write_atomic
+from memoir.flows.hook_client import read_calls
+from memoir.flows.queue import queue_report
+from memoir.index.pending import PendingIndex
+from memoir.index.recall import log_path
 
 MODEL_RUNS = "model-runs.jsonl"
 KEEP_MODEL_RUNS = 50  # enough history to see a model gone silent; the file stays small
@@ -31,17 +38,11 @@ def record_model_run(state_dir: Path, finished: str, model: str, counts: dict, a
 
 
 def read_model_runs(state_dir: Path) -> list[dict]:
+    """What the model stage did in recent runs, oldest first; an unreadable log reads as none."""
     try:
-        text = (Path(state_dir) / MODEL_RUNS).read_text(encoding="utf-8")
-    except OSError:
+        return read_jsonl(Path(state_dir) / MODEL_RUNS)
+    except JsonlError:
         return []
-    out = []
-    for line in text.splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
 
 
 def model_section(settings: Settings) -> StatusSection:
@@ -61,9 +62,8 @@ def model_section(settings: Settings) -> StatusSection:
 
 def index_section(settings: Settings) -> StatusSection:
     """healthy / stale / corrupt / cannot open, as `memoir index check` says; anything but healthy is an alarm."""
-    from memoir.index.check import check_index
-    from memoir.index.embed import Embedder
-    from memoir.index.pending import PendingIndex
+    from memoir.index.check import check_index  # deferred: start-up (apsw, sqlite-vec)
+    from memoir.index.embed import Embedder  # deferred: start-up (numpy)
 
     spec = Embedder()  # model id and dimension only; nothing is loaded
     store = CardStore(settings.cards_dir, settings.state_dir)
@@ -119,24 +119,20 @@ def count_recall_calls(hook_calls: list[dict], recalls: list[dict], since: str |
             "recall_outcomes": logged, "alert": alert}
 
 
-def _read_jsonl(path: Path) -> list[dict]:
+def _read_log(path: Path) -> list[dict]:
     """A log's well-formed lines; an unreadable log counts as empty in a status view."""
     try:
         return read_jsonl(path)
-    except StatusError:
+    except JsonlError:
         return []
 
 
 def recall_section(settings: Settings) -> StatusSection:
     """Hook calls by outcome (injected, empty, timeouts, cold starts, errors) and logged recalls, since the last run."""
-    from memoir.cards.status import read_runs
-    from memoir.index.recall import log_path
-    from memoir.flows.hook_client import read_calls
-
     runs = read_runs(settings.state_dir)
     since = runs[-1].finished if runs else None
     recalls = [r for p in (log_path(settings.state_dir).with_name(log_path(settings.state_dir).name + ".1"),
-                           log_path(settings.state_dir)) for r in _read_jsonl(p)]
+                           log_path(settings.state_dir)) for r in _read_log(p)]
     data = count_recall_calls(read_calls(str(settings.state_dir)), recalls, since)
     hook = data["hook"]
     when = f"since the last run ({since})" if since else "since the logs began"
@@ -147,3 +143,43 @@ def recall_section(settings: Settings) -> StatusSection:
     if data["alert"]:
         lines.append(f"  ALERT    {data['alert']} (runbooks/recall-misses.md)")
     return StatusSection("recall", data, tuple(lines))
+
+
+def queue_section(settings: Settings) -> StatusSection:
+    """Queue depth by kind, the oldest pending item and items that keep failing."""
+    data = queue_report(settings.queue_dir, pending_index_ids=len(PendingIndex(settings.state_dir)))
+    depth = ", ".join(f"{n} {kind}" for kind, n in data["pending"].items())
+    lines = [f"queue      {data['pending_total']} pending ({depth})"
+             + (" — run `memoir replay`" if data["pending_total"] else "")]
+    if oldest := data["oldest_pending"]:
+        lines.append(f"  oldest   {oldest['kind']}:{oldest['key']}, {oldest['age_s']} s old, "
+                     f"{oldest['attempts']} failed attempts")
+    lines += [f"  failing  {f}" for f in data["failing"][:5]]
+    if data["claimed"]:
+        lines.append(f"  claimed  {data['claimed']} (a replay is running, or its worker died: "
+                     "`memoir replay --reclaim-after 0`)")
+    return StatusSection("queue", data, tuple(lines))
+
+
+def serve_section(settings: Settings) -> StatusSection | None:
+    """Whether `memoir serve` runs for this home, its next run and last result (once one has run)."""
+    from memoir.flows import serve as sv  # deferred: start-up (subprocess, urllib)
+
+    status = sv.read_status(settings.state_dir)
+    if status is None:
+        return None
+    running = sv.serving(settings.state_dir)
+    return StatusSection("serve", {"running": running, **status.to_dict()},
+                         tuple(sv.status_lines(status, running, datetime.now().astimezone())))
+
+
+# The blocks after the card counts, alarms and runs, in the order they print (None: nothing to show).
+SECTIONS: tuple[Callable[[Settings], StatusSection | None], ...] = (
+    model_section, index_section, recall_section, queue_section, serve_section,
+)
+
+
+def status_report(settings: Settings) -> StatusReport:
+    """Everything `memoir status` shows, read from the files now."""
+    report = build_status(settings.cards_dir, settings.state_dir, settings.append_only_runs)
+    return report.with_sections(*(s for s in (section(settings) for section in SECTIONS) if s is not None))

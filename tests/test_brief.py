@@ -11,8 +11,7 @@ from click.testing import CliRunner
 from memoir.cards.config import load_settings
 from memoir.cards.follow_up import open_follow_ups
 from memoir.cards.store import CardStore
-from memoir.flows import commands  # noqa: F401  (registers the subcommands)
-from memoir.flows.cli import cli
+from memoir.flows.cli.main import cli
 from memoir.flows.pipeline import run_pipeline
 from memoir.index.containers import plan_brief
 

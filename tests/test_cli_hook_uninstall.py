@@ -8,9 +8,8 @@ import subprocess
 import pytest
 from click.testing import CliRunner
 
-from memoir.flows import commands  # noqa: F401  (registers the subcommands)
-from memoir.flows.cli import cli
-from memoir.flows.cli_recall import hook_command, plan_hook_removal
+from memoir.flows.cli.main import cli
+from memoir.flows.cli.hook_settings import hook_command, plan_hook_removal
 
 THEIRS = {"type": "command", "command": "~/bin/lint-prompt.sh", "timeout": 3}
 OTHER_SETTINGS = {

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memoir.flows import commands  # noqa: F401  (registers the subcommands)
-from memoir.flows.cli import EXIT_FAILED, EXIT_USAGE, cli
+from memoir.flows.cli.app import EXIT_FAILED, EXIT_USAGE
+from memoir.flows.cli.main import cli
 
 FIXTURES = Path(__file__).parent / "fixtures"
 QUIRE = FIXTURES / "second_set" / "aider" / "quire" / ".aider.chat.history.md"

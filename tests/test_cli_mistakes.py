@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memoir.flows import commands  # noqa: F401  (registers every subcommand on `cli`)
-from memoir.flows.cli import cli, hoist_options
-from memoir.flows.cli_index import CHECK_EXIT
+from memoir.flows.cli.app import CHECK_EXIT, hoist_options
+from memoir.flows.cli.main import cli
 from memoir.flows.steps import write_cause
 from tests.nobody import as_nobody
 from tests.user_cards import FEEDCLI_LOG

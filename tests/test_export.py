@@ -9,9 +9,8 @@ from click.testing import CliRunner
 
 from memoir.cards.config import load_settings
 from memoir.cards.store import CardStore
-from memoir.flows import commands  # noqa: F401  (registers the subcommands)
-from memoir.flows.cli import cli
-from memoir.flows.cli_recall import EXPORT_STATUSES, parse_statuses
+from memoir.flows.cli.main import cli
+from memoir.flows.cli.commands.cards import EXPORT_STATUSES, parse_statuses
 from tests.user_cards import card
 
 ACTIVE = [card(1), card(2, topics=("database",))]

@@ -15,7 +15,7 @@ import pytest
 
 from tests.flowlogs import write_corpus
 
-ENTRY = "from memoir.flows.cli import main; main()"
+ENTRY = "from memoir.flows.cli.main import main; main()"
 
 
 @pytest.fixture(scope="session")

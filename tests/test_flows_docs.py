@@ -6,8 +6,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from memoir.flows import commands  # noqa: F401  (registers the subcommands)
-from memoir.flows.cli import cli
+from memoir.flows.cli.main import cli
 
 RUNBOOKS = Path(__file__).resolve().parents[1] / "runbooks"
 

@@ -20,8 +20,7 @@ from memoir.cards.forget import (
     unforget,
 )
 from memoir.cards.values import SECTIONS, Experience, Source, Turn
-from memoir.flows import commands  # noqa: F401  (registers the subcommands)
-from memoir.flows.cli import cli
+from memoir.flows.cli.main import cli
 from memoir.flows.pipeline import run_pipeline
 from memoir.index.db import open_index
 from memoir.index.search import search_cards

@@ -19,9 +19,8 @@ from click.testing import CliRunner
 
 from memoir.flows import hook_client
 from memoir.cards.config import load_settings
-from memoir.flows import commands  # noqa: F401  (registers the subcommands)
-from memoir.flows.cli import cli
-from memoir.flows.cli_recall import hook_command
+from memoir.flows.cli.main import cli
+from memoir.flows.cli.hook_settings import hook_command
 from memoir.flows.recall_service import LOCK_NAME, RecallService, ask, serve, socket_path
 from memoir.flows.status_sections import recall_section
 from memoir.index.embed import default_embedder

@@ -6,7 +6,6 @@ it. The good sessions must give exactly the cards they give alone.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import shutil
@@ -21,10 +20,9 @@ from memoir.cards.collect import collect
 from memoir.cards.hosts.base import Carry, SessionReader
 from memoir.cards.hosts.detect import detect_host, undetected_reason
 from memoir.cards.store import CardStore
-from memoir.flows.cli import cli
+from memoir.flows.cli.main import cli
 from tests.nobody import NOBODY, as_nobody
 
-importlib.import_module("memoir.flows.commands")  # registers the subcommands on `cli`
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # Real-shaped sessions of three hosts (tests/fixtures/SOURCES.md); each gives cards on its own.

@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from memoir.cards.store import CardStore
-from memoir.flows import commands  # noqa: F401  (registers `memoir index …`)
-from memoir.flows.cli import cli
+from memoir.flows.cli.app import CHECK_EXIT
+from memoir.flows.cli.main import cli
 from memoir.index.check import CORRUPT, HEALTHY, STALE, check_index
 from memoir.index.db import INDEX_FILE, open_index
 from memoir.index.embed import default_embedder
@@ -102,9 +102,9 @@ def test_garbage_in_the_middle_reads_corrupt_and_a_rebuild_restores_it(indexed, 
         fh.write(np.random.default_rng(7).bytes(16384))
 
     result = memoir(home, "index", "check")
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == CHECK_EXIT["corrupt"], result.output
     assert "corrupt" in result.output and "index-corruption.md" in result.output
-    assert memoir(home, "index", "check", "--json").exit_code == 2
+    assert memoir(home, "index", "check", "--json").exit_code == CHECK_EXIT["corrupt"]
 
     result = memoir(home, "index", "rebuild", "--concurrency", "3")
     assert result.exit_code == 0, result.output
@@ -172,7 +172,7 @@ def test_model_mismatch_forces_a_rebuild(indexed):
     store, index_dir = store_at(home), home / "index"
     with open_index(index_dir, default_embedder()) as ix:
         ix.set_meta(model="sentence-transformers/some-older-model@0")
-    assert memoir(home, "index", "check").exit_code == 1
+    assert memoir(home, "index", "check").exit_code == CHECK_EXIT["stale"]
     outcome = ensure_index(store, index_dir, default_embedder())
     assert outcome.rebuilt is not None and "another model" in outcome.reason
     assert check(home) == HEALTHY

@@ -77,7 +77,7 @@ def test_a_step_past_its_deadline_raises_step_timeout():
 
 def _run(home, logs, *extra):
     env = {**os.environ, "MEMOIR_HOME": str(home)}
-    return subprocess.Popen([sys.executable, "-c", "from memoir.flows.cli import main; main()", "run", "--json",
+    return subprocess.Popen([sys.executable, "-c", "from memoir.flows.cli.main import main; main()", "run", "--json",
                              "--no-index", "--logs", str(logs), *extra], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 

@@ -26,7 +26,7 @@ def memoir_command() -> tuple[str, list[str]]:
     script = Path(sys.executable).with_name("memoir")
     if script.exists():
         return str(script), ["mcp"]
-    return sys.executable, ["-c", "from memoir.flows.cli import main; main()", "mcp"]
+    return sys.executable, ["-c", "from memoir.flows.cli.main import main; main()", "mcp"]
 
 
 def text_of(result) -> str:

@@ -12,7 +12,6 @@ plain, JSON-escaped or lower-cased form; a failure names the corpus id, its shap
 
 from __future__ import annotations
 
-import importlib
 import json
 import sqlite3
 import subprocess
@@ -23,7 +22,7 @@ from click.testing import CliRunner
 
 from memoir.cards.config import Settings
 from memoir.cards.sanitize import sanitize
-from memoir.flows.cli import cli
+from memoir.flows.cli.main import cli
 from tests.fixtures.secrets.build_sessions import CORPUS, build_sessions, load_corpus, path_safe
 
 CAP = Settings.blob_cap  # the sanitizer takes the user's cap from its caller; the default one here
@@ -31,7 +30,6 @@ CAP = Settings.blob_cap  # the sanitizer takes the user's cap from its caller; t
 ENTRIES = load_corpus() if CORPUS.exists() else []
 SECRETS = [e for e in ENTRIES if "secret" in e]
 NEAR_MISSES = [e for e in ENTRIES if "near_miss" in e]
-importlib.import_module("memoir.flows.commands")  # registers every subcommand on `cli`
 PARTIAL = 16  # a run this long of a secret's own characters is a partial leak (a redaction cut short)
 
 

@@ -8,8 +8,7 @@ import os
 
 from click.testing import CliRunner
 
-from memoir.flows import commands  # noqa: F401  (registers every subcommand on `cli`)
-from memoir.flows.cli import cli
+from memoir.flows.cli.main import cli
 from memoir.flows.progress import Display, announced, stage, wanted
 from tests.user_cards import FEEDCLI_LOG
 

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memoir.flows import commands  # noqa: F401  (registers the subcommands)
-from memoir.flows.cli import cli
+from memoir.flows.cli.main import cli
 from memoir.index.embed import default_embedder
 from memoir.index.recall_gates import OVER_LIMIT
 from memoir.index.recall import (

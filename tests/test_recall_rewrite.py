@@ -107,8 +107,7 @@ def test_similarity_floor_is_relative_to_the_best_eligible_card_and_stricter_for
 def test_recall_commands_have_help_text():
     from click.testing import CliRunner
 
-    from memoir.flows import commands  # noqa: F401
-    from memoir.flows.cli import cli
+    from memoir.flows.cli.main import cli
 
     for args in (["recall"], ["brief"], ["export"], ["serve-recall"], ["hook", "claude-code"],
                  ["hook", "install", "claude-code"]):

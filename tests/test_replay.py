@@ -25,7 +25,7 @@ from tests.openai_server import ScriptedServer, refused_url, slots
 
 def memoir(home: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     env = {**os.environ, "MEMOIR_HOME": str(home)}
-    cmd = [sys.executable, "-c", "from memoir.flows.cli import main; main()", *args]
+    cmd = [sys.executable, "-c", "from memoir.flows.cli.main import main; main()", *args]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     if check and proc.returncode != 0:
         raise AssertionError(f"memoir {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")

@@ -155,10 +155,8 @@ def _links(html: str) -> list[str]:
 
 def _memoir():
     """The `memoir` group with every command registered, as the console script has it."""
-    from memoir.flows import commands
-    from memoir.flows.cli import cli
+    from memoir.flows.cli.main import cli
 
-    assert commands.cli_report
     return cli
 
 

@@ -23,8 +23,7 @@ from memoir.cards.review import (
     reviewable_alone,
 )
 from memoir.cards.store import CardStore, content_hash
-from memoir.flows import commands  # noqa: F401  (registers the subcommands)
-from memoir.flows.cli import cli
+from memoir.flows.cli.main import cli
 from memoir.flows.pipeline import run_pipeline
 from memoir.index.db import open_index
 from tests.test_hand_edits import reset_ledger

@@ -9,8 +9,7 @@ from click.testing import CliRunner
 from memoir.cards.config import load_settings
 from memoir.cards.status import ALARMS
 from memoir.cards.store import CardStore
-from memoir.flows import commands  # noqa: F401  (registers every subcommand)
-from memoir.flows.cli import cli
+from memoir.flows.cli.main import cli
 from tests.test_rules import _run, pool_session, _one
 
 ROOT = Path(__file__).resolve().parents[1]

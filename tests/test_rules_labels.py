@@ -15,8 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from bench.rules_labels import SETS, evaluate_set
-from memoir.flows import commands  # noqa: F401  (registers the subcommands)
-from memoir.flows.cli import cli
+from memoir.flows.cli.main import cli
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,7 @@ from click.testing import CliRunner
 
 from memoir.cards.config import load_settings
 from memoir.cards.forget import forget
-from memoir.flows import commands  # noqa: F401  (registers the subcommands)
-from memoir.flows.cli import cli
+from memoir.flows.cli.main import cli
 from memoir.flows.pipeline import run_pipeline
 from memoir.index.db import open_index
 from memoir.index.embed import default_embedder

@@ -14,8 +14,7 @@ from click.testing import CliRunner
 
 from memoir.cards.config import load_settings
 from memoir.cards.quality_gates import instruction_shapes
-from memoir.flows import commands  # noqa: F401  (registers the subcommands)
-from memoir.flows.cli import cli
+from memoir.flows.cli.main import cli
 from memoir.flows.mcp_server import build_server
 from memoir.flows.pipeline import run_pipeline
 from memoir.index.db import open_index

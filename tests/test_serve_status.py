@@ -23,9 +23,9 @@ import pytest
 from click.testing import CliRunner
 
 from memoir.cards.status import record_run
-from memoir.flows import commands  # noqa: F401  (registers the subcommands)
 from memoir.flows import serve as sv
-from memoir.flows.cli import EXIT_BUSY, EXIT_FAILED, EXIT_USAGE, cli
+from memoir.flows.cli.app import EXIT_BUSY, EXIT_FAILED, EXIT_USAGE
+from memoir.flows.cli.main import cli
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=timezone.utc)
 
@@ -213,7 +213,7 @@ def _read_until(stream, pattern: str, timeout: float, seen: list[str]) -> re.Mat
 def test_real_serve_runs_the_printed_command_prints_the_run_and_stops_on_sigint(tmp_path, memoir_home):
     env = {**os.environ, "HOME": str(tmp_path), "PREFECT_API_URL": ""}
     env.pop("PREFECT_API_URL")
-    entry = "from memoir.flows.cli import main; main()"
+    entry = "from memoir.flows.cli.main import main; main()"
     proc = subprocess.Popen([sys.executable, "-c", entry, "serve", "--timezone", "Europe/Berlin"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     err: list[str] = []

@@ -17,7 +17,7 @@ import pytest
 
 from memoir.flows import hook_client
 from memoir.cards.config import load_settings
-from memoir.flows.cli_recall import hook_command
+from memoir.flows.cli.hook_settings import hook_command
 from memoir.flows.recall_service import RecallService, bind_socket
 
 ROOT = Path(__file__).resolve().parent.parent

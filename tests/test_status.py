@@ -22,8 +22,7 @@ from memoir.cards.status import (
     record_run,
 )
 from memoir.cards.store import CardStore
-from memoir.flows import commands  # noqa: F401  (registers `status` on the group)
-from memoir.flows.cli import cli
+from memoir.flows.cli.main import cli
 from tests.test_rules import _one, pool_session
 
 

@@ -3,13 +3,11 @@ import json
 from click.testing import CliRunner
 
 from memoir.cards.config import load_settings
-from memoir.flows.cli import cli
+from memoir.flows.cli.main import cli
 from memoir.flows.status_sections import record_model_run
 
 
 def _status(home) -> dict:
-    from memoir.flows import commands  # noqa: F401
-
     result = CliRunner().invoke(cli, ["--home", str(home), "status", "--json"])
     assert result.exit_code == 0, result.output
     return json.loads(result.output)
@@ -27,8 +25,6 @@ def test_a_model_alert_of_the_last_run_shows_in_status(memoir_home):
                      ["model_silent: batch run-c-1 produced nothing within 60 s; requeued"])
     data = _status(memoir_home)
     assert data["model"]["alerts"] == ["model_silent: batch run-c-1 produced nothing within 60 s; requeued"]
-    from memoir.flows import commands  # noqa: F401
-
     text = CliRunner().invoke(cli, ["--home", str(memoir_home), "status"]).output
     assert "ALERT    model_silent" in text
 

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 import click
 
-from memoir.flows.cli import cli, emit_json, pass_ctx
+from memoir.flows.cli.app import cli, emit_json, pass_ctx
 
 
 @cli.command("report")
@@ -21,12 +21,9 @@ def report_cmd(ctx, out, open_it, as_json):
     The page needs no server and loads nothing from the network: CSS and charts are inline, and
     links go to the card files and the session log lines each card cites.
     """
-    from memoir.flows.report import ReportError, write_report
+    from memoir.flows.report import write_report  # deferred: start-up (jinja2, the card files)
 
-    try:
-        path, report = write_report(ctx.settings, out, datetime.now(timezone.utc))
-    except ReportError as exc:
-        raise click.ClickException(str(exc)) from exc
+    path, report = write_report(ctx.settings, out, datetime.now(timezone.utc))
     if as_json:
         emit_json({"path": str(path), "cards": report.card_count})
     else:

@@ -2,19 +2,46 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
-from memoir.flows.cli import EXIT_BUSY, EXIT_FAILED, cli, emit_json, pass_ctx
+from memoir.flows.cli.app import (
+    CHECK_EXIT,
+    EXIT_BUSY,
+    EXIT_CANNOT_OPEN,
+    EXIT_CORRUPT,
+    EXIT_FAILED,
+    EXIT_MISSING,
+    EXIT_OK,
+    EXIT_STALE,
+    CommandError,
+    cli,
+    emit_json,
+    exit_with,
+    pass_ctx,
+)
 from memoir.flows.progress import Display, announced
+from memoir.index.errors import IndexBusy, IndexFailure
 
-# `memoir index check` exit codes: a script can tell "run a rebuild" from "the file is damaged",
-# and both from "memoir cannot get at the file" (a rebuild would fail the same way) or "nothing here".
-CHECK_EXIT = {"healthy": 0, "stale": 1, "corrupt": 2, "busy": 3, "cannot_open": 4, "missing": 5}
+# A script can tell "run a rebuild" from "the file is damaged", and both from "memoir cannot get at
+# the file" (a rebuild would fail the same way) or "nothing here"; no verdict shares a code with a
+# check that could not run.
+CHECK_HELP = f"""Check the index: SQLite integrity, schema, model, row hashes, rows vs card files.
+
+\b
+Exit codes:
+  {EXIT_OK}  healthy
+  {EXIT_FAILED}  the check could not run (a broken config file, say); the message says why
+  {EXIT_BUSY}  busy: another process is writing it; check again when it has finished
+  {EXIT_CANNOT_OPEN}  cannot open: permission denied, or a file where the index folder should be;
+     fix that first (a rebuild would fail the same way)
+  {EXIT_MISSING}  missing: no memoir home or no index there yet; run `memoir run`
+  {EXIT_STALE}  stale: run `memoir run` or `memoir index rebuild`
+  {EXIT_CORRUPT}  corrupt: run `memoir index rebuild`
+Runbook: runbooks/index-corruption.md
+"""
 
 
-def _human_size(n: int) -> str:
+def human_size(n: int) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
@@ -39,18 +66,17 @@ def rebuild_cmd(ctx, concurrency: int | None, as_json: bool) -> None:
     The old file is kept as index.db.bak until the new one checks out, and put back if it does
     not. Runbook: runbooks/index-corruption.md
     """
-    from memoir.cards.store import CardStore
-    from memoir.index.embed import default_embedder
-    from memoir.index.errors import IndexBusy, IndexFailure
-    from memoir.index.pending import PendingIndex
-    from memoir.index.rebuild import rebuild_index
+    from memoir.cards.store import CardStore  # deferred: start-up (yaml, jinja2)
+    from memoir.index.embed import default_embedder  # deferred: start-up (numpy)
+    from memoir.index.pending import PendingIndex  # deferred: start-up (yaml, jinja2)
+    from memoir.index.rebuild import rebuild_index  # deferred: start-up (apsw, sqlite-vec)
 
     s = ctx.settings
     store = CardStore(s.cards_dir, s.state_dir)
     total = len(store.ids())
     workers = concurrency or s.rebuild_concurrency
     try:
-        with Display(as_json) as progress:
+        with Display(as_json, env=ctx.env) as progress:
             done = 0
 
             def embedded(n: int) -> None:
@@ -62,59 +88,39 @@ def rebuild_cmd(ctx, concurrency: int | None, as_json: bool) -> None:
                 progress("embed", 0, total)
             report = rebuild_index(store, s.index_dir, announced(default_embedder(), progress), workers,
                                    progress=embedded, pending=PendingIndex(s.state_dir))
-    except IndexBusy as exc:
-        click.echo(f"memoir: {exc}", err=True)
-        sys.exit(EXIT_BUSY)
+    except IndexBusy:
+        raise
     except IndexFailure as exc:
-        click.echo(f"memoir: index rebuild failed: {exc}\nsee runbooks/index-corruption.md", err=True)
-        sys.exit(EXIT_FAILED)
+        raise CommandError(f"index rebuild failed: {exc}\nsee runbooks/index-corruption.md") from exc
     if as_json:
         emit_json(report.to_dict())
     else:
         click.echo(f"rebuilt {report.path}: {report.cards} cards in {report.seconds:.1f} s "
                    f"({report.cards_per_s:.0f} cards/s, embedding {report.encode_seconds:.1f} s), "
-                   f"{_human_size(report.size_bytes)}")
+                   f"{human_size(report.size_bytes)}")
     for problem in report.problems:
         click.echo(f"skipped unreadable card file: {problem}", err=True)
 
 
-@index_group.command("check")
+@index_group.command("check", help=CHECK_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the full health report as JSON.")
 @pass_ctx
 def check_cmd(ctx, as_json: bool) -> None:
-    """Check the index: SQLite integrity, schema, model, row hashes, rows vs card files.
-
-    \b
-    Exit codes:
-      0  healthy
-      1  stale: run `memoir run` or `memoir index rebuild`
-      2  corrupt: run `memoir index rebuild`
-      3  busy: another process is writing it; check again when it has finished
-      4  cannot open: permission denied, or a file where the index folder should be;
-         fix that first (a rebuild would fail the same way)
-      5  missing: no memoir home or no index there yet; run `memoir run`
-    Runbook: runbooks/index-corruption.md
-    """
-    from memoir.cards.store import CardStore
-    from memoir.index.check import check_index
-    from memoir.index.embed import default_embedder
-    from memoir.index.errors import IndexBusy
-    from memoir.index.pending import PendingIndex
+    from memoir.cards.store import CardStore  # deferred: start-up (yaml, jinja2)
+    from memoir.index.check import check_index  # deferred: start-up (apsw, sqlite-vec)
+    from memoir.index.embed import default_embedder  # deferred: start-up (numpy)
+    from memoir.index.pending import PendingIndex  # deferred: start-up (yaml, jinja2)
 
     s = ctx.settings
     if not s.home.is_dir():
-        _missing(as_json, str(s.index_dir), f"no memoir home at {s.home}: nothing has run here yet; "
-                 "run `memoir run` (or pass the right --home / MEMOIR_HOME)")
+        missing(as_json, str(s.index_dir), f"no memoir home at {s.home}: nothing has run here yet; "
+                "run `memoir run` (or pass the right --home / MEMOIR_HOME)")
     embedder = default_embedder()  # identity only: the model is not loaded for a check
-    try:
-        health = check_index(s.index_dir, CardStore(s.cards_dir, s.state_dir), embedder.model_id,
-                             embedder.dim, pending=PendingIndex(s.state_dir))
-    except IndexBusy as exc:
-        click.echo(f"memoir: {exc}", err=True)
-        sys.exit(EXIT_BUSY)
+    health = check_index(s.index_dir, CardStore(s.cards_dir, s.state_dir), embedder.model_id,
+                         embedder.dim, pending=PendingIndex(s.state_dir))
     if health.status == "healthy" and not health.card_files and not health.size_bytes \
             and not (s.index_dir / "index.db").exists():
-        _missing(as_json, health.path, f"no index at {s.index_dir} and no card files yet; run `memoir run`")
+        missing(as_json, health.path, f"no index at {s.index_dir} and no card files yet; run `memoir run`")
     if as_json:
         emit_json(health.to_dict())
     else:
@@ -122,19 +128,19 @@ def check_cmd(ctx, as_json: bool) -> None:
         click.echo(f"index {label}: {health.path}")
         if health.status != "cannot_open":
             click.echo(f"  rows {health.rows}, card files {health.card_files}, pending {health.pending}, "
-                       f"size {_human_size(health.size_bytes)}, model {health.model or '-'}, "
+                       f"size {human_size(health.size_bytes)}, model {health.model or '-'}, "
                        f"built {health.built_at or '-'}")
         for problem in health.problems:
             click.echo(f"  - {problem}")
         if health.status != "healthy":
             click.echo("  runbook: runbooks/index-corruption.md")
-    sys.exit(CHECK_EXIT[health.status])
+    exit_with(CHECK_EXIT[health.status])
 
 
-def _missing(as_json: bool, path: str, why: str) -> None:
+def missing(as_json: bool, path: str, why: str) -> None:
     """Nothing to check is not "healthy": say so and what to run, with its own exit code."""
     if as_json:
         emit_json({"status": "missing", "path": path, "problems": [why]})
     else:
         click.echo(f"index missing: {path}\n  - {why}")
-    sys.exit(CHECK_EXIT["missing"])
+    exit_with(CHECK_EXIT["missing"])

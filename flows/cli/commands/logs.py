@@ -8,19 +8,17 @@ by default only once registered here, and the list lives in the config file (`ai
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import click
 
-from memoir.cards.config import AIDER_REPOS, ConfigError, config_path, read_config_list, write_config_list
-from memoir.cards.hosts import aider, detect_host
-from memoir.flows.cli import EXIT_FAILED, EXIT_USAGE, cli, emit_json, pass_ctx
+from memoir.cards.config import AIDER_REPOS, config_path, read_config_list, write_config_list
+from memoir.flows.cli.app import CommandError, CommandUsage, cli, emit_json, pass_ctx
 
 HEAD_BYTES = 65536
 
 
-class NotAnAiderRepo(Exception):
+class NotAnAiderRepo(CommandUsage):
     """The path given to `logs add` neither holds an Aider history nor can get one."""
 
 
@@ -34,6 +32,8 @@ def check_aider_source(path: Path) -> Path:
     A repo folder with no history yet is accepted when it is a git repository: Aider writes its
     history at the git root on its first run there.
     """
+    from memoir.cards.hosts import aider, detect_host  # deferred: start-up (every host reader)
+
     if not path.exists():
         raise NotAnAiderRepo(f"{path} does not exist; pass an Aider repository folder or its .aider.chat.history.md")
     history = Path(aider.history_file(path)) if path.is_dir() else path
@@ -56,15 +56,12 @@ def check_aider_source(path: Path) -> Path:
 
 
 def _registered(ctx) -> tuple[Path, list[str]]:
-    path = config_path(ctx.settings, dict(os.environ))
-    try:
-        return path, read_config_list(path, AIDER_REPOS)
-    except ConfigError as exc:
-        raise click.ClickException(str(exc)) from exc
+    path = config_path(ctx.settings, ctx.env)
+    return path, read_config_list(path, AIDER_REPOS)
 
 
 def _env_note(ctx) -> None:
-    if os.environ.get("MEMOIR_AIDER_REPOS") is not None:
+    if ctx.env.get("MEMOIR_AIDER_REPOS") is not None:
         click.echo("note: MEMOIR_AIDER_REPOS is set and overrides the config file's list", err=True)
 
 
@@ -86,18 +83,11 @@ def logs_add_cmd(ctx, path, as_json):
     """
     ctx.settings  # a broken config stops here with its message, before anything is written
     source = _absolute(path)
-    try:
-        history = check_aider_source(source)
-    except NotAnAiderRepo as exc:
-        click.echo(f"Error: {exc}", err=True)
-        sys.exit(EXIT_USAGE)
+    history = check_aider_source(source)
     config, repos = _registered(ctx)
     added = str(source) not in repos
     if added:
-        try:
-            write_config_list(config, AIDER_REPOS, [*repos, str(source)])
-        except ConfigError as exc:
-            raise click.ClickException(str(exc)) from exc
+        write_config_list(config, AIDER_REPOS, [*repos, str(source)])
     state = f"{history.stat().st_size} bytes" if history.exists() else "not written yet"
     data = {"path": str(source), "history": str(history), "history_exists": history.exists(),
             "added": added, "config_file": str(config)}
@@ -121,12 +111,8 @@ def logs_remove_cmd(ctx, path):
     config, repos = _registered(ctx)
     if source not in repos:
         known = ", ".join(repos) or "none"
-        click.echo(f"Error: {source} is not registered (registered: {known}); see `memoir logs list`", err=True)
-        sys.exit(EXIT_FAILED)
-    try:
-        write_config_list(config, AIDER_REPOS, [r for r in repos if r != source])
-    except ConfigError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise CommandError(f"{source} is not registered (registered: {known}); see `memoir logs list`")
+    write_config_list(config, AIDER_REPOS, [r for r in repos if r != source])
     click.echo(f"removed {source} from {config}; its cards stay (`memoir forget` removes cards)")
     _env_note(ctx)
 
@@ -136,7 +122,7 @@ def logs_remove_cmd(ctx, path):
 @pass_ctx
 def logs_list_cmd(ctx, as_json):
     """Every log source a plain `memoir run` reads, by host, and whether it exists here."""
-    from memoir.flows.pipeline import default_log_sources
+    from memoir.flows.ingest import default_log_sources  # deferred: start-up (the whole run)
 
     rows = [{"host": host, "path": str(p), "exists": p.exists()}
             for host, p in default_log_sources(ctx.settings.aider_repos)]

@@ -1,0 +1,158 @@
+"""`memoir review`: the cards the gates held back, one at a time; the user stays in control.
+
+Card files change first, the index follows at once (or the id is queued for `memoir replay`).
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import click
+
+from memoir.flows.cli.app import CommandError, cli, emit_json, pass_ctx
+from memoir.flows.cli.card_index import reindex
+from memoir.flows.errors import FlowError
+
+ACTIONS = {"c": "confirm", "r": "reject", "e": "edit", "s": "skip", "q": "quit"}
+WHY_PROMPT = ("Why reject it? The reason is kept in the card file (`why:`) so whoever opens it later sees why "
+              "it never comes back; the card stays out of review and recall either way.")
+
+
+class _Stopped(FlowError):
+    """The person ended input (Ctrl-D or Ctrl-C) at a prompt: the review ends, nothing half-done."""
+
+
+def _ask(text: str, **kwargs) -> str:
+    try:
+        return click.prompt(text, **kwargs)
+    except click.Abort as exc:
+        click.echo()  # the prompt left the cursor on its line
+        raise _Stopped() from exc
+
+
+@cli.command("review")
+@click.argument("card", required=False)
+@click.option("--json", "as_json", is_flag=True, help="List what awaits review (or CARD) as JSON and exit (for scripts).")
+@pass_ctx
+def review_cmd(ctx, card, as_json):
+    """Walk the cards the gates held back, one at a time: confirm, reject, edit in $EDITOR, skip or quit.
+
+    With CARD (an id, a unique start of one, or the card's file) only that card is shown, whatever
+    its status: a rejected card can be confirmed after all, an active one rejected. Under each
+    card the gate that held it back says what it means and what would clear it.
+
+    Confirm makes a card active with `confirmed_by: user`; reject keeps it as a candidate with
+    `gate: rejected_by_user` and your reason as `why:`, out of recall and out of review; edit
+    writes your text as a hand edit that no later run overwrites. The file changes first, then
+    the index. Ctrl-D at a prompt ends the review; what was decided stays decided.
+    """
+    from memoir.cards.review import Pending, awaiting_review, find_card, reviewable_alone  # deferred: start-up (the sanitizer)
+    from memoir.cards.store import CardStore  # deferred: start-up (yaml, jinja2)
+
+    store = CardStore(ctx.settings.cards_dir, ctx.settings.state_dir)
+    if card:
+        try:
+            card_id = find_card(card, store.ids(), store.cards_dir)
+            queue = [store.read(card_id)]
+            reviewable_alone(queue[0])
+        except OSError as exc:
+            raise CommandError(f"cannot read {card}: {exc}") from exc
+    else:
+        cards, problems = store.load_all()
+        queue = awaiting_review(cards)
+        for problem in problems:
+            click.echo(f"unreadable card file: {problem}", err=True)
+    if as_json:
+        emit_json([Pending.of(c).to_json() for c in queue])
+        return
+    if not queue:
+        click.echo("nothing awaits review")
+        return
+    done = {"confirm": 0, "reject": 0, "edit": 0, "skip": 0}
+    stopped = False
+    for i, first in enumerate(queue, 1):
+        try:
+            action = _review_one(ctx.settings, store, first.id, i, len(queue), done)
+        except _Stopped:
+            stopped = True
+            break
+        if action == "quit":
+            break
+    decided = done["confirm"] + done["reject"]
+    counts = f"{done['confirm']} confirmed, {done['reject']} rejected, {done['edit']} edited, {done['skip']} skipped"
+    if stopped:
+        click.echo(f"review stopped, {decided} decided, {len(queue) - decided} left ({counts})")
+    else:
+        click.echo(f"{counts}; {len(queue) - decided} left")
+
+
+def _gate_text(card, settings) -> str:
+    """The held gate, what it finds now and what clears it, wrapped for a terminal."""
+    from memoir.cards.review import gate_note  # deferred: start-up (the sanitizer)
+
+    note = gate_note(card, settings.min_conclusion_chars)
+    if note is None:
+        return ""
+    lines = [f"held back by {note.gate}" + (f": {note.reason}" if note.reason and not note.met_now else "")]
+    lines += textwrap.wrap(note.help, 96, initial_indent="  ", subsequent_indent="  ")
+    if note.met_now:
+        lines.append("  The card as it reads now meets this gate: confirm it to clear the hold.")
+    return "\n".join(lines)
+
+
+def _review_one(settings, store, card_id: str, i: int, n: int, done: dict) -> str:
+    """Show one card until the person decides; returns the action that ended it.
+
+    Raises:
+        _Stopped: input ended at a prompt; the card is left as it was.
+    """
+    from memoir.cards.review import (  # deferred: start-up (the sanitizer)
+        DEFAULT_WHY,
+        ReviewError,
+        apply_decision,
+        confirm,
+        reject,
+        save_edit,
+    )
+    from memoir.cards.store import CardFileError  # deferred: start-up (yaml, jinja2)
+    from memoir.index.containers import human_review  # deferred: start-up (jinja2)
+
+    while True:
+        try:
+            card = store.read(card_id)  # again each time: the file may have changed meanwhile
+        except (OSError, CardFileError) as exc:
+            click.echo(f"cannot read {card_id}: {exc}; skipped", err=True)
+            return "skip"
+        click.echo(human_review(card, store))
+        gate = _gate_text(card, settings)
+        if gate:
+            click.echo(gate + "\n")
+        key = _ask(f"[{i}/{n}] (c)onfirm (r)eject (e)dit (s)kip (q)uit", type=click.Choice(list(ACTIONS)),
+                   show_choices=False)
+        action = ACTIONS[key]
+        if action in ("skip", "quit"):
+            done["skip"] += action == "skip"
+            return action
+        try:
+            if action == "confirm":
+                apply_decision(store, confirm(card, min_conclusion_chars=settings.min_conclusion_chars))
+            elif action == "reject":
+                click.echo(WHY_PROMPT)
+                why = _ask("reason", default=DEFAULT_WHY)
+                apply_decision(store, reject(card, why=why))
+            else:
+                text = click.edit(store.read_text(card_id) or "", extension=".md", require_save=True)
+                if text is None:
+                    click.echo("no change")
+                    continue
+                save_edit(store, card_id, text)
+        except (ReviewError, CardFileError) as exc:
+            click.echo(f"not applied: {exc}", err=True)
+            continue
+        except OSError as exc:
+            raise CommandError(f"cannot write {card_id}: {exc}") from exc
+        done[action] += 1
+        click.echo(f"{action}: {card_id}; {reindex(settings, store, [card_id])}")
+        if action != "edit":
+            return action
+        # After an edit the card is shown again, so it can be confirmed as it now reads.
