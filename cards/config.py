@@ -251,3 +251,25 @@ def write_config_list(path: Path, key: str, values: list[str]) -> None:
         os.chmod(target, mode)
     except OSError as exc:
         raise ConfigError(f"cannot write config file {path}: {exc}; nothing was changed") from exc
+
+
+# --- the process environment ------------------------------------------------------------------------
+# Read and written here only. Libraries that read their own variables when they load (Prefect,
+# Hugging Face) get them set first; a child process gets this environment with its overrides.
+
+
+def environment(*names: str) -> dict[str, str]:
+    """This process's environment: the variables among `names` that it sets, or all of it without names."""
+    if not names:
+        return dict(os.environ)
+    return {name: os.environ[name] for name in names if name in os.environ}
+
+
+def apply_process_environment(values: dict[str, str]) -> dict[str, str]:
+    """Set each of `values` this process's environment does not set yet (an operator's own value wins).
+
+    Returns what the environment now holds for those names.
+    """
+    for name, value in values.items():
+        os.environ.setdefault(name, value)
+    return {name: os.environ[name] for name in values}
