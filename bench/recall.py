@@ -54,8 +54,9 @@ from memoir.cards.config import load_settings  # noqa: E402
 from memoir.cards.store import render_card, content_hash  # noqa: E402
 from memoir.flows.cli.hook_settings import hook_command  # noqa: E402
 from memoir.flows.lock import held_by_a_live_process  # noqa: E402
-from memoir.flows.recall_service import LOCK_NAME, ask  # noqa: E402
-from memoir.flows.hook_client import read_calls  # noqa: E402
+from memoir.flows.hook_client import LOCK_NAME  # noqa: E402
+from memoir.flows.recall_service import ask  # noqa: E402
+from memoir.flows.hook_calls import read_calls  # noqa: E402
 from memoir.index.db import SCHEMA_VERSION, open_index  # noqa: E402
 from memoir.index.embed import default_embedder  # noqa: E402
 from memoir.index.plan import retrieval_text  # noqa: E402

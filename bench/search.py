@@ -41,6 +41,7 @@ from memoir.cards.config import load_settings  # noqa: E402
 from memoir.cards.sanitize import sanitize  # noqa: E402
 from memoir.flows.pipeline import run_pipeline  # noqa: E402
 from memoir.index.search import search_cards, search_embedder  # noqa: E402
+from memoir.index.search_results import hit_strength  # noqa: E402
 
 SET = ROOT / "tests" / "fixtures" / "conversational"
 K = 5
@@ -89,8 +90,6 @@ def memoir_exact(result, q: dict) -> bool:
 
 def floor_report(settings, embedder, qs: list[dict]) -> None:
     """Answer hits against the others, by the strength search hides weak hits by."""
-    from memoir.index.search import hit_strength
-
     answers, others = [], []
     for q in qs:
         result = search_cards(settings, q["q"], embedder=embedder, k=20)

@@ -1,19 +1,16 @@
 """The Claude Code hook's client: one request to the warm recall service, one answer, a few ms.
 
-Claude Code runs this on every prompt, and the prompt waits for it, so it starts the way
-`memoir hook install claude-code` writes it: `python -I -S -c '...; from hook_client import main; main()'`.
-`-I` keeps the user's folder and PYTHON* variables out of the import path (a project with its own
-`flows/` package cannot shadow memoir's), `-S` skips site-packages start-up, and the client imports
-only the stdlib: with MEMOIR_HOME set (the installed command sets it) it sends its environment and
-the service resolves the caller's settings from it with `memoir.cards.config.load_settings`; without it,
-the client resolves them itself. It never loads the model or the index: a warm
-`memoir serve-recall` answers on its unix socket, with this caller's settings.
+The prompt waits for it, so it starts as `memoir hook install claude-code` writes it:
+`python -I -S -c '...; from hook_client import main; main()'`. `-I` keeps the user's folder and
+PYTHON* variables out of the import path, `-S` skips site-packages, and the fast path imports only
+the stdlib: with MEMOIR_HOME set it sends its environment and the service resolves the caller's
+settings; without it, the slow path (flows/hook_slow_path.py) resolves them here. A warm
+`memoir serve-recall` answers on its unix socket; the client never loads the model or the index.
 
-When no service answers, a prompt gets nothing at once and the client starts the service in the
-background (detached; its output goes to state/recall-service.log). SessionStart is not on the
-prompt's path and gets seconds: it answers the brief in-process from the index. Every call's
-outcome goes to state/hook.jsonl (injected, empty, timeout, cold_start, error), which
-`memoir status` counts. The hook always exits 0: an error means no context, never a failed prompt.
+No service: a prompt gets nothing and the service is started in the background (its output in
+state/recall-service.log); SessionStart, off the prompt's path, answers the brief from the index
+in-process. Each call's outcome goes to state/hook.jsonl, which `memoir status` counts. The hook
+always exits 0: an error means no context, never a failed prompt.
 """
 
 from __future__ import annotations
@@ -63,7 +60,7 @@ def _codec():
     """(loads, dumps) on the C accelerator `json` itself uses, without importing `json`
     (its decoder imports `re`: ~7 ms of a ~20 ms client); the `json` package where `_json` differs."""
     try:
-        import _json
+        import _json  # deferred: start-up
 
         scan = _json.make_scanner(_DecoderContext())
         plain = _json.make_encoder(None, _no_default, _json.encode_basestring_ascii, None, ": ", ", ",
@@ -89,7 +86,7 @@ def _codec():
             raise ValueError("_json behaves differently here")
         return loads, dumps
     except Exception:  # noqa: BLE001 - another Python's `_json`: the public package, slower to import
-        import json
+        import json  # deferred: start-up
 
         return json.loads, lambda obj, sort_keys=False: json.dumps(obj, sort_keys=sort_keys)
 
@@ -101,16 +98,12 @@ loads, dumps = _codec()
 
 
 def socket_path(state_dir: str, *, env=None, temp_dir: str | None = None, create: bool = False) -> str:
-    """`<state>/recall.sock`, or, when that is too long for a socket, a socket in a folder only this
-    user can reach (`private_socket_dir`). Raises UnsafeSocket when no such folder can be had.
-
-    Args:
-        create: make the private folder if it is missing (the service binds; a client only looks).
-    """
+    """`<state>/recall.sock`, or when too long a socket in a folder only this user can reach
+    (`private_socket_dir`; `create` makes it: the service binds, a client only looks). Raises UnsafeSocket."""
     path = os.path.join(str(state_dir), SOCKET_NAME)
     if len(os.fsencode(path)) <= MAX_SOCKET_PATH:
         return path
-    import hashlib  # only on this rare path: the hook's imports are its start-up time
+    import hashlib  # deferred: start-up (only on this rare path)
 
     digest = hashlib.sha256(os.fsencode(os.path.abspath(str(state_dir)))).hexdigest()[:16]
     folder = private_socket_dir(os.environ if env is None else env, temp_dir, create=create)
@@ -124,10 +117,7 @@ class UnsafeSocket(OSError):
 
 def private_dir_problem(path: str, uid: int) -> str:
     """Why `path` is not a private folder of `uid` (a real directory, its own, mode 0700); '' if it is.
-
-    lstat, not stat: a symlink is refused even when it points at a good folder, since whoever
-    owns the link's folder can point it elsewhere later.
-    """
+    lstat: a symlink is refused even to a good folder, as its folder's owner can repoint it later."""
     try:
         st = os.lstat(path)
     except OSError as exc:
@@ -145,13 +135,9 @@ def private_dir_problem(path: str, uid: int) -> str:
 
 
 def private_socket_dir(env, temp_dir: str | None = None, *, create: bool = False) -> str:
-    """`$XDG_RUNTIME_DIR/memoir` when the runtime dir is this user's and 0700, else
-    `<temp dir>/memoir-<uid>`: a folder checked to be this user's own, mode 0700, not a symlink.
-
-    A fixed name in a shared temp dir can be made first by anyone; so it is never trusted for its
-    name, only after the check. A missing folder is returned as is when `create` is off (nothing
-    listens there yet). Raises UnsafeSocket naming each folder refused and why.
-    """
+    """`$XDG_RUNTIME_DIR/memoir` when the runtime dir is this user's and 0700, else `<temp dir>/memoir-<uid>`,
+    trusted only once checked (anyone can make a fixed name first in a shared temp dir). A missing folder
+    is returned as is when `create` is off (nothing listens there yet). Raises UnsafeSocket naming each refusal."""
     uid = os.getuid()
     refused = []
     candidates = []
@@ -163,7 +149,7 @@ def private_socket_dir(env, temp_dir: str | None = None, *, create: bool = False
         else:
             candidates.append(os.path.join(runtime, "memoir"))
     if temp_dir is None:
-        import tempfile
+        import tempfile  # deferred: start-up
 
         temp_dir = tempfile.gettempdir()
     candidates.append(os.path.join(temp_dir, f"memoir-{uid}"))
@@ -202,10 +188,8 @@ class NoService(Exception):
 
 
 def ask(state_dir: str, request: dict, timeout_s: float) -> dict:
-    """One request, one JSON answer, only from a server run by this user.
-
-    Raises NoService, UnsafeSocket (before the request is sent), TimeoutError, or OSError/ValueError.
-    """
+    """One request, one JSON answer, only from a server run by this user. Raises NoService,
+    UnsafeSocket (before the request is sent), TimeoutError, or OSError/ValueError."""
     path = socket_path(state_dir)
     if timeout_s <= 0:
         raise TimeoutError("no time left to ask")
@@ -245,10 +229,8 @@ def hook_output(event: str, context: str) -> str:
 
 
 def process_age_s() -> float:
-    """Seconds since this process started (interpreter start-up and imports included); 0 if unknown.
-
-    The host waits from the moment it starts the hook, so the budget is counted from there too.
-    """
+    """Seconds since this process started (interpreter and imports included; 0 if unknown): the
+    host waits from the moment it starts the hook, so the budget is counted from there too."""
     try:
         with open("/proc/self/stat", "rb") as fh:
             start_ticks = int(fh.read().rsplit(b")", 1)[1].split()[19])
@@ -259,15 +241,9 @@ def process_age_s() -> float:
         return 0.0
 
 
-# --- the record of each call ---------------------------------------------------------------------------
-
-
 def record_call(state_dir: str, event: str, outcome: str, elapsed_ms: float, detail: str = "") -> None:
     """Append one line to state/hook.jsonl (one write, O_APPEND); a failure here is ignored.
-
-    An error's text (an exception's message, a refused socket's path) goes through memoir's
-    sanitizer first; that import costs tens of ms, so only the error path pays it.
-    """
+    An error's text goes through memoir's sanitizer first (tens of ms: only the error path pays)."""
     if outcome == "error" and detail:
         detail = _scrubbed(detail)
     line = dumps({"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "event": event,
@@ -290,66 +266,43 @@ def record_call(state_dir: str, event: str, outcome: str, elapsed_ms: float, det
 
 
 def _memoir_importable() -> None:
-    """Let the slow path import the rest of memoir, the way the interpreter would without -S.
-
-    The hook command appends only this file's folder to sys.path; `memoir` itself lives in
-    site-packages (or behind an editable install's finder, which a .pth file installs). Running
-    `site.main()` adds those after the standard library, never at sys.path[0], and this folder is
-    dropped again so none of its other modules can stand in for a library's.
-    """
+    """Let the slow path import the rest of memoir, the way the interpreter would without -S:
+    `site.main()` adds site-packages (and an editable install's finder) after the standard library,
+    never at sys.path[0], and this file's folder, which the hook command appended, is dropped again
+    so none of its other modules can stand in for a library's."""
     try:
-        import memoir.cards  # noqa: F401  (already importable: the service, the CLI, tests)
+        import memoir.cards  # noqa: F401  # deferred: start-up (importable already in the service, CLI, tests)
         return
     except ImportError:
         pass
     here = os.path.dirname(os.path.abspath(__file__))
     if here in sys.path:
         sys.path.remove(here)
-    import site
+    import site  # deferred: start-up
 
     site.main()
 
 
+def _slow_path():
+    """memoir.flows.hook_slow_path: settings, the sanitizer and the index, off the fast path."""
+    _memoir_importable()
+    from memoir.flows import hook_slow_path  # deferred: start-up
+
+    return hook_slow_path
+
+
 def _scrubbed(text: str) -> str:
     try:
-        _memoir_importable()
-        from memoir.cards.config import Settings  # deferred: start-up
-        from memoir.cards.sanitize import sanitize  # deferred: start-up
+        return _slow_path().scrubbed(text)
     except Exception:  # noqa: BLE001 - no sanitizer, no text: the outcome alone is still recorded
         return "(detail withheld: the sanitizer could not be loaded)"
-    return sanitize(text, Settings.blob_cap)
-
-
-def read_calls(state_dir: str) -> list[dict]:
-    """Every well-formed line of hook.jsonl (and its rotated predecessor), oldest first."""
-    out = []
-    for name in (HOOK_LOG + ".1", HOOK_LOG):
-        try:
-            with open(os.path.join(str(state_dir), name), encoding="utf-8") as fh:
-                lines = fh.read().splitlines()
-        except OSError:
-            continue
-        for raw in lines:
-            try:
-                item = loads(raw)
-            except ValueError:
-                continue
-            if isinstance(item, dict):
-                out.append(item)
-    return out
-
-
-# --- starting the service -------------------------------------------------------------------------------
 
 
 def start_service(home: str, state_dir: str) -> int | None:
-    """Start `memoir serve-recall` detached, in the background; its pid, or None when one is already
-    running or starting. Raises OSError.
-
-    The client takes the service's lock itself and hands it to the child, so hooks that find no
-    service at the same moment start one service, not one each.
-    """
-    import fcntl
+    """Start `memoir serve-recall` detached; its pid, or None when one is already running or starting.
+    The client takes the service's lock and hands it to the child, so hooks that find no service at
+    the same moment start one, not one each. Raises OSError."""
+    import fcntl  # deferred: start-up
 
     os.makedirs(str(state_dir), mode=0o700, exist_ok=True)
     fd = os.open(os.path.join(str(state_dir), LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o600)
@@ -358,7 +311,7 @@ def start_service(home: str, state_dir: str) -> int | None:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             return None  # a service holds it: loading the model, or answering on a socket we missed
-        import subprocess  # only the one hook that starts the service pays for it (~10 ms of imports)
+        import subprocess  # deferred: start-up (~10 ms, paid by the one hook that starts the service)
 
         log = os.open(os.path.join(str(state_dir), SERVICE_LOG), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
@@ -381,27 +334,10 @@ def start_service(home: str, state_dir: str) -> int | None:
 # --- the hook ----------------------------------------------------------------------------------------------
 
 
-def load_settings():
-    """The one settings resolution (memoir.cards.config), from site-packages, never the user's folder."""
-    _memoir_importable()
-    from memoir.cards.config import load_settings as load
-
-    return load()
-
-
-def request_settings(settings) -> dict:
-    """What the service needs of the caller's settings to answer as the caller would be answered."""
-    return {"home": str(settings.home), "max_injected": settings.max_injected, "min_score": settings.min_score,
-            "min_conclusion_chars": settings.min_conclusion_chars, "sync_timeout_ms": settings.sync_timeout_ms}
-
-
 class Caller:
-    """What the client knows of its own settings, and what it sends so the service answers with them.
-
-    Either resolved settings (`from_settings`: the CLI, or no MEMOIR_HOME), or, on the hook's fast
-    path, only the home and the environment: the service resolves that environment with the same
-    `load_settings`, so the client never imports the config module (a third of its start-up).
-    """
+    """What the client knows of its own settings, and what it sends so the service answers with them:
+    resolved settings (`from_settings`: the CLI, or no MEMOIR_HOME), or on the fast path only the home
+    and the environment, which the service resolves (the config module is a third of the client's start-up)."""
 
     def __init__(self, home: str, state_dir: str, budget_ms: float, wire: dict, settings=None):
         self.home, self.state_dir, self.budget_ms, self.wire, self.settings = home, state_dir, budget_ms, wire, settings
@@ -409,7 +345,7 @@ class Caller:
     @classmethod
     def from_settings(cls, settings) -> Caller:
         return cls(str(settings.home), str(settings.state_dir), float(settings.sync_timeout_ms),
-                   {"settings": request_settings(settings)}, settings)
+                   {"settings": _slow_path().request_settings(settings)}, settings)
 
     @classmethod
     def from_env(cls, env: dict) -> Caller | None:
@@ -428,19 +364,7 @@ class Caller:
         return cls(home, os.path.join(home, STATE_DIR), budget, wire)
 
     def resolved(self):
-        return self.settings if self.settings is not None else load_settings()
-
-
-def lexical_brief(settings, workspace: str) -> str:
-    """SessionStart without the service: the workspace brief from the index, in this process."""
-    import site
-
-    site.main()  # apsw lives in site-packages, which `-S` left out
-    from memoir.index.containers import session_brief
-    from memoir.index.recall import Recaller, brief_cards
-
-    with Recaller(settings, embedder=None) as recaller:
-        return session_brief(workspace, brief_cards(recaller, workspace))
+        return self.settings if self.settings is not None else _slow_path().resolve_settings()
 
 
 def run_hook(payload: object, caller: Caller, started: float) -> tuple[str, str, str, str]:
@@ -471,7 +395,7 @@ def run_hook(payload: object, caller: Caller, started: float) -> tuple[str, str,
         except OSError as exc:
             detail = f"cannot start the recall service: {exc}; run `memoir serve-recall` to see why"
         if event == "SessionStart" and workspace:
-            return hook_output(event, lexical_brief(caller.resolved(), workspace)), event, "cold_start", detail
+            return hook_output(event, _slow_path().lexical_brief(caller.resolved(), workspace)), event, "cold_start", detail
         return "", event, "cold_start", detail
     except UnsafeSocket as exc:
         return "", event, "error", f"refused: {exc}"  # never a cold start: the service could not bind there either
@@ -488,18 +412,14 @@ def run_hook(payload: object, caller: Caller, started: float) -> tuple[str, str,
 
 def hook_main(host: str = "claude-code", stdin=None, stdout=None, settings=None, count_startup: bool = True) -> int:
     """Entry point of the hook process: always exits 0, prints an answer or nothing at all.
-
-    Args:
-        settings: resolved settings; loaded here when None.
-        count_startup: charge the process's start-up (interpreter, imports) to the budget; off
-            when the hook runs inside a longer-lived process.
-    """
+    `settings` are loaded here when None; `count_startup` charges the process's start-up to the
+    budget (off when the hook runs inside a longer-lived process)."""
     started = time.perf_counter() - (process_age_s() if count_startup else 0.0)
     stdin = sys.stdin.buffer if stdin is None else stdin
     stdout = sys.stdout.buffer if stdout is None else stdout
     try:
         caller = (Caller.from_settings(settings) if settings is not None
-                  else Caller.from_env(dict(os.environ)) or Caller.from_settings(load_settings()))
+                  else Caller.from_env(dict(os.environ)) or Caller.from_settings(_slow_path().resolve_settings()))
     except Exception as exc:  # noqa: BLE001 - a broken config must not block the user's prompt
         record_config_error(exc, started)
         return 0
@@ -531,19 +451,12 @@ def hook_main(host: str = "claude-code", stdin=None, stdout=None, settings=None,
 
 
 def record_config_error(exc: BaseException, started: float) -> None:
-    """Leave a line in the default home's hook.jsonl, so a broken config is not silent (best effort).
-
-    Only the error's kind and the file are written: a bad value may be a secret.
-    """
+    """Leave a line in the default home's hook.jsonl, so a broken config is not silent (best effort)."""
     try:
-        from memoir.cards.config import Settings, default_config_file
-
-        state = str(Settings().state_dir)
-        where = default_config_file(dict(os.environ))
+        state, detail = _slow_path().config_error(exc, dict(os.environ))
     except Exception:  # noqa: BLE001 - nowhere to write: stay silent, the prompt goes on
         return
-    record_call(state, "config", "error", (time.perf_counter() - started) * 1000,
-                f"config cannot be used ({type(exc).__name__}, {where}); `memoir status` says why")
+    record_call(state, "config", "error", (time.perf_counter() - started) * 1000, detail)
 
 
 def _binary(stream) -> bool:
@@ -552,7 +465,7 @@ def _binary(stream) -> bool:
 
 def _arm_watchdog(started: float, budget_ms: float, state_dir: str) -> bool:
     """SIGALRM at the budget ends the process; False where no timer can be set."""
-    import _signal as signal  # `signal` itself builds enums: 3 ms of start-up
+    import _signal as signal  # deferred: start-up (`signal` itself builds enums: 3 ms)
 
     if not hasattr(signal, "setitimer"):
         return False
@@ -571,7 +484,7 @@ def _arm_watchdog(started: float, budget_ms: float, state_dir: str) -> bool:
 
 
 def _disarm_watchdog() -> None:
-    import _signal as signal
+    import _signal as signal  # deferred: start-up
 
     if hasattr(signal, "setitimer"):
         signal.setitimer(signal.ITIMER_REAL, 0)

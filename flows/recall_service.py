@@ -25,12 +25,11 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from memoir.cards.config import ConfigError, Settings, default_config_file, load_settings
 from memoir.flows import hook_client
-from memoir.cards.config import Settings
+from memoir.flows.errors import FlowError
 
 PID_NAME = "recall.pid"
-LOCK_NAME = hook_client.LOCK_NAME
-MAX_MESSAGE = hook_client.MAX_MESSAGE
 IO_TIMEOUT_S = 2.0  # a service connection that sends nothing for this long is dropped
 MAX_CONNECTIONS = 32  # requests answered at once; more wait in the listen backlog
 # The settings a request may carry: the ones that change an answer. Directories never travel:
@@ -43,7 +42,7 @@ SERVICE_THREADS = 1
 MAX_RECALLERS = 8  # distinct caller settings kept open at once (each holds an index connection)
 
 
-class ServiceError(Exception):
+class ServiceError(FlowError):
     """The recall service cannot start (already running, socket not creatable)."""
 
 
@@ -96,7 +95,7 @@ class RecallService:
     """Answers recall and brief requests with a warm model and an open index, for any caller's settings."""
 
     def __init__(self, settings: Settings, embedder):
-        from memoir.index.recall import Recaller
+        from memoir.index.recall import Recaller  # deferred: start-up (apsw)
 
         self.settings = settings
         self.embedder = SerialEmbedder(embedder)
@@ -133,8 +132,6 @@ class RecallService:
 
     def _settings_from_env(self, env: object) -> Settings:
         """The hook's fast path: resolve the caller's environment exactly as its own process would."""
-        from memoir.cards.config import ConfigError, default_config_file, load_settings
-
         if not isinstance(env, dict):
             raise ValueError("env must be a JSON object")
         env = {str(k): str(v) for k, v in env.items()}
@@ -154,7 +151,7 @@ class RecallService:
 
     def recaller_for(self, settings: Settings):
         """One open Recaller per distinct caller settings, sharing the warm model."""
-        from memoir.index.recall import Recaller
+        from memoir.index.recall import Recaller  # deferred: start-up (apsw)
 
         if settings == self.settings:
             return self.recaller
@@ -169,8 +166,8 @@ class RecallService:
             return found
 
     def handle(self, request: dict) -> dict:
-        from memoir.index.containers import immediate_context, session_brief
-        from memoir.index.recall import brief_cards
+        from memoir.index.containers import immediate_context, session_brief  # deferred: start-up (jinja2)
+        from memoir.index.recall import brief_cards  # deferred: start-up (apsw)
 
         op = request.get("op")
         if op == "ping":
@@ -265,7 +262,7 @@ def _drain(conn: socket.socket, cap: int = 65536) -> None:
 def _read_request(conn: socket.socket) -> dict:
     conn.settimeout(IO_TIMEOUT_S)
     data = b""
-    while b"\n" not in data and len(data) < MAX_MESSAGE:
+    while b"\n" not in data and len(data) < hook_client.MAX_MESSAGE:
         chunk = conn.recv(65536)
         if not chunk:
             break
@@ -281,10 +278,10 @@ def take_lock(state_dir: Path, inherited_fd: int | None = None) -> int:
     Args:
         inherited_fd: the lock as the hook's client took it and handed it down (`--lock-fd`).
     """
-    import fcntl
+    import fcntl  # deferred: start-up
 
     state_dir.mkdir(parents=True, exist_ok=True)
-    path = state_dir / LOCK_NAME
+    path = state_dir / hook_client.LOCK_NAME
     if inherited_fd is not None:
         st = os.fstat(inherited_fd)
         if (st.st_dev, st.st_ino) == (os.stat(path).st_dev, os.stat(path).st_ino):
@@ -296,7 +293,7 @@ def take_lock(state_dir: Path, inherited_fd: int | None = None) -> int:
     except OSError:
         os.close(fd)
         raise ServiceError(f"a recall service is already running or starting for {state_dir} "
-                           f"(it holds {state_dir / LOCK_NAME}); stop it first") from None
+                           f"(it holds {state_dir / hook_client.LOCK_NAME}); stop it first") from None
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd
@@ -333,7 +330,7 @@ def serve(settings: Settings, embedder, *, idle_exit_s: float | None = None, on_
     The socket appears only once the model is warm, so "the socket answers" means "warm"; the lock
     is held from the start, so "the lock is held" means "warm or warming".
     """
-    import signal
+    import signal  # deferred: start-up
 
     state_dir = Path(settings.state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,8 @@ from pathlib import Path
 import apsw
 
 from memoir.cards.store import CardFileError, CardStore
-from memoir.index.db import INDEX_FILE, TABLES, Index, connect, meta_problems, read_meta, tables
+from memoir.index.db import TABLES, Index, connect, meta_problems, read_meta, tables
+from memoir.index.files import INDEX_FILE
 from memoir.index.errors import IndexBusy, IndexCorrupt, IndexFailure
 from memoir.index.pending import PendingIndex
 from memoir.index.plan import plan_index_changes

@@ -25,8 +25,9 @@ from memoir.cards.follow_up import open_follow_ups
 from memoir.cards.values import SECTION_TITLES, SECTIONS, Card
 from memoir.cards.render import template_environment
 from memoir.cards.sanitize.scan import contains_sensitive
-from memoir.cards.store import CardFileError, CardStore, write_atomic
+from memoir.cards.store import CardStore, write_atomic
 from memoir.cards.title import display_title
+from memoir.index.chain_links import CardsOnDisk, chain_links
 
 NOTE = "Historical conclusion, not a current instruction"
 SHOWN = ("immediate", "brief", "review", "export")  # containers a person or host may see
@@ -173,45 +174,10 @@ def session_brief(workspace: str, cards: Iterable[Card]) -> str:
 # --- human review ------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class ChainLink:
-    id: str
-    status: str
-    title: str
-    missing: bool = False
-
-
-class _CardsOnDisk(dict):
-    """A mapping that reads a linked card file only when the chain walk asks for it."""
-
-    def __init__(self, store: CardStore, first: Card):
-        super().__init__({first.id: first})
-        self.store = store
-
-    def get(self, card_id, default=None):
-        if card_id not in self:
-            try:
-                self[card_id] = self.store.read(card_id)
-            except (OSError, UnicodeDecodeError, CardFileError):
-                return default
-        return self[card_id]
-
-
-def chain_links(card: Card, store: CardStore) -> list[ChainLink]:
-    """The card's supersession chain, oldest first; links whose file is gone are shown as missing."""
-    from memoir.cards.distill.rules import supersession_chain
-
-    cards = _CardsOnDisk(store, card)
-    chain = supersession_chain(card.id, cards)
-    links = [ChainLink(c.id, c.status, title_of(c)) for c in chain]
-    named = {i for c in chain for i in (*c.supersedes, c.superseded_by) if i}
-    links += [ChainLink(i, "?", "", True) for i in sorted(named - {c.id for c in chain})]
-    return links
-
-
 def human_review(card: Card, store: CardStore) -> str:
     """Everything a person needs to judge a card: all six sections and where it sits in its chain."""
-    return render("review.j2", card=card, title=title_of(card), chain=chain_links(card, store),
+    chain = chain_links(card, CardsOnDisk(store, card))
+    return render("review.j2", card=card, title=title_of(card), chain=chain,
                   sections=[(name, SECTION_TITLES[name]) for name in SECTIONS])
 
 

@@ -8,7 +8,6 @@ float KNN at 100k cards and loses almost nothing in recall (`bench/index.py` pri
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Iterable, Sequence
@@ -19,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from memoir.cards.values import Card
+from memoir.index.apsw_errors import apsw, translate
 from memoir.index.errors import (
     IndexBusy,
     IndexCorrupt,
@@ -26,85 +26,18 @@ from memoir.index.errors import (
     IndexWriteFailed,
     ModelMismatch,
 )
+from memoir.index.files import INDEX_FILE
 from memoir.index.plan import choose_fts_terms, fts_terms, quote_terms, retrieval_text, term_tokens
-
-try:
-    import apsw
-except ImportError:  # pragma: no cover - apsw is a hard dependency; the message says what to do
-    apsw = None
+from memoir.index.rows import COLUMNS, IndexRow, card_values, chunks, row_hash, row_of, schema_sql
 
 SCHEMA_VERSION = "2"  # bump when tables or retrieval_text change: a mismatch forces a rebuild (2: title)
-INDEX_FILE = "index.db"
 SHARDS = 16  # vec0 partitions: top-k cost grows with k per scan, so 16 scans of k/16 beat 1 of k
 SHORTLIST = 256  # Hamming candidates re-scored exactly; recall@10 >= 0.99 at 100k (bench/index.py)
-MAX_BIND = 900  # SQLite's 999-variable limit, with room to spare
 PAGE_SIZE = 16384
 DEFAULT_BUSY_MS = 5000  # a nightly write may wait this long for a reader's lock, then queues
 
 META_KEYS = ("schema_version", "model", "dim", "shards", "card_count", "built_at", "updated_at")
 TABLES = ("meta", "cards", "vec_cards", "fts_cards", "fts_vocab")
-
-# (name, SQL type) of every cards column after the rowid, in order; `embedding` holds float32[dim].
-CARD_COLUMNS = (
-    ("id", "TEXT NOT NULL UNIQUE"),
-    ("status", "TEXT NOT NULL"),
-    ("quality", "TEXT NOT NULL"),
-    ("topics", "TEXT NOT NULL"),  # JSON array
-    ("task_type", "TEXT NOT NULL"),
-    ("workspace", "TEXT NOT NULL"),
-    ("created", "TEXT NOT NULL"),
-    ("updated", "TEXT NOT NULL"),
-    ("error_signature", "TEXT NOT NULL"),
-    ("supersedes", "TEXT NOT NULL"),  # JSON array
-    ("superseded_by", "TEXT NOT NULL"),
-    ("conclusion_len", "INTEGER NOT NULL"),
-    ("retrieval_text", "TEXT NOT NULL"),
-    ("file_hash", "TEXT NOT NULL"),
-    ("embedding", "BLOB NOT NULL"),
-    ("row_hash", "TEXT NOT NULL"),  # sha256 of the row: `check` finds damage inside blobs too
-)
-_COLS = tuple(name for name, _ in CARD_COLUMNS)
-
-
-def schema_sql(dim: int) -> str:
-    cols = ",\n    ".join(f"{name} {kind}" for name, kind in CARD_COLUMNS)
-    return f"""
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS cards (
-    n INTEGER PRIMARY KEY,
-    {cols}
-);
-CREATE VIRTUAL TABLE IF NOT EXISTS vec_cards USING vec0(
-    shard INTEGER PARTITION KEY,
-    embedding_bq bit[{dim}]
-);
-CREATE VIRTUAL TABLE IF NOT EXISTS fts_cards USING fts5(
-    retrieval_text,
-    content='', contentless_delete=1,
-    tokenize="unicode61 remove_diacritics 2 tokenchars '_'"
-);
-CREATE VIRTUAL TABLE IF NOT EXISTS fts_vocab USING fts5vocab(fts_cards, 'row');
-"""
-
-
-@dataclass(frozen=True, slots=True)
-class IndexRow:
-    """One card as the index holds it (no vector); what recall gates and `check` look at."""
-
-    id: str
-    status: str
-    quality: str
-    topics: tuple[str, ...]
-    task_type: str
-    workspace: str
-    created: str
-    updated: str
-    error_signature: str
-    supersedes: tuple[str, ...]
-    superseded_by: str
-    conclusion_len: int
-    retrieval_text: str
-    file_hash: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,62 +57,13 @@ def now_utc() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
 
 
-def card_values(card: Card, file_hash: str, vector: np.ndarray) -> tuple:
-    """The cards-table values for one card, in `CARD_COLUMNS` order (row hash last)."""
-    blob = np.ascontiguousarray(vector, dtype=np.float32).tobytes()
-    values = (
-        card.id, card.status, card.quality, json.dumps(list(card.topics)), card.task_type,
-        card.workspace, card.created, card.updated, card.error_signature,
-        json.dumps(list(card.supersedes)), card.superseded_by, len(card.conclusion.strip()),
-        retrieval_text(card), file_hash, blob,
-    )
-    return values + (row_hash(values),)
-
-
-def row_hash(values: Sequence) -> str:
-    """sha256 over every column but the hash itself; the embedding blob enters as bytes."""
-    h = hashlib.sha256()
-    for v in values:
-        h.update(v if isinstance(v, bytes) else str(v).encode("utf-8"))
-        h.update(b"\0")
-    return h.hexdigest()
-
-
-def _row(values: Sequence) -> IndexRow:
-    d = dict(zip(_COLS, values))
-    return IndexRow(
-        id=d["id"], status=d["status"], quality=d["quality"], topics=tuple(json.loads(d["topics"])),
-        task_type=d["task_type"], workspace=d["workspace"], created=d["created"],
-        updated=d["updated"], error_signature=d["error_signature"],
-        supersedes=tuple(json.loads(d["supersedes"])), superseded_by=d["superseded_by"],
-        conclusion_len=int(d["conclusion_len"]), retrieval_text=d["retrieval_text"],
-        file_hash=d["file_hash"],
-    )
-
-
-def _chunks(seq: Sequence, size: int = MAX_BIND) -> Iterable[Sequence]:
-    for i in range(0, len(seq), size):
-        yield seq[i:i + size]
-
-
-def translate(exc: BaseException, path: Path) -> Exception:
-    """apsw's exception for a file, as the index's typed failure with a next step."""
-    if apsw is not None and isinstance(exc, (apsw.CorruptError, apsw.NotADBError)):
-        return IndexCorrupt(f"index {path} is damaged ({exc}); run `memoir index rebuild`")
-    if apsw is not None and isinstance(exc, (apsw.BusyError, apsw.LockedError)):
-        return IndexBusy(f"index {path} is locked by another process ({exc}); the card ids were "
-                         "queued, `memoir replay` indexes them once the lock is gone")
-    return IndexWriteFailed(f"index {path} cannot be written ({exc}); check disk space and "
-                            "permissions, then `memoir replay`")
-
-
 def connect(path: Path, *, busy_timeout_ms: int = DEFAULT_BUSY_MS, readonly: bool = False):
     """An apsw connection with sqlite-vec loaded; errors say which piece is missing."""
     if apsw is None:
         raise IndexUnavailable("apsw is not installed; `pip install apsw` (stdlib sqlite3 here "
                                "cannot load extensions)")
     try:
-        import sqlite_vec
+        import sqlite_vec  # deferred: start-up
     except ImportError as exc:
         raise IndexUnavailable(f"sqlite-vec is not installed ({exc}); `pip install sqlite-vec`") from exc
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
@@ -248,20 +132,20 @@ class Index:
 
     def rows(self) -> list[IndexRow]:
         """Every row, sorted by card id, without vectors."""
-        cols = ", ".join(_COLS)
-        return [_row(r) for r in self.conn.execute(f"SELECT {cols} FROM cards ORDER BY id")]
+        cols = ", ".join(COLUMNS)
+        return [row_of(r) for r in self.conn.execute(f"SELECT {cols} FROM cards ORDER BY id")]
 
     def get(self, ids: Iterable[str]) -> dict[str, IndexRow]:
-        cols = ", ".join(_COLS)
+        cols = ", ".join(COLUMNS)
         out: dict[str, IndexRow] = {}
-        for part in _chunks(list(ids)):
+        for part in chunks(list(ids)):
             sql = f"SELECT {cols} FROM cards WHERE id IN ({','.join('?' * len(part))})"
-            out.update((r[0], _row(r)) for r in self.conn.execute(sql, tuple(part)))
+            out.update((r[0], row_of(r)) for r in self.conn.execute(sql, tuple(part)))
         return out
 
     def vectors(self, ids: Iterable[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
-        for part in _chunks(list(ids)):
+        for part in chunks(list(ids)):
             sql = f"SELECT id, embedding FROM cards WHERE id IN ({','.join('?' * len(part))})"
             out.update((i, np.frombuffer(b, dtype=np.float32)) for i, b in self.conn.execute(sql, tuple(part)))
         return out
@@ -359,7 +243,7 @@ class Index:
 
     def _indexed_hashes(self, ids: list[str]) -> dict[str, str]:
         out: dict[str, str] = {}
-        for part in _chunks(ids):
+        for part in chunks(ids):
             sql = f"SELECT id, file_hash FROM cards WHERE id IN ({','.join('?' * len(part))})"
             out.update(self.conn.execute(sql, tuple(part)))
         return out
@@ -371,19 +255,19 @@ class Index:
 
         def write() -> None:
             cur = self.conn.cursor()
-            placeholders = ", ".join("?" * len(_COLS))
-            updates = ", ".join(f"{c} = excluded.{c}" for c in _COLS[1:])
+            placeholders = ", ".join("?" * len(COLUMNS))
+            updates = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS[1:])
             for card, vec in zip(cards, vectors):
                 values = card_values(card, hashes[card.id], vec)
                 (n,) = cur.execute(
-                    f"INSERT INTO cards ({', '.join(_COLS)}) VALUES ({placeholders}) "
+                    f"INSERT INTO cards ({', '.join(COLUMNS)}) VALUES ({placeholders}) "
                     f"ON CONFLICT(id) DO UPDATE SET {updates} RETURNING n", values).fetchall()[0]
                 # vec0 has no upsert and a partition key cannot change: delete, then insert.
                 cur.execute("DELETE FROM vec_cards WHERE rowid = ?", (n,))
                 cur.execute("INSERT INTO vec_cards (rowid, shard, embedding_bq) "
                             "VALUES (?, ?, vec_quantize_binary(?))", (n, n % SHARDS, values[-2]))
                 cur.execute("INSERT OR REPLACE INTO fts_cards (rowid, retrieval_text) VALUES (?, ?)",
-                            (n, values[_COLS.index("retrieval_text")]))
+                            (n, values[COLUMNS.index("retrieval_text")]))
             self._touch(cur)
 
         self._write(write)
@@ -395,7 +279,7 @@ class Index:
         def delete() -> int:
             cur = self.conn.cursor()
             gone = 0
-            for part in _chunks(ids):
+            for part in chunks(ids):
                 marks = ",".join("?" * len(part))
                 ns = [n for (n,) in cur.execute(f"SELECT n FROM cards WHERE id IN ({marks})", tuple(part))]
                 for n in ns:
@@ -444,7 +328,7 @@ class Index:
             if quick:
                 return problems
             bits = dict(self.conn.execute("SELECT rowid, embedding_bq FROM vec_cards"))
-            cols = ", ".join(_COLS)
+            cols = ", ".join(COLUMNS)
             bad_rows, bad_bits = [], []
             for n, qb, *values in self.conn.execute(
                     f"SELECT n, vec_quantize_binary(embedding), {cols} FROM cards"):

@@ -1,7 +1,9 @@
 """Recall, the synchronous path: a prompt in, at most `max_injected` cards out, within a deadline.
 
-sanitize → rewrite → candidates from both paths (vector KNN and FTS5) → read the card files →
-gates → at most two cards. Every recall appends one debug record to `state/recall.jsonl`.
+sanitize → rewrite → candidates from both paths (vector KNN and FTS5, index/candidates.py) → read
+the card files → gates (index/recall_policy.py, index/recall_gates.py) → at most two cards. Every recall
+appends one debug record to `state/recall.jsonl` (index/recall_log.py) and remembers what it
+injected into the session (index/recall_session.py).
 
 Three rules shape this module:
 - the raw query is never logged or searched: it is sanitized before anything else sees it;
@@ -13,47 +15,35 @@ Three rules shape this module:
 
 from __future__ import annotations
 
-import hashlib
-import json
-import math
 import os
-import re
 import threading
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from memoir.cards.config import Settings
-from memoir.cards.values import SECTIONS, Card, Source
+from memoir.cards.values import Card, Source
 from memoir.cards.sanitize import sanitize
-from memoir.cards.sanitize.fields import sanitize_value
 from memoir.cards.signatures import error_signature
 from memoir.cards.store import CardFileError, CardStore
-from memoir.index.recall_gates import (
-    INJECTED, Candidate, GatePolicy, Judgement, RecallQuery, fast_changing_fact, judge,
-    prefer_newer, take_place, workspaces_near,
+from memoir.index.candidates import (
+    FTS_K, KNN_K, MAX_QUERY_INPUT, READ_BUSY_MS, LexicalIndex, fuse, lexical_coverage, query_terms, recent_card_ids,
 )
-from memoir.index.plan import choose_fts_terms, fts_match_expression, fts_terms, quote_terms, retrieval_text, term_tokens
+from memoir.index.errors import IndexFailure
+from memoir.index.files import INDEX_FILE
+from memoir.index.recall_gates import (
+    INJECTED, Candidate, GatePolicy, Judgement, RecallQuery, fast_changing_fact, judge, prefer_newer, take_place,
+    workspaces_near,
+)
+from memoir.index.plan import retrieval_text
+from memoir.index.recall_log import append_record
+from memoir.index.recall_policy import candidate_from, candidate_record, missing_card, policy_record
+from memoir.index.recall_session import injected_in_session, remember_injected
 from memoir.index.rewrite import query_task_type, rewrite_query
 
-INDEX_FILE = "index.db"  # index.db's INDEX_FILE; repeated so the lexical path need not import numpy
-KNN_K = 8  # nearest cards by vector; more only adds candidates the similarity gate rejects
-FTS_K = 8  # best lexical matches
-RRF_K = 60  # reciprocal-rank fusion constant (Cormack et al.): damps the weight of rank 1
-MAX_QUERY_INPUT = 50_000  # chars of prompt sanitized at most; a pasted log beyond this adds nothing
-# A lexical match (no warm model) needs GatePolicy.min_lexical of the query terms, and at least this
-# many, so a single shared word never suffices.
-LEXICAL_MIN_TERMS = 2
-LOG_FILE = "recall.jsonl"
-LOG_MAX_BYTES = 5_000_000  # then rotated once to recall.jsonl.1
 PARSED_CARDS_MAX = 20_000  # parsed cards a recaller keeps (~2 KB each): every candidate of a day's prompts
-SESSIONS_DIR = "recall-sessions"
-SESSION_TTL_S = 3 * 24 * 3600  # per-session injected ids are pruned after this long untouched
 BRIEF_CARDS = 30  # newest cards of a workspace a session brief looks at
-READ_BUSY_MS = 50  # a reader never waits long on a lock: the deadline is 300 ms in all
-
 
 # --- results ------------------------------------------------------------------------------------
 
@@ -122,131 +112,6 @@ class RecallResult:
         )
 
 
-# --- pure helpers -------------------------------------------------------------------------------
-
-
-def parse_time(value: str) -> datetime | None:
-    if not value:
-        return None
-    try:
-        t = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
-
-
-def age_days(card: Card, now: datetime) -> float | None:
-    """Days since the card was last updated (created if never); None when undated."""
-    t = parse_time(card.updated) or parse_time(card.created)
-    return None if t is None else max(0.0, (now - t).total_seconds() / 86400)
-
-
-def fuse(knn: list[tuple[str, float]], fts: list[tuple[str, float]]) -> dict[str, dict]:
-    """Reciprocal-rank fusion: order by rank in each list, never by adding cosine to bm25."""
-    out: dict[str, dict] = {}
-    for rank, (card_id, score) in enumerate(knn, 1):
-        out.setdefault(card_id, {"rrf": 0.0})
-        out[card_id].update(knn_rank=rank, cosine=score)
-        out[card_id]["rrf"] += 1.0 / (RRF_K + rank)
-    for rank, (card_id, score) in enumerate(fts, 1):
-        out.setdefault(card_id, {"rrf": 0.0})
-        out[card_id].update(fts_rank=rank, bm25=score)
-        out[card_id]["rrf"] += 1.0 / (RRF_K + rank)
-    return out
-
-
-_WORDS = re.compile(r"\w+")
-_QUOTED = re.compile(r'"((?:[^"]|"")*)"')
-
-
-def query_terms(text: str) -> list[str]:
-    """The word tokens the FTS path searches for (its stopwords dropped), lowercased and unique."""
-    terms: list[str] = []
-    for quoted in _QUOTED.findall(fts_match_expression(text) or ""):
-        for word in _WORDS.findall(quoted.replace('""', '"').lower()):
-            if word not in terms:
-                terms.append(word)
-    return terms
-
-
-def lexical_coverage(terms: list[str], card_text: str) -> float:
-    """Share of query terms found in the card's retrieval text; 0 below `LEXICAL_MIN_TERMS` hits."""
-    if not terms:
-        return 0.0
-    words = set(_WORDS.findall(card_text.lower()))
-    hits = sum(1 for t in terms if t in words)
-    return hits / len(terms) if hits >= LEXICAL_MIN_TERMS else 0.0
-
-
-def candidate_from(card: Card, hit: dict, similarity: float, now: datetime, hand_edited: bool = False) -> Candidate:
-    return Candidate(
-        id=card.id, status=card.status, quality=card.quality, gate=card.gate, task_type=card.task_type,
-        workspace=card.workspace, topics=card.topics, error_signature=card.error_signature,
-        superseded_by=card.superseded_by, conclusion=card.conclusion, counterexamples=card.counterexamples,
-        body="\n".join(card.section(s) for s in SECTIONS),
-        age_days=age_days(card, now), similarity=similarity, confirmed_by=card.confirmed_by,
-        hand_edited=hand_edited, verified=bool(card.verified_by.strip()), coverage=hit.get("coverage", 0.0),
-        rrf=hit.get("rrf", 0.0),
-        knn_rank=hit.get("knn_rank"), fts_rank=hit.get("fts_rank"), bm25=hit.get("bm25"),
-    )
-
-
-def missing_card(card_id: str) -> Card:
-    # A card file deleted by hand means "forget it" (DESIGN.md §8): the stale row must not recall it.
-    return Card(id=card_id, status="forgotten")
-
-
-# --- the lexical-only index (no numpy, no torch, no sqlite-vec) ------------------------------------
-
-
-class LexicalIndex:
-    """FTS5 over the index file through plain apsw: the answer when no model is warm."""
-
-    def __init__(self, path: Path):
-        import apsw
-
-        self.path = Path(path)
-        self.conn = apsw.Connection(str(self.path), flags=apsw.SQLITE_OPEN_READONLY)
-        self.conn.set_busy_timeout(READ_BUSY_MS)
-
-    def fts(self, text: str, k: int = FTS_K) -> list[tuple[str, float]]:
-        """`Index.fts` without sqlite-vec: the same rarer-terms selection, the same bm25 ranking."""
-        import apsw
-
-        terms = fts_terms(text)
-        if not terms or k <= 0:
-            return []
-        try:
-            expr = quote_terms(choose_fts_terms([(t, self._doc_count(t)) for t in terms]))
-            if expr is None:
-                return []
-            sql = ("SELECT c.id, -f.rank FROM (SELECT rowid, rank FROM fts_cards WHERE fts_cards MATCH ? "
-                   "ORDER BY rank LIMIT ?) AS f JOIN cards AS c ON c.n = f.rowid ORDER BY f.rank, c.id")
-            return [(i, float(s)) for i, s in self.conn.execute(sql, (expr, k))]
-        except apsw.SQLError:
-            return []  # user text FTS5 still rejects: a lexical miss, never a failed recall
-
-    def _doc_count(self, term: str) -> int:
-        counts = []
-        for token in term_tokens(term):
-            row = self.conn.execute("SELECT doc FROM fts_vocab WHERE term = ?", (token,)).fetchall()
-            counts.append(row[0][0] if row else 0)
-        return min(counts, default=0)
-
-    def close(self) -> None:
-        self.conn.close()
-
-
-def recent_card_ids(conn, workspace: str, limit: int) -> list[str]:
-    """Newest active or incomplete cards of this workspace, one inside it, or one it lies inside."""
-    ws = workspace.rstrip("/") or "/"
-    like = ws.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"
-    sql = ("SELECT id FROM cards WHERE status IN ('active', 'incomplete') AND (workspace = ? "
-           "OR workspace LIKE ? ESCAPE '\\' "
-           "OR (workspace != '' AND substr(?, 1, length(workspace) + 1) = workspace || '/')) "
-           "ORDER BY updated DESC, id LIMIT ?")
-    return [i for (i,) in conn.execute(sql, (ws, like, ws, limit))]
-
 
 def brief_cards(recaller: Recaller, workspace: str, limit: int = BRIEF_CARDS) -> list[Card]:
     """The cards a session brief for `workspace` draws on: through the index, or the files if none."""
@@ -260,103 +125,6 @@ def brief_cards(recaller: Recaller, workspace: str, limit: int = BRIEF_CARDS) ->
         try:
             out.append(recaller.store.read(card_id))
         except (OSError, UnicodeDecodeError, CardFileError):
-            continue
-    return out
-
-
-# --- session memory and the debug log (the only writes recall makes) ----------------------------------
-
-
-def _session_path(state_dir: Path, session_id: str) -> Path:
-    digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:24]
-    return Path(state_dir) / SESSIONS_DIR / f"{digest}.json"
-
-
-def injected_in_session(state_dir: Path, session_id: str) -> frozenset[str]:
-    """Card ids already injected into this host session (empty without a session id)."""
-    if not session_id:
-        return frozenset()
-    try:
-        data = json.loads(_session_path(state_dir, session_id).read_text(encoding="utf-8"))
-        return frozenset(data.get("injected", {}))
-    except (OSError, ValueError, AttributeError):
-        return frozenset()
-
-
-def remember_injected(state_dir: Path, session_id: str, ids: Iterable[str], now: float | None = None) -> None:
-    """Add ids to the session's file (small JSON, atomic replace) and prune sessions gone quiet."""
-    ids = list(ids)
-    if not session_id or not ids:
-        return
-    now = time.time() if now is None else now
-    path = _session_path(state_dir, session_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        data = {}
-    injected = dict(data.get("injected", {}))
-    injected.update({i: round(now, 3) for i in ids})
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"injected": injected}, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, path)
-    prune_sessions(state_dir, now)
-
-
-def prune_sessions(state_dir: Path, now: float) -> int:
-    gone = 0
-    for p in (Path(state_dir) / SESSIONS_DIR).glob("*.json"):
-        try:
-            if now - p.stat().st_mtime > SESSION_TTL_S:
-                p.unlink()
-                gone += 1
-        except OSError:
-            pass
-    return gone
-
-
-def log_path(state_dir: Path) -> Path:
-    return Path(state_dir) / LOG_FILE
-
-
-def append_record(state_dir: Path, record: dict) -> None:
-    """One JSON line per recall, appended in one write; rotated once past `LOG_MAX_BYTES`.
-
-    Every string of the record is sanitized here again, as every writer under the home does: the
-    query was sanitized first thing, but candidates' titles, paths and errors took other ways in.
-    """
-    record = sanitize_value(record)
-    path = log_path(state_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        if path.stat().st_size > LOG_MAX_BYTES:
-            os.replace(path, path.with_name(LOG_FILE + ".1"))
-    except OSError:
-        pass
-    line = (json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, line)
-    finally:
-        os.close(fd)
-
-
-def read_records(state_dir: Path, last: int = 1) -> list[dict]:
-    """The newest `last` debug records, oldest first (reads only the file's tail)."""
-    path = log_path(state_dir)
-    try:
-        with path.open("rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - 256_000 * last))
-            lines = fh.read().splitlines()
-    except OSError:
-        return []
-    out = []
-    for raw in lines[-last:]:
-        try:
-            out.append(json.loads(raw))
-        except ValueError:
             continue
     return out
 
@@ -411,7 +179,7 @@ def wait_for_workers(timeout: float) -> bool:
         alive[0].join(left)
 
 
-class Deadline(Exception):
+class Deadline(IndexFailure):
     """The worker noticed the deadline between stages and stopped."""
 
 
@@ -466,7 +234,7 @@ class Recaller:
             if self.embedder is None:
                 self._index = LexicalIndex(self.index_path)
             else:
-                from memoir.index.db import open_index
+                from memoir.index.db import open_index  # deferred: start-up
 
                 self._index = open_index(self.settings.index_dir, self.embedder, busy_timeout_ms=READ_BUSY_MS)
             self._index_id = ident
@@ -583,7 +351,7 @@ class Recaller:
             # by meaning, so a lexical hit with low semantic similarity still faces the minimum.
             need = [i for i, h in hits.items() if "cosine" not in h]
             if need:
-                import numpy as np
+                import numpy as np  # deferred: start-up
 
                 q = np.asarray(vector, dtype=np.float32)
                 for card_id, vec in index.vectors(need).items():
@@ -678,13 +446,8 @@ class Recaller:
             "task_type": plan.task_type if plan else "",
             "workspace": sanitize(workspace, Settings.blob_cap),
             "session": sanitize(session_id, Settings.blob_cap),
-            "policy": {"min_similarity": self.policy.min_similarity, "min_lexical": self.policy.min_lexical,
-                       "relative_margin": self.policy.relative_margin,
-                       "vector_only_margin": self.policy.vector_only_margin,
-                       "agreed_min_similarity": self.policy.agreed_min_similarity,
-                       "agreed_min_coverage": self.policy.agreed_min_coverage,
-                       "max_injected": self.policy.max_injected},
-            "candidates": [_candidate_record(j) for j in judgements],
+            "policy": policy_record(self.policy),
+            "candidates": [candidate_record(j) for j in judgements],
             "injected": [c.id for c in cards],
             "timings_ms": dict(progress.timings),
             "elapsed_ms": round(elapsed, 2),
@@ -699,19 +462,6 @@ class Recaller:
         rejected = tuple((j.candidate.id, j.gate) for j in judgements if j.gate != INJECTED)
         return RecallResult(progress.query, cards, rejected, elapsed, outcome, record["reason"], record)
 
-
-def _candidate_record(j: Judgement) -> dict:
-    c = j.candidate
-
-    def r(x: float | None, n: int = 4) -> float | None:
-        return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(x, n)
-
-    return {
-        "id": c.id, "gate": j.gate, "failed": list(j.failed), "detail": j.detail,
-        "similarity": r(c.similarity), "rrf": r(c.rrf, 5), "knn_rank": c.knn_rank, "fts_rank": c.fts_rank,
-        "bm25": r(c.bm25), "coverage": r(c.coverage, 3), "age_days": r(c.age_days, 1), "status": c.status,
-        "task_type": c.task_type,
-    }
 
 
 def recall(settings: Settings, query: str, *, embedder=None, workspace: str = "", session_id: str = "",

@@ -19,6 +19,7 @@ from memoir.cards.values import SECTION_TITLES, SECTIONS, STATUSES, Card
 from memoir.cards.render import template_environment
 from memoir.cards.status import Counts, RunRecord, count_cards
 from memoir.cards.title import display_title
+from memoir.index.chain_links import ChainLink, chain_links
 from memoir.index.recall_gates import INJECTED
 
 TEMPLATE = "report.html.j2"
@@ -89,17 +90,6 @@ class SourceLink:
     @property
     def label(self) -> str:
         return f"{self.path}:{self.lines[0]}-{self.lines[1]}"
-
-
-@dataclass(frozen=True)
-class ChainLink:
-    """One card in a supersession chain, oldest first; `known` is False for an id with no file."""
-
-    id: str
-    title: str
-    status: str
-    here: bool
-    known: bool
 
 
 @dataclass(frozen=True)
@@ -234,39 +224,10 @@ def bar_chart(title: str, rows: Sequence[tuple[str, Mapping[str, int]]], series:
                  "" if biggest else empty)
 
 
-def supersession_chain(card: Card, by_id: Mapping[str, Card]) -> tuple[ChainLink, ...]:
-    """Every card this one replaced (transitively) and every card that replaced it, oldest first.
-
-    Hand edits can make a loop or point at a deleted file; each id is visited once, and a missing
-    one stays in the chain as unknown so the break shows.
-    """
-    older: list[str] = []
-    seen = {card.id}
-    todo = list(card.supersedes)
-    while todo:
-        cid = todo.pop(0)
-        if cid in seen:
-            continue
-        seen.add(cid)
-        older.append(cid)
-        if cid in by_id:
-            todo.extend(by_id[cid].supersedes)
-    newer: list[str] = []
-    nxt = card.superseded_by
-    while nxt and nxt not in seen:
-        seen.add(nxt)
-        newer.append(nxt)
-        nxt = by_id[nxt].superseded_by if nxt in by_id else ""
-    if not older and not newer:
-        return ()
-
-    def when(cid: str) -> str:
-        return by_id[cid].created if cid in by_id else ""
-
-    ids = sorted(older, key=lambda c: (when(c), c)) + [card.id] + newer
-    return tuple(ChainLink(cid, display_title(by_id[cid]) if cid in by_id else "(no card file)",
-                           by_id[cid].status if cid in by_id else "missing", cid == card.id, cid in by_id)
-                 for cid in ids)
+def chain_of(card: Card, by_id: Mapping[str, Card]) -> tuple[ChainLink, ...]:
+    """The card's supersession chain (`chain_links`); () when it neither supersedes nor is superseded."""
+    links = chain_links(card, by_id)
+    return links if len(links) > 1 else ()
 
 
 def card_view(card: Card, path: Path, by_id: Mapping[str, Card]) -> CardView:
@@ -276,7 +237,7 @@ def card_view(card: Card, path: Path, by_id: Mapping[str, Card]) -> CardView:
         workspace=card.workspace, created=card.created, updated=card.updated,
         error_signature=card.error_signature, gate=card.gate, path=str(path), url=file_url(str(path)),
         sections=tuple((SECTION_TITLES[name], card.section(name)) for name in SECTIONS),
-        sources=sources, chain=supersession_chain(card, by_id),
+        sources=sources, chain=chain_of(card, by_id),
     )
 
 

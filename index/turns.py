@@ -25,8 +25,8 @@ import numpy as np
 from memoir.cards.collect import CollectResult, collect_file
 from memoir.cards.sanitize.fields import sanitize_turn
 from memoir.cards.store import CardFileError, CardStore
+from memoir.index.files import TURNS_FILE
 
-TURNS_FILE = "turns.sqlite"
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL);

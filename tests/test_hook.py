@@ -18,13 +18,14 @@ import pytest
 from click.testing import CliRunner
 
 from memoir.flows import hook_client
+from memoir.flows.hook_calls import read_calls
 from memoir.cards.config import load_settings
 from memoir.flows.cli.main import cli
 from memoir.flows.cli.hook_settings import hook_command
-from memoir.flows.recall_service import LOCK_NAME, RecallService, ask, serve, socket_path
+from memoir.flows.recall_service import RecallService, ask, serve, socket_path
 from memoir.flows.status_sections import recall_section
 from memoir.index.embed import default_embedder
-from memoir.index.recall import read_records
+from memoir.index.recall_log import read_records
 from tests.recall_cards import BASE, QUERY, WORKSPACE, index_cards, settings_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,7 +50,7 @@ def starting(home):
     """Hold the service lock as a starting service does: a cold hook then starts no other service."""
     state = Path(home) / "state"
     state.mkdir(parents=True, exist_ok=True)
-    fd = os.open(state / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(state / hook_client.LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(fd, fcntl.LOCK_EX)
     yield state
     os.close(fd)
@@ -74,7 +75,7 @@ def context_of(out) -> tuple[str, str]:
 
 
 def calls(home) -> list[dict]:
-    return hook_client.read_calls(str(Path(home) / "state"))
+    return read_calls(str(Path(home) / "state"))
 
 
 def test_the_installed_command_runs_the_hook_client_isolated_by_absolute_path():
@@ -204,7 +205,7 @@ def test_a_cold_hook_starts_the_service_and_later_prompts_are_answered_semantica
     first = run_hook(home, prompt_event())
     assert first.returncode == 0 and first.stdout == ""
     assert calls(home)[-1]["outcome"] == "cold_start" and "started the recall service" in calls(home)[-1]["detail"]
-    pid = int((state / LOCK_NAME).read_text())  # written by the hook that started it, at once
+    pid = int((state / hook_client.LOCK_NAME).read_text())  # written by the hook that started it, at once
     try:
         while ask(state, {"op": "ping"}, 1.0) is None:  # a service that never warms meets pytest's timeout
             assert Path(f"/proc/{pid}").exists(), (state / hook_client.SERVICE_LOG).read_text()  # it died
@@ -296,7 +297,7 @@ def test_an_errors_text_is_sanitized_before_it_reaches_hook_jsonl(tmp_path):
     hook_client.record_call(state, "UserPromptSubmit", "error", 3.0,
                             "OSError: [Errno 13] Permission denied: '/home/jane.doe@corp.com/.local/share/memoir/x'")
     hook_client.record_call(state, "UserPromptSubmit", "cold_start", 3.0, "the recall service is still loading the model")
-    calls = hook_client.read_calls(state)
+    calls = read_calls(state)
     assert "jane.doe@corp.com" not in (tmp_path / "state" / hook_client.HOOK_LOG).read_text()
     assert calls[0]["detail"].startswith("OSError: [Errno 13] Permission denied: '/home/")
     assert calls[1]["detail"] == "the recall service is still loading the model"

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from memoir.cards.store import content_hash, render_card
-from memoir.index.db import INDEX_FILE, SHARDS, open_index
+from memoir.index.db import SHARDS, open_index
+from memoir.index.files import INDEX_FILE
 from memoir.index.embed import default_embedder
 from memoir.index.errors import ModelMismatch
 from tests.index_fixtures import QUERIES, make_card

@@ -16,7 +16,8 @@ from memoir.cards.store import CardStore
 from memoir.flows.cli.app import CHECK_EXIT
 from memoir.flows.cli.main import cli
 from memoir.index.check import CORRUPT, HEALTHY, STALE, check_index
-from memoir.index.db import INDEX_FILE, open_index
+from memoir.index.db import open_index
+from memoir.index.files import INDEX_FILE
 from memoir.index.embed import default_embedder
 from memoir.index.errors import IndexBusy
 from memoir.index.pending import PendingIndex

@@ -15,10 +15,9 @@ from click.testing import CliRunner
 from memoir.flows.cli.main import cli
 from memoir.index.embed import default_embedder
 from memoir.index.recall_gates import OVER_LIMIT
-from memoir.index.recall import (
-    SESSION_TTL_S, Recaller, injected_in_session, log_path, read_records, remember_injected, prune_sessions,
-    wait_for_workers,
-)
+from memoir.index.recall import Recaller, wait_for_workers
+from memoir.index.recall_log import append_record, log_path, read_records
+from memoir.index.recall_session import SESSION_TTL_S, injected_in_session, prune_sessions, remember_injected
 from tests.recall_cards import BASE, NOW, QUERY, WORKSPACE, entry, fake_aws_key, index_cards, settings_for, variant
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -218,8 +217,6 @@ def test_a_long_lived_recaller_sees_a_hand_edit_of_a_card_it_has_parsed(settings
 
 def test_the_recall_log_holds_no_secret_whatever_the_record_held(tmp_path):
     """The debug log sanitizes every string of a record, not only the query recall sanitized first."""
-    from memoir.index.recall import append_record, log_path
-
     append_record(tmp_path, {"query": "why", "workspace": "/mnt/10.42.7.19/app",
                              "candidates": [{"title": "password: Xy9zHunter2k", "score": 0.5}]})
     data = log_path(tmp_path).read_text()

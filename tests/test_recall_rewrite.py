@@ -9,7 +9,7 @@ from memoir.index.recall_gates import (
     Candidate, GatePolicy, RecallQuery, assignments, contradiction, directions, judge, polarities,
     project_bound, workspaces_near,
 )
-from memoir.index.recall import fuse, lexical_coverage, query_terms
+from memoir.index.candidates import fuse, lexical_coverage, query_terms
 from memoir.index.rewrite import query_task_type, rewrite_query
 
 

@@ -34,8 +34,8 @@ from memoir.index.report import (
     hook_event,
     plan_report,
     recall_event,
+    chain_of,
     render_report,
-    supersession_chain,
 )
 from tests.user_cards import EXAMPLES, FEEDCLI_LOG, card
 
@@ -63,16 +63,16 @@ def test_supersession_chain_runs_oldest_to_newest_and_survives_loops_and_missing
                status="superseded")
     new = card(3, created="2026-10-09", supersedes=("c-0000000000000002", "c-00000000000000ff"))
     by_id = {c.id: c for c in (old, mid, new)}
-    chain = supersession_chain(mid, by_id)
+    chain = chain_of(mid, by_id)
     assert [link.id for link in chain] == [old.id, mid.id, new.id]
     assert [link.here for link in chain] == [False, True, False]
-    # From the newest card: a deleted predecessor stays in the chain, marked unknown.
-    ids = [(link.id, link.known) for link in supersession_chain(new, by_id)]
-    assert ("c-00000000000000ff", False) in ids and ids[-1] == (new.id, True)
+    # From the newest card: a deleted predecessor stays in the chain, marked unknown, after the cards.
+    ids = [(link.id, link.known) for link in chain_of(new, by_id)]
+    assert ids == [(old.id, True), (mid.id, True), (new.id, True), ("c-00000000000000ff", False)]
     looped = {old.id: old.with_(supersedes=(new.id,)), mid.id: mid, new.id: new}
-    ids = [link.id for link in supersession_chain(mid, looped)]
+    ids = [link.id for link in chain_of(mid, looped)]
     assert sorted(ids) == sorted({old.id, mid.id, new.id, "c-00000000000000ff"})  # each once, and it ends
-    assert supersession_chain(card(9), {}) == ()
+    assert chain_of(card(9), {}) == ()
 
 
 def test_log_lines_become_events_by_utc_day_with_the_gates_that_rejected():

@@ -17,22 +17,19 @@ from memoir.flows.cli.main import cli
 from memoir.flows.pipeline import run_pipeline
 from memoir.index.db import open_index
 from memoir.index.embed import default_embedder
+from memoir.index.chain_links import newest_in_chain
 from memoir.index.search import (
     SEARCH_FLOOR,
-    SearchHit,
-    TurnHit,
     TurnMatch,
-    above_floor,
-    hit_strength,
     add_turn_ranks,
     merge_turns,
     nearest_turns,
-    newest_in_chain,
     plan_hits,
     search_cards,
     search_turns,
     state_of,
 )
+from memoir.index.search_results import SearchHit, TurnHit, above_floor, hit_strength
 from memoir.index.sync import sync_index
 from memoir.index.turns import Span, TurnIndex, TurnRow, plan_card_changes, plan_file_changes
 from tests.user_cards import EXAMPLES, build_home, card, store_of
@@ -97,9 +94,9 @@ def test_states_and_the_newest_card_of_a_chain():
                                                 "active", "active"]
     assert state_of(card(9, status="forgotten")) is None
     assert state_of(card(9, superseded_by=NEW)) == "superseded"  # a half-applied supersession still counts
-    assert newest_in_chain(cards[OLD], cards.get) == NEW
+    assert newest_in_chain(cards[OLD], cards) == NEW
     loop = {OLD: cards[OLD].with_(superseded_by=MID), MID: cards[MID].with_(superseded_by=OLD)}
-    assert newest_in_chain(loop[OLD], loop.get) in (OLD, MID)  # a hand-made loop ends, it does not hang
+    assert newest_in_chain(loop[OLD], loop) in (OLD, MID)  # a hand-made loop ends, it does not hang
 
 
 def test_plan_hits_hides_superseded_unless_asked_and_drops_missing_files():

@@ -18,7 +18,8 @@ from memoir.flows.cli.main import cli
 from memoir.flows.mcp_server import build_server
 from memoir.flows.pipeline import run_pipeline
 from memoir.index.db import open_index
-from memoir.index.search import SearchHit, TurnHit, screen_hit, screen_turn, search_cards, search_turns
+from memoir.index.search import search_cards, search_turns
+from memoir.index.search_results import SearchHit, TurnHit, screen_hit, screen_turn
 from memoir.index.sync import sync_index
 from tests.user_cards import card, store_of
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from memoir.flows import hook_client
+from memoir.flows.hook_calls import read_calls
 from memoir.cards.config import load_settings
 from memoir.flows.cli.hook_settings import hook_command
 from memoir.flows.recall_service import RecallService, bind_socket
@@ -172,7 +173,7 @@ def test_the_hook_refuses_a_squatted_temp_folder_injects_nothing_and_says_why(tm
     home = tmp_path / ("h" * 110)
     out = run_hook(home, {"TMPDIR": str(tmp), "XDG_RUNTIME_DIR": ""})
     assert out.returncode == 0 and out.stdout == "", out.stderr
-    last = hook_client.read_calls(str(home / "state"))[-1]
+    last = read_calls(str(home / "state"))[-1]
     assert last["outcome"] == "error" and "refused" in last["detail"] and "belongs to uid 65534" in last["detail"]
     assert not (home / "state" / hook_client.LOCK_NAME).exists()  # and no service was started into it
 
@@ -193,11 +194,11 @@ def test_an_answer_from_a_socket_served_by_another_user_is_refused_before_the_pr
     finally:
         stop(squatter)
     assert out.returncode == 0 and out.stdout == "", out.stdout  # nothing injected
-    last = hook_client.read_calls(str(state))[-1]
+    last = read_calls(str(state))[-1]
     assert last["outcome"] == "error" and "runs as uid 65534" in last["detail"], last
     # The hook and the ask did connect (the squatter accepted twice), and sent nothing: no prompt, no op.
     assert got == ["request ", "request "]
-    assert "SQUATTED" not in json.dumps(hook_client.read_calls(str(state)))
+    assert "SQUATTED" not in json.dumps(read_calls(str(state)))
 
 
 def test_the_service_refuses_a_request_from_another_user(tmp_path):

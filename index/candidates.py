@@ -1,0 +1,110 @@
+"""Recall's candidates: the vector and lexical matches of a query, fused by rank.
+
+The lexical-only index here answers when no model is warm; it reads FTS5 through plain apsw and
+imports neither numpy nor torch nor sqlite-vec, so a hook process can afford it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from memoir.index.apsw_errors import apsw, translate
+from memoir.index.plan import choose_fts_terms, fts_match_expression, fts_terms, quote_terms, term_tokens
+
+KNN_K = 8  # nearest cards by vector; more only adds candidates the similarity gate rejects
+FTS_K = 8  # best lexical matches
+RRF_K = 60  # reciprocal-rank fusion constant (Cormack et al.): damps the weight of rank 1
+MAX_QUERY_INPUT = 50_000  # chars of prompt sanitized at most; a pasted log beyond this adds nothing
+LEXICAL_MIN_TERMS = 2  # a card must contain at least this many query terms, so a single shared word never suffices
+READ_BUSY_MS = 50  # a reader never waits long on a lock: the deadline is 300 ms in all
+
+
+def fuse(knn: list[tuple[str, float]], fts: list[tuple[str, float]]) -> dict[str, dict]:
+    """Reciprocal-rank fusion: order by rank in each list, never by adding cosine to bm25."""
+    out: dict[str, dict] = {}
+    for rank, (card_id, score) in enumerate(knn, 1):
+        out.setdefault(card_id, {"rrf": 0.0})
+        out[card_id].update(knn_rank=rank, cosine=score)
+        out[card_id]["rrf"] += 1.0 / (RRF_K + rank)
+    for rank, (card_id, score) in enumerate(fts, 1):
+        out.setdefault(card_id, {"rrf": 0.0})
+        out[card_id].update(fts_rank=rank, bm25=score)
+        out[card_id]["rrf"] += 1.0 / (RRF_K + rank)
+    return out
+
+
+_WORDS = re.compile(r"\w+")
+_QUOTED = re.compile(r'"((?:[^"]|"")*)"')
+
+
+def query_terms(text: str) -> list[str]:
+    """The word tokens the FTS path searches for (its stopwords dropped), lowercased and unique."""
+    terms: list[str] = []
+    for quoted in _QUOTED.findall(fts_match_expression(text) or ""):
+        for word in _WORDS.findall(quoted.replace('""', '"').lower()):
+            if word not in terms:
+                terms.append(word)
+    return terms
+
+
+def lexical_coverage(terms: list[str], card_text: str) -> float:
+    """Share of query terms found in the card's retrieval text; 0 below `LEXICAL_MIN_TERMS` hits."""
+    if not terms:
+        return 0.0
+    words = set(_WORDS.findall(card_text.lower()))
+    hits = sum(1 for t in terms if t in words)
+    return hits / len(terms) if hits >= LEXICAL_MIN_TERMS else 0.0
+
+
+# --- the lexical-only index (no numpy, no torch, no sqlite-vec) ------------------------------------
+
+
+class LexicalIndex:
+    """FTS5 over the index file through plain apsw: the answer when no model is warm.
+
+    Raises the typed failures of `index.errors` when the file cannot be opened."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        try:
+            self.conn = apsw.Connection(str(self.path), flags=apsw.SQLITE_OPEN_READONLY)
+        except apsw.Error as exc:
+            raise translate(exc, self.path) from exc
+        self.conn.set_busy_timeout(READ_BUSY_MS)
+
+    def fts(self, text: str, k: int = FTS_K) -> list[tuple[str, float]]:
+        """`Index.fts` without sqlite-vec: the same rarer-terms selection, the same bm25 ranking."""
+        terms = fts_terms(text)
+        if not terms or k <= 0:
+            return []
+        try:
+            expr = quote_terms(choose_fts_terms([(t, self._doc_count(t)) for t in terms]))
+            if expr is None:
+                return []
+            sql = ("SELECT c.id, -f.rank FROM (SELECT rowid, rank FROM fts_cards WHERE fts_cards MATCH ? "
+                   "ORDER BY rank LIMIT ?) AS f JOIN cards AS c ON c.n = f.rowid ORDER BY f.rank, c.id")
+            return [(i, float(s)) for i, s in self.conn.execute(sql, (expr, k))]
+        except apsw.SQLError:
+            return []  # user text FTS5 still rejects: a lexical miss, never a failed recall
+
+    def _doc_count(self, term: str) -> int:
+        counts = []
+        for token in term_tokens(term):
+            row = self.conn.execute("SELECT doc FROM fts_vocab WHERE term = ?", (token,)).fetchall()
+            counts.append(row[0][0] if row else 0)
+        return min(counts, default=0)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def recent_card_ids(conn, workspace: str, limit: int) -> list[str]:
+    """Newest active or incomplete cards of this workspace, one inside it, or one it lies inside."""
+    ws = workspace.rstrip("/") or "/"
+    like = ws.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"
+    sql = ("SELECT id FROM cards WHERE status IN ('active', 'incomplete') AND (workspace = ? "
+           "OR workspace LIKE ? ESCAPE '\\' "
+           "OR (workspace != '' AND substr(?, 1, length(workspace) + 1) = workspace || '/')) "
+           "ORDER BY updated DESC, id LIMIT ?")
+    return [i for (i,) in conn.execute(sql, (ws, like, ws, limit))]
