@@ -123,7 +123,7 @@ def _experience_spans(logs: Path, settings) -> dict[str, list[tuple[int, int, st
     from memoir.cards.collect import collect
     from memoir.cards.segment import SegmentRules, segment_with_skips
     from datetime import timedelta
-    from memoir.flows.pipeline import is_subagent
+    from memoir.flows.ingest import is_subagent
 
     collected = collect([logs], ledger=None)
     spans: dict[str, list[tuple[int, int, str]]] = defaultdict(list)

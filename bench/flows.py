@@ -1,9 +1,9 @@
-"""Prefect overhead: the `nightly` flow against the same stage functions called directly.
+"""Prefect overhead: the `nightly` flow against the same steps run directly.
 
     python -m bench.flows [--mb 50] [--keep DIR]
 
 Generates a fixed Claude Code-shaped corpus (~50 MB by default), then times, each into a fresh
-memoir home: the direct calls (`flows.steps.nightly_direct`), the flow on a cold ephemeral API
+memoir home: the direct run (`flows.pipeline.run_pipeline`, the same `STEPS`), the flow on a cold ephemeral API
 (starts the temporary server, migrates its database) and the flow again with the API warm.
 Prints the figures and the ratios; asserts nothing about wall time (goal: overhead under 15%).
 """
@@ -35,7 +35,7 @@ def main() -> None:
     configure_prefect(work / "prefect-owner")  # one PREFECT_HOME for the bench, fresh database
 
     from memoir.flows.nightly import nightly
-    from memoir.flows.steps import nightly_direct
+    from memoir.flows.pipeline import run_pipeline
 
     def timed(label: str, fn) -> tuple[float, dict]:
         t = time.perf_counter()
@@ -47,7 +47,7 @@ def main() -> None:
         return s, d
 
     print(f"corpus: {size / 1e6:.1f} MB in {len(list(logs.rglob('*.jsonl')))} files ({logs})")
-    direct_s, direct = timed("direct stage calls", lambda: nightly_direct(load_settings(home=work / "h-direct"), [str(logs)]))
+    direct_s, direct = timed("direct steps", lambda: run_pipeline(load_settings(home=work / "h-direct"), [logs]))
     cold_s, cold = timed("nightly flow (cold API)", lambda: nightly(home=str(work / "h-cold"), logs=[str(logs)]))
     warm_s, warm = timed("nightly flow (warm API)", lambda: nightly(home=str(work / "h-warm"), logs=[str(logs)]))
     assert direct["cards"] == cold["cards"] == warm["cards"], "the flow wrote different cards"

@@ -18,15 +18,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from memoir.flows.errors import FlowError
+
 LOCK_FILE = "run.lock"
 POLL_S = 0.1  # how often a waiting run retries the lock
 
 
-class RunBusy(Exception):
+class RunBusy(FlowError):
     """Another memoir run holds this home's lock; the message says who and what to do."""
 
 
-class StepTimeout(Exception):
+class StepTimeout(FlowError):
     """A step of a run went past its deadline (settings.step_timeout_s)."""
 
 

@@ -14,12 +14,18 @@ Stdout belongs to the protocol: nothing else may print there.
 from __future__ import annotations
 
 import threading
+from importlib import metadata
 from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 
 from memoir.cards.config import Settings
+from memoir.index.containers import immediate_context, session_brief
+from memoir.index.embed import Embedder, default_embedder
+from memoir.index.recall import Recaller, brief_cards
+from memoir.index.search import SearchUnavailable, search_cards, search_turns
+from memoir.index.search_results import render_result
 
 SERVER_NAME = "memoir"
 # The agent asked on purpose, so recall may wait for a model that is still warming up; the hook
@@ -37,26 +43,14 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempot
 
 
 def _version() -> str:
-    from importlib import metadata
-
     try:
         return metadata.version("memoir")
     except metadata.PackageNotFoundError:
         return "0"
 
 
-def build_server(settings: Settings, embedder=None) -> MCPServer:
+def build_server(settings: Settings, embedder: Embedder | None = None) -> MCPServer:
     """The server with its three tools; `embedder` None means the shared process model."""
-    from memoir.index.containers import immediate_context, session_brief
-    from memoir.index.embed import default_embedder
-    from memoir.index.recall import Recaller, brief_cards
-    from memoir.index.search import (
-        SearchUnavailable,
-        render_result,
-        search_cards,
-        search_turns,
-    )
-
     embedder = embedder or default_embedder()
     recaller = Recaller(settings, embedder)
     server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=_version())
@@ -119,10 +113,8 @@ def build_server(settings: Settings, embedder=None) -> MCPServer:
     return server
 
 
-def serve(settings: Settings, embedder=None) -> None:
+def serve(settings: Settings, embedder: Embedder | None = None) -> None:
     """Run over stdio until the client closes the stream; the model warms up in the background."""
-    from memoir.index.embed import default_embedder
-
     embedder = embedder or default_embedder()
     # Loading the model takes seconds; the client's handshake should not wait for it.
     threading.Thread(target=lambda: embedder.encode_one("warm up"), name="memoir-warm", daemon=True).start()

@@ -1,132 +1,54 @@
 """The three Prefect flows memoir is operated with: `nightly`, `replay_backlog`, `rebuild_index`.
 
 Import this module only after `flows.prefect_env.configure_prefect(home)`: Prefect reads its
-settings at import. Each task is a thin call to one stage function (flows/steps.py,
-flows/replay.py); the flow bodies only orchestrate. Tasks pass values in memory, so nothing
+settings at import. Each flow takes the memoir home and resolves the settings in its body, so a
+served flow run reads the config file and `MEMOIR_*` as they are when it runs. `nightly` runs
+`flows.pipeline.STEPS`, one task each, in their order; `rebuild_index` is `index.rebuild`'s plan,
+chunks and install, with the chunks embedded in parallel. Tasks pass values in memory, so nothing
 is cached or persisted (a card batch is not worth hashing or writing twice).
 """
 
 from __future__ import annotations
 
-import secrets
 import time
-from pathlib import Path
+from collections import deque
 
-from prefect import flow, task
+from prefect import Task, flow, task
 from prefect.cache_policies import NO_CACHE
+from prefect.futures import PrefectFuture
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
-from memoir.cards.collect import CollectResult
 from memoir.cards.config import Settings, load_settings
-from memoir.cards.values import Card
-from memoir.flows import replay, steps
+from memoir.cards.store import CardStore
+from memoir.flows import replay
+from memoir.flows.errors import FlowError
+from memoir.flows.ingest import RunSummary
 from memoir.flows.lock import run_lock
-from memoir.flows.pipeline import RunSummary
+from memoir.flows.pipeline import STEPS, Run, open_run
+from memoir.flows.prefect_env import taken_over
+from memoir.index import rebuild
+from memoir.index.embed import default_embedder
+from memoir.index.pending import PendingIndex
 
 # Big values (collected turns, cards, summaries) pass between tasks as `quote(...)`: Prefect would
-# otherwise walk every element looking for futures, which costs more than the stage itself.
-STEP_TIMEOUT_S = Settings().step_timeout_s  # per-task ceiling; `memoir` passes the configured one
-TASK = dict(cache_policy=NO_CACHE, persist_result=False, timeout_seconds=STEP_TIMEOUT_S)
+# otherwise walk every element looking for futures, which costs more than the step itself.
+TASK = dict(cache_policy=NO_CACHE, persist_result=False)
 
 
-def _timed(t, settings: Settings):
-    """The task with the configured step timeout."""
+class UnknownRunner(FlowError):
+    """A task runner name memoir does not know."""
+
+
+def _timed(t: Task, settings: Settings) -> Task:
+    """The task with the configured step timeout (settings resolved in the flow body)."""
     return t.with_options(timeout_seconds=settings.step_timeout_s)
 
 
-@task(**TASK)
-def resolve_settings(home: str | None) -> Settings:
-    """Settings for the memoir home (TOML + MEMOIR_* env + defaults)."""
-    return load_settings(home=home)
+# --- nightly: the run's steps, one task each ------------------------------------------------------
 
-
-@task(**TASK)
-def start_run(settings: Settings, with_index: bool) -> steps.Run:
-    """Open the store, queue and index stage; clean a killed run's leftovers."""
-    return steps.start_run(settings, with_index)
-
-
-LOCAL_LOGS = "memoir-local-logs:"
-_handed: dict[str, list[str]] = {}
-
-
-def hand_over(logs: list[str]) -> list[str]:
-    """`--logs` paths as a token a flow parameter may carry. Prefect keeps every flow run's parameters
-    in its database under the memoir home, and a path can hold an e-mail address or a private
-    address (`/mnt/10.42.7.19/...`); the token only means something inside this process."""
-    if not logs:
-        return []
-    token = LOCAL_LOGS + secrets.token_hex(8)
-    _handed[token] = [str(p) for p in logs]
-    return [token]
-
-
-def taken_over(logs: list[str]) -> list[str]:
-    """The paths behind `hand_over`'s tokens; other entries (a deployment's own parameter) as they are."""
-    out = []
-    for entry in logs:
-        if entry.startswith(LOCAL_LOGS):
-            if entry not in _handed:
-                raise ValueError("these --logs were given to another process; pass them again")
-            out.extend(_handed[entry])
-        else:
-            out.append(entry)
-    return out
-
-
-@task(**TASK)
-def log_paths(run: steps.Run, logs: list[str]) -> list[Path]:
-    """The logs to read."""
-    return steps.log_paths(run, taken_over(logs))
-
-
-@task(**TASK)
-def check_index(run: steps.Run) -> None:
-    """Check the index; rebuild it when corrupt."""
-    steps.check_index(run)
-
-
-@task(**TASK)
-def collect(run: steps.Run, paths: list[Path], host: str) -> CollectResult:
-    """Read the appended part of each log."""
-    return steps.collect_step(run, paths, host)
-
-
-@task(**TASK)
-def transform(run: steps.Run, collected: CollectResult) -> list:
-    """Sanitize, segment and draft cards."""
-    return steps.transform_step(run, collected)
-
-
-@task(**TASK)
-def distill(run: steps.Run, drafted: list) -> list[Card]:
-    """Rules, model stage, quality gates."""
-    return steps.distill_step(run, drafted)
-
-
-@task(**TASK)
-def store(run: steps.Run, cards: list[Card]) -> list[str]:
-    """Write card files; refused writes go to the overflow queue."""
-    return steps.store_step(run, cards)
-
-
-@task(**TASK)
-def update_index(run: steps.Run, changed: list[str]) -> None:
-    """Index changed cards or queue their ids."""
-    steps.index_step(run, changed)
-
-
-@task(**TASK)
-def commit_ledger(run: steps.Run, collected: CollectResult) -> int:
-    """Advance the read ledger after the cards are safe."""
-    return steps.commit_step(run, collected)
-
-
-@task(**TASK)
-def record(run: steps.Run) -> RunSummary:
-    """Append the run to the run history."""
-    return steps.record_step(run)
+start = task(open_run, name="start", **TASK)
+STEP_TASKS: tuple[Task, ...] = tuple(task(s.fn, name=s.name, **TASK) for s in STEPS)
 
 
 @flow(name="nightly", persist_result=False, log_prints=False)
@@ -134,23 +56,16 @@ def nightly(home: str | None = None, logs: list[str] | None = None, host: str = 
             lock_wait_s: float = 0.0, with_index: bool = True) -> RunSummary:
     """Collect new log lines, cut them into experiences, distill, write cards, update the index."""
     started = time.monotonic()
-    settings = resolve_settings(home)
+    settings = load_settings(home=home)
     with run_lock(settings.state_dir, lock_wait_s, what="nightly flow"):
-        run = _timed(start_run, settings)(settings, with_index)
-        paths = _timed(log_paths, settings)(quote(run), logs or [])
-        _timed(check_index, settings)(quote(run))
-        # Extract
-        collected = _timed(collect, settings)(quote(run), paths, host)
-        # Transform
-        drafted = _timed(transform, settings)(quote(run), quote(collected))
-        cards = _timed(distill, settings)(quote(run), quote(drafted))
-        # Load
-        changed = _timed(store, settings)(quote(run), quote(cards))
-        _timed(update_index, settings)(quote(run), changed)
-        _timed(commit_ledger, settings)(quote(run), quote(collected))
-        summary = _timed(record, settings)(quote(run))
-    summary.elapsed_s = time.monotonic() - started
-    return summary
+        run: Run = _timed(start, settings)(settings, taken_over(logs or []), host, with_index)
+        for step_task in STEP_TASKS:
+            _timed(step_task, settings)(quote(run))
+    run.summary.elapsed_s = time.monotonic() - started
+    return run.summary
+
+
+# --- replay-backlog -------------------------------------------------------------------------------
 
 
 @task(**TASK)
@@ -176,7 +91,7 @@ def finish_replay(settings: Settings, outcomes: list[replay.Applied], reclaimed:
 def replay_backlog(home: str | None = None, batch_size: int | None = None,
                    reclaim_after_s: float | None = None, lock_wait_s: float = 0.0) -> replay.ReplayReport:
     """Apply every pending overflow item (card writes, distillation batches, index updates) once."""
-    settings = resolve_settings(home)
+    settings = load_settings(home=home)
     started = time.monotonic()
     with run_lock(settings.state_dir, lock_wait_s, what="replay flow"):
         # Extract
@@ -189,36 +104,48 @@ def replay_backlog(home: str | None = None, batch_size: int | None = None,
         return _timed(finish_replay, settings)(settings, quote(outcomes), reclaimed, started)
 
 
-@task(**TASK)
-def plan_rebuild(settings: Settings) -> list[list[str]]:
-    """Card ids in chunks, at least one per worker."""
-    return steps.plan_rebuild(settings)
+# --- rebuild-index: index.rebuild's plan, chunks and install -------------------------------------
 
 
 @task(**TASK)
-def embed_chunk(settings: Settings, ids: list[str]) -> steps.EmbeddedChunk:
-    """Read and embed one chunk of card files."""
-    return steps.embed_chunk(settings, ids)
+def plan_rebuild(settings: Settings) -> rebuild.RebuildPlan:
+    """Card ids in fixed chunks, and the pending ids the rebuild covers."""
+    return rebuild.plan_rebuild(CardStore(settings.cards_dir, settings.state_dir), PendingIndex(settings.state_dir))
 
 
 @task(**TASK)
-def write_index(settings: Settings, chunks: list[steps.EmbeddedChunk]) -> dict:
-    """Write a new index file, verify it, swap it in."""
-    return steps.write_rebuilt_index(settings, chunks)
+def embed_chunk(settings: Settings, ids: list[str]) -> rebuild.EmbeddedChunk:
+    """Read and embed one chunk of card files (on any worker that sees the card folder)."""
+    return rebuild.embed_chunk(CardStore(settings.cards_dir, settings.state_dir), ids, default_embedder())
 
 
-@flow(name="rebuild-index", persist_result=False,
-      task_runner=ThreadPoolTaskRunner(max_workers=Settings().rebuild_concurrency))
+@task(**TASK)
+def install_index(settings: Settings, plan: rebuild.RebuildPlan, chunks: list[rebuild.EmbeddedChunk],
+                  workers: int) -> dict:
+    """Write a new index file, verify it, swap it in, verify it again (or put the old one back)."""
+    report = rebuild.install_index(settings.index_dir, default_embedder(), plan, chunks,
+                                   pending=PendingIndex(settings.state_dir), concurrency=workers)
+    return report.to_dict()
+
+
+@flow(name="rebuild-index", persist_result=False)
 def rebuild_index(home: str | None = None, lock_wait_s: float = 0.0) -> dict:
-    """Rebuild the index from card files alone, embedding chunks in parallel, then swap it in."""
-    settings = resolve_settings(home)
+    """Rebuild the index from card files alone, `rebuild_concurrency` chunks embedded at once, then swap it in."""
+    settings = load_settings(home=home)
+    workers = max(1, settings.rebuild_concurrency)
     with run_lock(settings.state_dir, lock_wait_s, what="rebuild flow"):
         # Extract
-        chunks = _timed(plan_rebuild, settings)(settings)
-        # Transform
-        futures = [_timed(embed_chunk, settings).submit(settings, ids) for ids in chunks]
+        plan = _timed(plan_rebuild, settings)(settings)
+        # Transform: at most `workers` chunks in flight, results kept in the plan's order
+        chunks: list[rebuild.EmbeddedChunk] = []
+        in_flight: deque[PrefectFuture] = deque()
+        for ids in plan.chunks:
+            if len(in_flight) >= workers:
+                chunks.append(in_flight.popleft().result())
+            in_flight.append(_timed(embed_chunk, settings).submit(settings, ids))
+        chunks.extend(f.result() for f in in_flight)
         # Load
-        return _timed(write_index, settings)(settings, quote([f.result() for f in futures]))
+        return _timed(install_index, settings)(settings, quote(plan), quote(chunks), workers)
 
 
 FLOWS = {"nightly": nightly, "replay-backlog": replay_backlog, "rebuild-index": rebuild_index}
@@ -229,11 +156,11 @@ def task_runner(spec: str, settings: Settings):
     if spec in ("", "thread"):
         return ThreadPoolTaskRunner(max_workers=settings.rebuild_concurrency)
     if spec == "dask" or spec.startswith("dask:"):
-        from prefect_dask import DaskTaskRunner
+        from prefect_dask import DaskTaskRunner  # deferred: start-up
 
         address = spec.partition(":")[2]
         if address:
             return DaskTaskRunner(address=address)
         return DaskTaskRunner(cluster_kwargs={"n_workers": settings.rebuild_concurrency, "threads_per_worker": 1,
                                               "processes": True, "dashboard_address": None})
-    raise ValueError(f"unknown runner {spec!r}; use thread, dask or dask:ADDRESS")
+    raise UnknownRunner(f"unknown runner {spec!r}; use thread, dask or dask:ADDRESS")

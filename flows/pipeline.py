@@ -1,183 +1,222 @@
-"""The run's stage functions (collect, sanitize + segment + draft, store) and `run_pipeline`.
+"""One run of memoir: its steps, in the one order both `memoir run` and the Prefect `nightly` flow use.
 
-The order of a run lives in `flows/steps.py` (index check → collect → transform → distill →
-store → index → ledger → record), which both `memoir run` and the Prefect `nightly` flow call;
-the distill and index stages are in `flows/stages.py`. Nothing here knows about Prefect.
+index check → collect → transform → distill → store → index → commit → record. Each step is a
+function of the `Run` alone: it reads what the steps before it left on the run and leaves its
+own result there. `run_pipeline` calls `STEPS` in order; `flows/nightly.py` wraps each of the
+same `STEPS` as a task. The work inside the steps is in `flows/ingest.py`, `flows/distill_step.py`
+and `flows/index_step.py`. Nothing here knows about Prefect.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 
-from memoir.cards.collect import CollectResult, collect_file, iter_candidates
+from memoir.cards.collect import CollectResult
 from memoir.cards.config import Settings
-from memoir.cards.draft import draft_card
-from memoir.cards.hosts import aider, default_roots, reader_for
+from memoir.cards.distill.rules import RulesPlan
 from memoir.cards.ledger import Ledger
-from memoir.cards.values import Card, Experience, Turn
-from memoir.cards.sanitize.fields import sanitize_turn
-from memoir.cards.segment import SegmentRules, segment_with_skips
-from memoir.cards.store import CardStore, remove_temp_files, render_card
-from memoir.flows.lock import run_lock
+from memoir.cards.status import count_cards, record_run
+from memoir.cards.store import CardStore
+from memoir.cards.values import Card, Experience
+from memoir.flows.distill_step import Neighbourhood, distill_cards
+from memoir.flows.index_step import IndexStep
+from memoir.flows.ingest import (
+    RunSummary,
+    clean_leftovers,
+    collect_logs,
+    default_log_paths,
+    plan_experiences,
+    store_cards,
+    write_cause,
+)
+from memoir.flows.lock import run_lock, step_deadline
+from memoir.flows.model_runs import record_model_run
+from memoir.flows.progress import Progress, announced, stage
 from memoir.flows.queue import OverflowQueue
-
-Progress = Callable[..., None]  # (stage, done, total, detail=""); flows/progress.py draws it
+from memoir.flows.replay import queue_distill_batch
+from memoir.index.embed import default_embedder
 
 
 @dataclass
-class RunSummary:
-    """What one run did, for the closing summary (`--json` prints exactly this)."""
+class Run:
+    """What the steps of one run share: where it reads and writes, and what each step left for the next."""
 
-    files_seen: int = 0
-    files_read: int = 0
-    bytes_read: int = 0
-    turns: int = 0
-    sessions: int = 0
-    experiences: int = 0
-    cards: Counter = field(default_factory=Counter)
-    skipped: Counter = field(default_factory=Counter)
-    redacted: Counter = field(default_factory=Counter)
-    rules: Counter = field(default_factory=Counter)
-    distill: Counter = field(default_factory=Counter)
-    alerts: list[str] = field(default_factory=list)
-    hand_edited: list[str] = field(default_factory=list)
-    queued: Counter = field(default_factory=Counter)
-    model: str = "off: rule stage only (no model endpoint configured)"
-    index: dict = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    elapsed_s: float = 0.0
-
-    def to_dict(self) -> dict:
-        return {
-            "files_seen": self.files_seen,
-            "files_read": self.files_read,
-            "bytes_read": self.bytes_read,
-            "sessions": self.sessions,
-            "turns": self.turns,
-            "experiences": self.experiences,
-            "cards": dict(sorted(self.cards.items())),
-            "skipped": dict(sorted(self.skipped.items())),
-            "redacted": dict(sorted(self.redacted.items())),
-            "rules": dict(sorted(self.rules.items())),
-            "distill": dict(sorted(self.distill.items())),
-            "alerts": self.alerts,
-            "hand_edited": self.hand_edited,
-            "queued": dict(sorted(self.queued.items())),
-            "model": self.model,
-            "index": self.index,
-            "notes": self.notes,
-            "elapsed_s": round(self.elapsed_s, 3),
-        }
+    settings: Settings
+    store: CardStore
+    queue: OverflowQueue
+    paths: list[Path]
+    host: str = "auto"
+    index: IndexStep | None = None  # None with --no-index
+    progress: Progress | None = None
+    summary: RunSummary = field(default_factory=RunSummary)
+    collected: CollectResult = field(default_factory=CollectResult)
+    drafted: list[tuple[Experience, Card]] = field(default_factory=list)
+    cards: list[Card] = field(default_factory=list)  # distilled, to write
+    changed: list[str] = field(default_factory=list)  # ids whose files the store step changed
+    plan: RulesPlan | None = None  # the rules plan, for the run record
+    library: dict[str, Card] = field(default_factory=dict)  # id -> Card as on disk, kept current by `store`
 
 
-def default_log_sources(aider_repos: Iterable[str] = (), user_home: Path | None = None) -> list[tuple[str, Path]]:
-    """(host, path) for every log source a run reads without --logs: host folders, registered Aider histories."""
-    roots = list(default_roots(user_home or Path.home()).items())
-    return roots + [(aider.HOST, Path(aider.history_file(p))) for p in aider_repos]
+def open_run(settings: Settings, logs: list[str], host: str = "auto", with_index: bool = True,
+             progress: Progress | None = None) -> Run:
+    """Open the run's store and queue, remove leftovers of a killed run, find the logs to read.
 
-
-def default_log_paths(user_home: Path | None = None, aider_repos: Iterable[str] = ()) -> list[Path]:
-    """The default log sources that exist on this machine (an Aider repo may not have a history yet)."""
-    return [p for _, p in default_log_sources(aider_repos, user_home) if p.exists()]
-
-
-def sanitize_turns(turns: Iterable[Turn], blob_cap: int, redacted: Counter) -> list[Turn]:
-    """Scrub every stored field of every turn before anything downstream can store it."""
-    return [sanitize_turn(t, blob_cap, redacted) for t in turns]
-
-
-def is_subagent(turns: list[Turn]) -> bool:
-    """A subagent (sidechain) transcript: its report already sits in the parent's Task/Agent result."""
-    return bool(turns) and all(t.is_sidechain for t in turns)
-
-
-def plan_experiences(
-    sessions: dict[tuple[str, str], list[Turn]], settings: Settings, redacted: Counter,
-    skipped: Counter | None = None,
-) -> list[tuple[Experience, Card]]:
-    """Sanitize, segment and draft every collected session. Pure apart from counting.
-
-    A subagent transcript makes no card of its own: it belongs to the parent task whose Task or
-    Agent call started it, and that call's result holds its report. Stretches worth no card
-    (greetings, warm-ups, bare slash commands, interrupted prompts, banners) are counted in
-    `skipped` by reason.
+    Default logs: the host log folders and registered Aider repos on this machine. With
+    `progress`, the embedding model's first load (seconds) is reported as a line of its own.
     """
-    rules = SegmentRules(pause=timedelta(minutes=settings.pause_minutes))
-    skipped = Counter() if skipped is None else skipped
-    drafted: list[tuple[Experience, Card]] = []
-    for key in sorted(sessions):
-        turns = sessions[key]
-        if is_subagent(turns):
-            skipped["subagent_in_parent_task"] += 1
-            continue
-        if any(t.is_sidechain for t in turns):
-            # Older Claude Code logs interleave a Task's subagent turns with the parent's.
-            skipped["subagent_turns_in_parent_task"] += sum(t.is_sidechain for t in turns)
-            turns = [t for t in turns if not t.is_sidechain]
-        try:
-            clean = sanitize_turns(turns, settings.blob_cap, redacted)
-            experiences, reasons = segment_with_skips(clean, rules)
-        except Exception as exc:  # noqa: BLE001 - one session no rule foresaw must not stop the batch
-            skipped[f"session_error_{type(exc).__name__}"] += 1
-            continue
-        skipped.update(f"no_card_{r.reason}" for r in reasons)
-        for exp in experiences:
-            try:
-                drafted.append((exp, draft_card(exp, settings.min_conclusion_chars)))
-            except Exception as exc:  # noqa: BLE001 - likewise for one experience
-                skipped[f"experience_error_{type(exc).__name__}"] += 1
-    return drafted
+    store = CardStore(settings.cards_dir, settings.state_dir)
+    queue = OverflowQueue(settings.queue_dir)
+    clean_leftovers(settings, queue)
+    index = IndexStep(settings, store, embedder=announced(default_embedder(), progress)) if with_index else None
+    paths = [Path(p) for p in logs] or default_log_paths(aider_repos=settings.aider_repos)
+    run = Run(settings, store, queue, paths, host, index, progress)
+    if not paths:
+        run.summary.notes.append("no host log folders found; pass --logs PATH, or `memoir logs add REPO` for Aider")
+    return run
 
 
-def store_cards(store: CardStore, cards: Iterable[Card], summary: RunSummary,
-                queue: OverflowQueue | None = None) -> list[Card]:
-    """Write each card (the user's hand wins); returns the cards whose files now changed.
+# --- the steps, in order ------------------------------------------------------------------------------
 
-    With a `queue`, a card whose write the filesystem refuses (permission, read-only, quota,
-    disk full, sandbox) becomes a `card_write` item and the run goes on; `memoir replay` writes it.
+
+def check_index(run: Run) -> None:
+    """Check the index first; a corrupt one is rebuilt from the card files."""
+    if run.index is not None:
+        run.index.ensure()
+
+
+def collect(run: Run) -> None:
+    """Read what was appended to each log since the ledger's last commit."""
+    summary = run.summary
+    with Ledger.in_state_dir(run.settings.state_dir) as ledger:
+        collected = collect_logs(run.paths, run.host, ledger, run.progress, run.settings.follow_symlinks)
+    summary.files_seen, summary.files_read = collected.files_seen, collected.files_read
+    summary.bytes_read = collected.bytes_read
+    summary.skipped.update(collected.skipped)
+    summary.turns, summary.sessions = collected.turn_count, len(collected.sessions)
+    run.collected = collected
+
+
+def transform(run: Run) -> None:
+    """Sanitize, segment and draft: one (experience, card) per problem loop."""
+    run.drafted = plan_experiences(run.collected.sessions, run.settings, run.summary.redacted, run.summary.skipped)
+    run.summary.experiences = len(run.drafted)
+
+
+def distill(run: Run) -> None:
+    """Rules, model stage and gates; batches the model could not take go to the queue."""
+    summary = run.summary
+    library, unreadable = run.store.load_all()
+    run.library = {c.id: c for c in library}
+    summary.notes.extend(f"unreadable card file: {p}" for p in unreadable)
+    index_open = run.index.open() if run.index else None
+    neighbourhood = Neighbourhood(library, index_open, run.index.embedder if index_open else None)
+    plan, distilled = distill_cards(run.drafted, library, run.settings, neighbourhood, store=run.store)
+    summary.notes.extend(distilled.notes)
+    run.plan = plan
+    summary.rules.update({k: v for k, v in plan.counters.items() if v})
+    summary.model = distilled.model
+    summary.distill.update(distilled.counts)
+    summary.alerts.extend(distilled.alerts)
+    for pairs in distilled.requeue:
+        queue_distill_batch(run.queue, f"run-{pairs[0][1].id}", pairs, reason="model stage timed out or was down")
+        summary.queued["distill_batch"] += 1
+    run.cards = distilled.cards
+
+
+def store(run: Run) -> None:
+    """Write the card files; a refused write goes to the overflow queue.
+
+    Queued writes are not a success: the summary names the cause the filesystem gave and the
+    command that writes them once it is fixed.
     """
-    changed = []
-    cards = list(cards)
-    for card, outcome in zip(cards, store.write_many(cards)):
-        if outcome.action == "failed":
-            if queue is None:
-                raise OSError(f"cannot write card {card.id}: {outcome.error}")
-            queue.add("card_write", card.id, {"card_id": card.id, "text": render_card(card),
-                                              "error": outcome.error}, error=outcome.error)
-            summary.queued["card_write"] += 1
-            continue
-        summary.cards[outcome.action] += 1
-        if outcome.action in ("new", "updated"):
-            changed.append(card)
-    store.save_manifest()
-    # Every card a person edited, not only those this run tried to write: the summary says which
-    # files memoir is leaving alone.
-    summary.hand_edited = sorted(set(summary.hand_edited) | set(store.hand_edited_ids()))
-    return changed
+    queued_before = run.summary.queued["card_write"]
+    changed = store_cards(run.store, run.cards, run.summary, run.queue)
+    run.library.update((c.id, c) for c in changed)
+    if run.summary.queued["card_write"] > queued_before:
+        ids = {c.id for c in run.cards}
+        errors = [str(i.payload.get("error", "")) for i in run.queue.items("pending", "card_write") if i.key in ids]
+        n = run.summary.queued["card_write"] - queued_before
+        run.summary.notes.append(f"{n} card writes refused: {write_cause(errors, run.settings.cards_dir)}; "
+                                 "fix that, then run `memoir replay` (runbooks/overflow-replay.md)")
+    run.changed = [c.id for c in changed]
 
 
-def collect_logs(paths: list[Path], host: str, ledger: Ledger, progress: Progress | None = None,
-                 follow_symlinks: bool = False) -> CollectResult:
-    """Read each candidate log file in turn, so a long run can show progress per file.
+def update_index(run: Run) -> None:
+    """Index what changed, or queue the ids when the index cannot take them."""
+    if run.index is None:
+        return
+    run.index.sync(run.changed)
+    run.summary.index = dict(run.index.figures)
+    run.summary.notes.extend(run.index.notes)
+    run.index.close()
 
-    `collect_file` counts whatever one file or line raises under `skipped`; the batch goes on.
+
+def commit(run: Run) -> None:
+    """Advance the ledger, only after the cards are stored (or queued)."""
+    with Ledger.in_state_dir(run.settings.state_dir) as ledger:
+        run.collected.commit(ledger)
+
+
+def record(run: Run) -> None:
+    """Append the run to the run history (for `memoir status` and the append-only alarm)."""
+    plan, summary = run.plan, run.summary
+    cards_now = run.library.values()  # what is on disk now, without parsing every file again
+    entry = record_run(run.settings.state_dir, added=summary.cards.get("new", 0),
+                       superseded=plan.counters.get("superseded", 0), merged=plan.counters.get("merged", 0),
+                       dropped=len(plan.dropped), conflicts=plan.counters.get("conflicts", 0),
+                       counts=count_cards(cards_now), append_only_runs=run.settings.append_only_runs,
+                       skipped=summary.skipped)
+    record_model_run(run.settings.state_dir, entry.finished, summary.model, dict(summary.distill), summary.alerts)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a run: its name (deadline, progress line, flow task), its function, how it shows.
+
+    `before` and `after` give the progress line's detail when the step starts and ends (`after`
+    None keeps `before`'s). A step `drawn` False draws its own progress (collect, per file) or
+    none; one `needs_index` is not drawn with --no-index. Past `deadline` False nothing is cut
+    short: the cards are safe and the ledger commits.
     """
-    out = CollectResult()
-    files = list(iter_candidates(paths, host, out.skipped, follow_symlinks))
-    if host != "auto":
-        reader_for(host)
-    for i, path in enumerate(files):
-        out.files_seen += 1
-        collect_file(path, host, ledger, out)
-        if progress:
-            progress("collect", i + 1, len(files), f"{out.bytes_read / 1e6:.1f} MB")
-    for turns in out.sessions.values():
-        turns.sort(key=lambda t: (t.seq, t.line))
-    return out
+
+    name: str
+    fn: Callable[[Run], None]
+    before: Callable[[Run], str] = lambda run: ""
+    after: Callable[[Run], str] | None = None
+    drawn: bool = True
+    needs_index: bool = False
+    deadline: bool = True
+
+
+STEPS: tuple[Step, ...] = (
+    # Extract
+    Step("index check", check_index, needs_index=True),
+    Step("collect", collect, drawn=False),
+    # Transform
+    Step("transform", transform, before=lambda r: f"{r.collected.turn_count} turns",
+         after=lambda r: f"{len(r.drafted)} experiences"),
+    Step("distill", distill, after=lambda r: f"{len(r.cards)} cards"),
+    # Load
+    Step("store", store, before=lambda r: f"{len(r.cards)} cards", after=lambda r: f"{len(r.changed)} changed"),
+    Step("index", update_index, before=lambda r: f"{len(r.changed)} cards", needs_index=True),
+    Step("commit", commit, drawn=False, deadline=False),
+    Step("record", record, drawn=False, deadline=False),
+)
+
+
+def run_step(run: Run, step: Step) -> None:
+    """One step, drawn on the run's progress and cut at settings.step_timeout_s (`StepTimeout`)."""
+    shown = step.drawn and (run.index is not None or not step.needs_index)
+    with step_deadline(step.name, run.settings.step_timeout_s if step.deadline else None):
+        done = stage(run.progress if shown else None, step.name, step.before(run))
+        step.fn(run)
+        if step.after is None:
+            done()
+        else:
+            done(step.after(run))
 
 
 def run_pipeline(
@@ -188,7 +227,7 @@ def run_pipeline(
     lock_wait_s: float | None = None,
     with_index: bool = True,
 ) -> RunSummary:
-    """One idempotent run over `paths` (default: host log folders on this machine).
+    """One idempotent run over `paths` (default: host log folders on this machine): every step in order.
 
     `with_index=False` skips the derived index (check, duplicate look-ups, sync); card files are
     the source of truth and `memoir index rebuild` or the next run catches the index up.
@@ -197,11 +236,9 @@ def run_pipeline(
     """
     wait = settings.run_lock_timeout_s if lock_wait_s is None else lock_wait_s
     with run_lock(settings.state_dir, wait, what="run"):
-        from memoir.flows.steps import nightly_direct  # the one sequence of steps; the Prefect flow calls it too
-
-        return nightly_direct(settings, [str(p) for p in paths or []], host, with_index, progress)
-
-
-def clean_leftovers(settings: Settings, queue: OverflowQueue) -> int:
-    """Delete temp files a killed write left (readers already ignore them); only under the run lock."""
-    return remove_temp_files(settings.cards_dir) + remove_temp_files(settings.state_dir) + queue.clean_temp_files()
+        started = time.monotonic()
+        run = open_run(settings, [str(p) for p in paths or []], host, with_index, progress)
+        for step in STEPS:
+            run_step(run, step)
+        run.summary.elapsed_s = time.monotonic() - started
+        return run.summary

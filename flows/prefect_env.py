@@ -1,16 +1,21 @@
-"""Prefect's settings for a memoir home, set before `prefect` is first imported in the process.
+"""What memoir hands to Prefect: its settings for a memoir home, and flow parameters without paths.
 
 Prefect reads its settings once, at import: state goes under `<home>/prefect` (never
 `~/.prefect`), analytics are off (these machines have no internet), and flow logs stay on the
 terminal instead of being shipped to the API. Each value is a default: an operator's own
 `PREFECT_*` environment wins, and `PREFECT_API_URL` switches from the ephemeral API to a server.
+
+Nothing here imports Prefect, so a command may use it before `configure_prefect` has run.
 """
 
 from __future__ import annotations
 
-import os
+import secrets
 import sys
 from pathlib import Path
+
+from memoir.cards.config import apply_process_environment, environment
+from memoir.flows.errors import FlowError
 
 DEFAULTS = {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
@@ -22,23 +27,57 @@ DEFAULTS = {
 }
 
 
-class PrefectAlreadyImported(Exception):
+class PrefectAlreadyImported(FlowError):
     """`prefect` was imported before memoir could point it at the memoir home."""
+
+
+class LogsHandedElsewhere(FlowError):
+    """A flow got `--logs` tokens that another process handed over."""
 
 
 def prefect_environment(home: Path) -> dict[str, str]:
     """The `PREFECT_*` variables memoir sets for `home` (existing values are kept)."""
     wanted = {"PREFECT_HOME": str(Path(home) / "prefect"), **DEFAULTS}
-    return {k: os.environ.get(k, v) for k, v in wanted.items()}
+    return {**wanted, **environment(*wanted)}
 
 
 def configure_prefect(home: Path) -> dict[str, str]:
     """Export the variables for `home` into this process; call before importing flows.nightly."""
     env = prefect_environment(home)
-    if "prefect" in sys.modules and os.environ.get("PREFECT_HOME") != env["PREFECT_HOME"]:
+    if "prefect" in sys.modules and "PREFECT_HOME" not in environment("PREFECT_HOME"):
         raise PrefectAlreadyImported(
             "prefect was imported before its settings were chosen; import flows.nightly only "
             "after flows.prefect_env.configure_prefect(home)")
-    os.environ.update(env)
+    apply_process_environment(env)
     Path(env["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
     return env
+
+
+# --- `--logs` as a flow parameter -------------------------------------------------------------------
+
+LOCAL_LOGS = "memoir-local-logs:"
+_handed: dict[str, list[str]] = {}
+
+
+def hand_over(logs: list[str]) -> list[str]:
+    """`--logs` paths as a token a flow parameter may carry. Prefect keeps every flow run's parameters
+    in its database under the memoir home, and a path can hold an e-mail address or a private
+    address (`/mnt/10.42.7.19/...`); the token only means something inside this process."""
+    if not logs:
+        return []
+    token = LOCAL_LOGS + secrets.token_hex(8)
+    _handed[token] = [str(p) for p in logs]
+    return [token]
+
+
+def taken_over(logs: list[str]) -> list[str]:
+    """The paths behind `hand_over`'s tokens; other entries (a deployment's own parameter) as they are."""
+    out = []
+    for entry in logs:
+        if entry.startswith(LOCAL_LOGS):
+            if entry not in _handed:
+                raise LogsHandedElsewhere("these --logs were given to another process; pass them again")
+            out.extend(_handed[entry])
+        else:
+            out.append(entry)
+    return out

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from memoir.cards.sanitize.fields import sanitize_value
 from memoir.cards.store import remove_temp_files, write_atomic
+from memoir.flows.errors import FlowError
 
 KINDS = ("card_write", "index_update", "distill_batch")
 STATES = ("pending", "claimed", "done")
@@ -29,7 +30,7 @@ _SAFE_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,150}$")  # a key becomes a
 MAX_ERROR_CHARS = 500  # the last error is for a person to read, not a traceback archive
 
 
-class QueueError(Exception):
+class QueueError(FlowError):
     """A queue item cannot be added or read; the message says which file and why."""
 
 

@@ -11,19 +11,26 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from memoir.cards.config import Settings
-from memoir.cards.values import Card, Experience, Turn
+from memoir.cards.config import Settings, environment
+from memoir.cards.distill.llm import distill_batch
+from memoir.cards.distill.llm_client import endpoints_from_settings
 from memoir.cards.forget import tombstone_path
 from memoir.cards.review import user_owned
 from memoir.cards.store import CardFileError, CardStore, content_hash, parse_card, render_card, write_atomic
+from memoir.cards.values import Card, Experience, Turn
+from memoir.flows.errors import FlowError
 from memoir.flows.lock import run_lock
+from memoir.flows.progress import Progress
 from memoir.flows.queue import OverflowQueue, QueueItem
-
-Progress = Callable[[str, int, int], None]
+from memoir.index.db import open_index
+from memoir.index.embed import default_embedder
+from memoir.index.files import INDEX_FILE
+from memoir.index.pending import PendingIndex
+from memoir.index.sync import index_ids, index_or_queue
 
 
 @dataclass(frozen=True)
@@ -115,13 +122,8 @@ def apply_card_write(store: CardStore, card_id: str, text: str) -> tuple[str, di
 
 def apply_index_update(settings: Settings, ids: Sequence[str]) -> str:
     """Index these cards from their files (a hash already indexed is skipped)."""
-    from memoir.index.db import open_index
-    from memoir.index.sync import index_ids
-
-    from memoir.flows.steps import embedder
-
     store = CardStore(settings.cards_dir, settings.state_dir)
-    with open_index(settings.index_dir, embedder()) as index:
+    with open_index(settings.index_dir, default_embedder()) as index:
         report, removed, problems = index_ids(store, index, ids)
     if problems:
         raise RuntimeError("; ".join(problems))
@@ -130,8 +132,6 @@ def apply_index_update(settings: Settings, ids: Sequence[str]) -> str:
 
 def apply_distill_batch(settings: Settings, payload: Mapping, endpoints: Sequence) -> tuple[str, dict, dict | None]:
     """Distill the queued experiences; cards still undistilled stay in a narrowed item."""
-    from memoir.cards.distill.model import distill_batch
-
     if "items" not in payload:
         # An item with card ids alone cannot be distilled again: the turns are not in it.
         raise ValueError("this distill_batch item holds card ids only, not the sanitized experiences; "
@@ -155,7 +155,7 @@ def apply_distill_batch(settings: Settings, payload: Mapping, endpoints: Sequenc
     return f"distilled {len(out.cards)}", written, None
 
 
-class _Narrowed(Exception):
+class _Narrowed(FlowError):
     """Part of a batch went through; the rest goes back to the queue in a smaller item."""
 
     def __init__(self, message: str, payload: dict, written: dict):
@@ -233,18 +233,11 @@ def finish_replay(settings: Settings, outcomes: Sequence[Applied], reclaimed: in
 
 def sync_pending_index(settings: Settings, written_ids: list[str]) -> dict:
     """Drain the index's pending list and index cards the replay wrote, when an index exists."""
-    from memoir.index.db import INDEX_FILE
-    from memoir.index.pending import PendingIndex
-
     pending = PendingIndex(settings.state_dir)
     if not (settings.index_dir / INDEX_FILE).exists() or not (written_ids or len(pending)):
         return {}
-    from memoir.index.sync import index_or_queue
-
-    from memoir.flows.steps import embedder
-
     store = CardStore(settings.cards_dir, settings.state_dir)
-    outcome = index_or_queue(store, settings.index_dir, embedder(), sorted(set(written_ids) | set(pending.ids())),
+    outcome = index_or_queue(store, settings.index_dir, default_embedder(), sorted(set(written_ids) | set(pending.ids())),
                              pending)
     return {"indexed": len(outcome.indexed), "queued": len(outcome.queued), "error": outcome.error}
 
@@ -273,8 +266,4 @@ def _replay_locked(settings, batch_size, endpoints, reclaim_after_s, progress) -
 
 def model_endpoints(settings: Settings) -> tuple:
     """The model endpoints, key included, resolved where a worker process starts (flow tasks)."""
-    import os
-
-    from memoir.cards.distill.model import endpoints_from_settings
-
-    return endpoints_from_settings(settings, os.environ)
+    return endpoints_from_settings(settings, environment(settings.model_api_key_env))

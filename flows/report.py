@@ -14,9 +14,10 @@ from memoir.cards.jsonl import JsonlError, read_jsonl
 from memoir.cards.status import StatusError, read_alarm_history, read_runs
 from memoir.cards.store import CardStore, write_atomic
 from memoir.flows.errors import FlowError
-from memoir.flows.hook_client import OUTCOMES, read_calls
-from memoir.flows.status_sections import read_model_runs
-from memoir.index.recall import log_path
+from memoir.flows.hook_calls import read_calls
+from memoir.flows.hook_client import OUTCOMES
+from memoir.flows.model_runs import read_model_runs
+from memoir.index.recall_log import log_path
 from memoir.index.report import Report, hook_event, plan_report, recall_event, render_report
 
 REPORT_FILE = "report.html"

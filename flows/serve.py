@@ -32,6 +32,9 @@ from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from memoir.cards.config import environment
+from memoir.cards.store import write_atomic
+from memoir.flows.errors import FlowError
 from memoir.flows.lock import held_by_a_live_process
 from memoir.flows.prefect_env import prefect_environment
 
@@ -46,19 +49,19 @@ RUNS_FILE = "runs.jsonl"  # cards.status.RUNS_FILE
 DEPLOYMENTS = ("nightly/memoir-nightly", "replay-backlog/memoir-replay", "rebuild-index/memoir-rebuild-index")
 
 
-class ServerFailed(Exception):
+class ServerFailed(FlowError):
     """The Prefect server did not come up; the message holds the tail of its log."""
 
 
-class ServeBusy(Exception):
+class ServeBusy(FlowError):
     """Another `memoir serve` already serves this home."""
 
 
-class BadTimezone(Exception):
+class BadTimezone(FlowError):
     """The time zone given for the cron is not an IANA name this machine knows."""
 
 
-class BadSchedule(Exception):
+class BadSchedule(FlowError):
     """A cron expression memoir was given does not parse."""
 
 
@@ -102,7 +105,7 @@ def local_timezone(env: dict[str, str], etc: Path = Path("/etc")) -> str:
 
 def next_run(cron: str, timezone: str, now: datetime) -> datetime:
     """The next time `cron` fires after `now`, read in `timezone` (as Prefect reads it)."""
-    from cronsim import CronSim, CronSimError
+    from cronsim import CronSim, CronSimError  # deferred: start-up
 
     try:
         return next(CronSim(cron, now.astimezone(ZoneInfo(timezone))))
@@ -241,8 +244,6 @@ class ServeStatus:
 
 
 def write_status(state_dir: Path, status: ServeStatus) -> None:
-    from memoir.cards.store import write_atomic
-
     write_atomic(Path(state_dir) / STATUS_FILE, json.dumps(status.to_dict(), indent=2, sort_keys=True) + "\n")
 
 
@@ -334,7 +335,7 @@ def prefect_server(home: Path, port: int | None = None, timeout_s: float = SERVE
         proc = subprocess.Popen(
             [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env={**os.environ, **prefect_environment(home), "PREFECT_LOGGING_LEVEL": "INFO"},
+            env={**environment(), **prefect_environment(home), "PREFECT_LOGGING_LEVEL": "INFO"},
             start_new_session=True,  # its own process group: stopping it stops uvicorn and services too
         )
     try:
@@ -370,7 +371,7 @@ def stop_children(grace_s: float = 3.0, pid: int | None = None) -> int:
 
     Returns how many there were. The last step of a stop, so no flow run outlives serve.
     """
-    import psutil
+    import psutil  # deferred: start-up
 
     try:
         children = psutil.Process(pid).children(recursive=True)
@@ -415,9 +416,9 @@ def stop_on_signals() -> Iterator[threading.Event]:
 
 def deployments(home: str, nightly_cron: str, replay_cron: str | None = None, timezone: str = "UTC"):
     """The three flows as deployments: nightly on its cron, the others on demand (or their cron)."""
-    from prefect.schedules import Cron
+    from prefect.schedules import Cron  # deferred: start-up
 
-    from memoir.flows.nightly import nightly, rebuild_index, replay_backlog
+    from memoir.flows.nightly import nightly, rebuild_index, replay_backlog  # deferred: start-up (prefect)
 
     params = {"home": home}
     replay = [Cron(replay_cron, timezone=timezone)] if replay_cron else None
@@ -436,9 +437,9 @@ def serve_deployments(home: str, nightly_cron: str, replay_cron: str | None, tim
     Prefect's runner runs on a thread of its own, so the main thread keeps the signals: a stop
     asks the runner to cancel its flow runs, waits RUNNER_STOP_S, then ends what is left.
     """
-    import asyncio
+    import asyncio  # deferred: start-up
 
-    from prefect.runner import Runner
+    from prefect.runner import Runner  # deferred: start-up
 
     runner = Runner(pause_on_shutdown=False)
     failure: list[BaseException] = []

@@ -9,40 +9,19 @@ so misses (timeouts, cold starts) are visible.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
 from memoir.cards.config import Settings
 from memoir.cards.jsonl import JsonlError, read_jsonl
-from memoir.cards.sanitize.fields import sanitize_value
 from memoir.cards.status import StatusReport, StatusSection, build_status, read_runs
-from memoir.cards.store import CardStore, write_atomic
-from memoir.flows.hook_client import read_calls
+from memoir.cards.store import CardStore
+from memoir.flows.hook_calls import read_calls
+from memoir.flows.model_runs import read_model_runs
 from memoir.flows.queue import queue_report
 from memoir.index.pending import PendingIndex
-from memoir.index.recall import log_path
-
-MODEL_RUNS = "model-runs.jsonl"
-KEEP_MODEL_RUNS = 50  # enough history to see a model gone silent; the file stays small
-
-
-def record_model_run(state_dir: Path, finished: str, model: str, counts: dict, alerts: list[str]) -> None:
-    """Keep what the model stage did in this run (the run summary is printed, not stored)."""
-    path = Path(state_dir) / MODEL_RUNS
-    lines = read_model_runs(state_dir)[-(KEEP_MODEL_RUNS - 1):]
-    # An endpoint's error text can carry its URL with credentials: the log is sanitized like every other.
-    lines.append(sanitize_value({"finished": finished, "model": model, "counts": counts, "alerts": alerts}))
-    write_atomic(path, "".join(json.dumps(line, sort_keys=True) + "\n" for line in lines))
-
-
-def read_model_runs(state_dir: Path) -> list[dict]:
-    """What the model stage did in recent runs, oldest first; an unreadable log reads as none."""
-    try:
-        return read_jsonl(Path(state_dir) / MODEL_RUNS)
-    except JsonlError:
-        return []
+from memoir.index.recall_log import log_path
 
 
 def model_section(settings: Settings) -> StatusSection:

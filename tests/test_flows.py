@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.flowlogs import write_corpus
+from tests.index_fixtures import make_card, store_at, write_cards
 
 ENTRY = "from memoir.flows.cli.main import main; main()"
 
@@ -87,6 +88,47 @@ def test_the_nightly_flow_on_the_ephemeral_api_writes_the_same_cards_as_memoir_r
     assert len(runs) == 1  # the flow records its run like `memoir run` does
 
 
+@pytest.mark.slow
+def test_memoir_run_flow_works_on_a_fresh_home_with_no_prefect_home_set(tmp_path):
+    # Nothing may import prefect before the home's PREFECT_HOME is chosen (PrefectAlreadyImported).
+    root = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_HOME", "PREFECT_API_URL", "MEMOIR_HOME")}
+    home = tmp_path / "fresh"
+    proc = subprocess.run([sys.executable, "-c", ENTRY, "run", "--flow", "--logs", str(root / "cards" / "examples"),
+                           "--home", str(home)], env=env, cwd=root, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr[-3000:]}"
+    assert (home / "prefect").is_dir() and any((home / "cards").glob("*.md"))
+
+
+SERVED_REBUILD = """
+import json, sys
+from memoir.flows.prefect_env import configure_prefect
+configure_prefect(sys.argv[1])
+from memoir.flows.nightly import rebuild_index
+print(json.dumps(rebuild_index(home=sys.argv[1])))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("where", ["config file", "environment"])
+def test_the_served_rebuild_flow_honours_rebuild_concurrency(tmp_path, prefect_home, where):
+    # The flow as a deployment runs it: only the home as a parameter, settings resolved in its body.
+    home = tmp_path / "home"
+    write_cards(store_at(home), [make_card(i) for i in range(6)])
+    config = tmp_path / "config.toml"
+    config.write_text("rebuild_concurrency = 3\n" if where == "config file" else "")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMOIR_")}
+    env.update(PREFECT_HOME=str(prefect_home), MEMOIR_CONFIG=str(config))
+    if where == "environment":
+        env["MEMOIR_REBUILD_CONCURRENCY"] = "3"
+    proc = subprocess.run([sys.executable, "-c", SERVED_REBUILD, str(home)], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    figures = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert figures["concurrency"] == 3 and figures["cards"] == 6 and figures["problems"] == []
+    assert sorted(p.name for p in (home / "index").iterdir()) == ["index.db"]  # verified, swapped, no .bak left
+
+
 @pytest.fixture(scope="module")
 def prefect_api(tmp_path_factory):
     """A real `prefect server` for the module: Dask workers then report to it instead of each
@@ -119,13 +161,13 @@ def test_replay_and_rebuild_on_a_two_worker_dask_cluster_match_the_default_runne
         homes[runner] = home
     assert tree(homes["thread"] / "cards") == tree(homes["dask"] / "cards")
     from memoir.cards.config import load_settings
-    from memoir.flows.steps import embedder
+    from memoir.index.embed import default_embedder
     from memoir.index.db import open_index
     import numpy as np
 
     rows, vecs = {}, {}
     for runner, home in homes.items():
-        with open_index(load_settings(home=home).index_dir, embedder()) as index:
+        with open_index(load_settings(home=home).index_dir, default_embedder()) as index:
             rows[runner] = index.rows()
             vecs[runner] = index.vectors([r.id for r in rows[runner]])
     assert rows["thread"] == rows["dask"] and len(rows["dask"]) == n

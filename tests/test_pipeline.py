@@ -196,7 +196,7 @@ def test_a_session_no_rule_foresaw_is_counted_and_the_others_still_make_cards(se
 
     from memoir.cards.collect import collect
     from memoir.cards.values import Turn
-    from memoir.flows.pipeline import plan_experiences
+    from memoir.flows.ingest import plan_experiences
 
     sessions = collect([FIXTURES / "real" / "codex"]).sessions
     good = len(plan_experiences(dict(sessions), settings, Counter()))

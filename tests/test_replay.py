@@ -14,8 +14,9 @@ import pytest
 
 from memoir.cards.config import load_settings
 from memoir.cards.store import parse_card
-from memoir.cards.distill.model import Endpoint, distill_batch
-from memoir.flows.pipeline import plan_experiences
+from memoir.cards.distill.llm import distill_batch
+from memoir.cards.distill.llm_client import Endpoint
+from memoir.flows.ingest import plan_experiences
 from memoir.flows.queue import OverflowQueue
 from memoir.flows.replay import queue_distill_batch, replay_queue
 from tests.flowlogs import write_corpus
@@ -120,9 +121,9 @@ def test_a_failing_index_update_is_queued_and_replayed_once(tmp_path, settings, 
     report = replay_queue(settings)
     assert report.applied == 1 and report.actions == {f"index_update:indexed {len(ids)}, skipped 0, removed 0": 1}
     from memoir.index.db import open_index
-    from memoir.flows.steps import embedder
+    from memoir.index.embed import default_embedder
 
-    with open_index(settings.index_dir, embedder()) as index:
+    with open_index(settings.index_dir, default_embedder()) as index:
         assert sorted(index.hashes()) == ids
     assert replay_queue(settings).applied == 0
 

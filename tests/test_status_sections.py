@@ -4,7 +4,7 @@ from click.testing import CliRunner
 
 from memoir.cards.config import load_settings
 from memoir.flows.cli.main import cli
-from memoir.flows.status_sections import record_model_run
+from memoir.flows.model_runs import record_model_run
 
 
 def _status(home) -> dict:

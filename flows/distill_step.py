@@ -1,28 +1,27 @@
-"""The distill and index stages of a run: rules → model → gates, and keeping the index in step.
+"""The distill step of a run: the user's hand, then rules → model → quality gates.
 
-Kept apart from `flows/pipeline.py` so each stage reads on its own; both are plain functions
-that the Prefect flows call too.
+A plain function the run (`flows/pipeline.py`) calls, with or without Prefect.
 """
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from memoir.cards.config import Settings
-from memoir.cards.distill.model import distill_batch, endpoints_from_settings
+from memoir.cards.config import Settings, environment
+from memoir.cards.distill.llm import distill_batch
+from memoir.cards.distill.llm_client import endpoints_from_settings
 from memoir.cards.distill.rules import RulesPlan, apply_rules
 from memoir.cards.forget import guard_library
 from memoir.cards.values import Card, Experience, card_id
 from memoir.cards.review import user_owned
 from memoir.cards.store import CardStore
-import apsw
-
-from memoir.index.errors import IndexFailure
+from memoir.flows.progress import AnnouncedLoad
+from memoir.index.db import Index
+from memoir.index.embed import Embedder
 
 NEIGHBOURS = 5  # active cards the duplicate gate compares a new card with
 LEXICAL_POOL = 200  # without an index, the most recent active cards of the same workspace
@@ -71,7 +70,7 @@ def judgeable(card: Card) -> bool:
 class Neighbourhood:
     """Active cards near a new card, and a cached embedding similarity, for the duplicate gate."""
 
-    def __init__(self, library: Sequence[Card], index=None, embedder=None):
+    def __init__(self, library: Sequence[Card], index: Index | None = None, embedder: Embedder | AnnouncedLoad | None = None):
         self.active = [c for c in library if c.status == "active"]
         self.by_id = {c.id: c for c in self.active}
         self.index, self.embedder = index, embedder
@@ -111,7 +110,7 @@ class Neighbourhood:
         return similarity
 
 
-def distill(
+def distill_cards(
     drafted: list[tuple[Experience, Card]],
     library: list[Card],
     settings: Settings,
@@ -138,7 +137,7 @@ def distill(
     library_by_id = {c.id: c for c in library}
     fresh = fresh_cards(plan, library_by_id)
     by_exp = {exp.id: exp for exp, _ in drafted}
-    endpoints = endpoints_from_settings(settings, os.environ if env is None else env)
+    endpoints = endpoints_from_settings(settings, environment(settings.model_api_key_env) if env is None else env)
     outcome = DistillOutcome(cards=[], notes=[f"forgotten: {cid} (card file deleted by hand)" for cid in guard.deleted_by_hand]
                              + [f"unreadable tombstone: {p}" for p in guard.problems])
     if endpoints:
@@ -169,74 +168,3 @@ def distill(
                 neighbourhood.by_id[card.id] = card
     outcome.cards = [judged.get(c.id, c) for c in plan.write]
     return plan, outcome
-
-
-@dataclass
-class IndexStage:
-    """The derived index around a run: check (rebuild on corruption) before, sync after."""
-
-    settings: Settings
-    store: CardStore
-    embedder: object = None
-    notes: list[str] = field(default_factory=list)
-    figures: dict = field(default_factory=dict)
-
-    def __post_init__(self):
-        from memoir.index.embed import default_embedder
-        from memoir.index.pending import PendingIndex
-
-        self.embedder = self.embedder or default_embedder()
-        self.pending = PendingIndex(self.settings.state_dir)
-        self._index = None
-
-    def ensure(self) -> None:
-        """`memoir index check` first; a corrupt index or one built for another model is rebuilt."""
-        from memoir.index.rebuild import ensure_index
-
-        try:
-            outcome = ensure_index(self.store, self.settings.index_dir, self.embedder,
-                                   concurrency=self.settings.rebuild_concurrency, pending=self.pending)
-        except (IndexFailure, OSError, apsw.Error) as exc:
-            self.notes.append(f"index check failed ({exc}); run `memoir index rebuild`")
-            return
-        if outcome.reason:
-            self.notes.append(outcome.reason)
-            self.figures["rebuilt"] = outcome.rebuilt.cards if outcome.rebuilt else 0
-
-    def open(self):
-        """The open index for neighbour look-ups, or None when it cannot be opened now."""
-        from memoir.index.db import open_index
-
-        if self._index is None:
-            try:
-                self._index = open_index(self.settings.index_dir, self.embedder)
-            except (IndexFailure, OSError, apsw.Error) as exc:
-                self.notes.append(f"index unavailable for duplicate checks ({exc})")
-                return None
-        return self._index
-
-    def sync(self, changed_ids: Sequence[str]) -> None:
-        """Index what changed on disk (hand edits too) and drain the pending list; queue on failure."""
-        from memoir.index.sync import sync_index
-
-        index = self.open()
-        if index is None:
-            self.pending.add(changed_ids)
-            self.figures["queued"] = len(changed_ids)
-            return
-        try:
-            report = sync_index(self.store, index, self.pending)
-        except (IndexFailure, OSError, apsw.Error) as exc:
-            self.pending.add(changed_ids)
-            self.figures["queued"] = len(changed_ids)
-            self.notes.append(f"index update failed ({exc}); {len(changed_ids)} cards queued for `memoir replay`")
-            return
-        self.figures.update(added=len(report.added), updated=len(report.updated), removed=len(report.removed))
-        if report.still_pending:
-            self.figures["queued"] = len(report.still_pending)
-        self.notes.extend(report.problems)
-
-    def close(self) -> None:
-        if self._index is not None:
-            self._index.close()
-            self._index = None

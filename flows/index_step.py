@@ -1,0 +1,82 @@
+"""The index step of a run: check the derived index before (rebuild on corruption), sync it after.
+
+A failing index never stops a run: card files are the source of truth, so what could not be
+indexed goes on the pending list and the run says so in its notes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from memoir.cards.config import Settings
+from memoir.cards.store import CardStore
+from memoir.flows.progress import AnnouncedLoad
+from memoir.index.db import Index, open_index
+from memoir.index.embed import Embedder, default_embedder
+from memoir.index.errors import IndexFailure
+from memoir.index.pending import PendingIndex
+from memoir.index.rebuild import ensure_index
+from memoir.index.sync import sync_index
+
+
+@dataclass
+class IndexStep:
+    """The derived index around a run: check (rebuild on corruption) before, sync after."""
+
+    settings: Settings
+    store: CardStore
+    embedder: Embedder | AnnouncedLoad | None = None
+    notes: list[str] = field(default_factory=list)
+    figures: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.embedder = self.embedder or default_embedder()
+        self.pending = PendingIndex(self.settings.state_dir)
+        self._index: Index | None = None
+
+    def ensure(self) -> None:
+        """`memoir index check` first; a corrupt index or one built for another model is rebuilt."""
+        try:
+            outcome = ensure_index(self.store, self.settings.index_dir, self.embedder,
+                                   concurrency=self.settings.rebuild_concurrency, pending=self.pending)
+        except (IndexFailure, OSError) as exc:
+            self.notes.append(f"index check failed ({exc}); run `memoir index rebuild`")
+            return
+        if outcome.reason:
+            self.notes.append(outcome.reason)
+            self.figures["rebuilt"] = outcome.rebuilt.cards if outcome.rebuilt else 0
+
+    def open(self) -> Index | None:
+        """The open index for neighbour look-ups, or None when it cannot be opened now."""
+        if self._index is None:
+            try:
+                self._index = open_index(self.settings.index_dir, self.embedder)
+            except (IndexFailure, OSError) as exc:
+                self.notes.append(f"index unavailable for duplicate checks ({exc})")
+                return None
+        return self._index
+
+    def sync(self, changed_ids: Sequence[str]) -> None:
+        """Index what changed on disk (hand edits too) and drain the pending list; queue on failure."""
+        index = self.open()
+        if index is None:
+            self.pending.add(changed_ids)
+            self.figures["queued"] = len(changed_ids)
+            return
+        try:
+            report = sync_index(self.store, index, self.pending)
+        except (IndexFailure, OSError) as exc:
+            self.pending.add(changed_ids)
+            self.figures["queued"] = len(changed_ids)
+            self.notes.append(f"index update failed ({exc}); {len(changed_ids)} cards queued for `memoir replay`")
+            return
+        self.figures.update(added=len(report.added), updated=len(report.updated), removed=len(report.removed))
+        if report.still_pending:
+            self.figures["queued"] = len(report.still_pending)
+        self.notes.extend(report.problems)
+
+    def close(self) -> None:
+        if self._index is not None:
+            self._index.close()
+            self._index = None
