@@ -95,7 +95,7 @@ def load_labels(path: Path) -> list[Label]:
 def junk_reason(card, labels: list[Label]) -> str:
     """Why an active card is junk ('' when it is not): by the labels, then by its conclusion."""
     from memoir.cards.conclude import settled_text
-    from memoir.cards.segment import is_chatter
+    from memoir.cards.cues import is_chatter
 
     for s in card.sources:
         overlapping = [lb for lb in labels if _rel(s.file, lb.file)

@@ -22,6 +22,7 @@ import time
 import tracemalloc
 from datetime import datetime, timedelta, timezone
 
+from bench.rules_labels import main as labelled
 from memoir.cards.distill.rules import apply_rules
 from memoir.cards.draft import draft_card
 from memoir.cards.values import Experience, Turn
@@ -138,7 +139,5 @@ def main(sizes: list[int]) -> None:
 if __name__ == "__main__":
     if "--labelled" in sys.argv[1:]:
         # Quality against the two hand-labelled sets instead of throughput (see bench/rules_labels.py).
-        from bench.rules_labels import main as labelled
-
         raise SystemExit(labelled([a for a in sys.argv[1:] if a != "--labelled"]))
     main([int(a) for a in sys.argv[1:]] or [1000, 10000, 50000])

@@ -26,6 +26,11 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from memoir.cards.collect import collect
+from memoir.cards.config import load_settings
+from memoir.cards.store import CardStore
+from memoir.flows.pipeline import run_pipeline
+
 ROOT = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 SETS = {"real": ROOT / "real", "second_set": ROOT / "second_set"}
 LINE_SLACK = 3
@@ -86,11 +91,6 @@ def _rel(path: str, root: Path) -> str:
 
 
 def evaluate_set(name: str, folder: Path) -> SetReport:
-    from memoir.cards.collect import collect
-    from memoir.cards.config import load_settings
-    from memoir.cards.store import CardStore
-    from memoir.flows.pipeline import run_pipeline
-
     labels = [json.loads(ln) for ln in (folder / "labels.jsonl").read_text().splitlines() if ln.strip()]
     report = SetReport(name)
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,9 +1,9 @@
-"""Bench for cards/signatures.py and cards/outcomes.py: turns/s over the real sample logs.
+"""Bench for cards/signatures.py, cards/verdicts.py and cards/outcomes.py: turns/s over the real sample logs.
 
 Reads every log under the samples folder (read-only, through `cards.collect`), then times
 `error_signature` and `is_passing`/`is_failing` over each turn's text with the caches cleared
 before every pass, so each pass pays for every distinct text once, as an ingest run does.
-Also times `verification` and `failure_conditions` per session when cards/outcomes.py exists.
+Also times `verification` and `failure_conditions` per session.
 
 Run: .venv/bin/python -m bench.signatures [--samples DIR] [--passes N]
 """
@@ -14,14 +14,9 @@ import argparse
 import time
 from pathlib import Path
 
-from memoir.cards import signatures
+from memoir.cards import outcomes, signals, signatures, verdicts
 from memoir.cards.collect import CollectResult, collect_file, iter_candidates
 from memoir.cards.signatures import error_signature
-
-try:
-    from memoir.cards import outcomes
-except ImportError:  # the "before" run: only the signature half exists
-    outcomes = None
 
 
 def load(root: Path) -> CollectResult:
@@ -33,8 +28,8 @@ def load(root: Path) -> CollectResult:
 
 def clear_caches() -> None:
     """Empty every lru cache of the measured modules, so a pass pays for each text once."""
-    for module in (signatures, outcomes):
-        for value in vars(module).values() if module is not None else ():
+    for module in (signals, signatures, verdicts, outcomes):
+        for value in vars(module).values():
             if hasattr(value, "cache_clear"):
                 value.cache_clear()
 
@@ -61,23 +56,20 @@ def main() -> None:
     texts = [t.text for turns in collected.sessions.values() for t in turns]
     size = sum(len(t) for t in texts) / 1e6
     print(f"turns         {len(texts):8d}  ({size:.1f} MB of text, {len(collected.sessions)} sessions)")
-    fns = [("error_signature", error_signature)]
-    if outcomes is not None:
-        fns += [("is_passing", outcomes.is_passing), ("is_failing", outcomes.is_failing)]
+    fns = [("error_signature", error_signature), ("is_passing", verdicts.is_passing), ("is_failing", verdicts.is_failing)]
     for name, fn in fns:
         took = timed(fn, texts, args.passes)
         print(f"{name:16s}{len(texts) / took:10.0f} turns/s  ({took * 1e3:.1f} ms per pass)")
-    if outcomes is not None:
-        sessions = list(collected.sessions.values())
-        best = float("inf")
-        for _ in range(args.passes):
-            clear_caches()
-            started = time.perf_counter()
-            for turns in sessions:
-                outcomes.verification(turns)
-                outcomes.failure_conditions(turns)
-            best = min(best, time.perf_counter() - started)
-        print(f"{'outcomes':16s}{len(texts) / best:10.0f} turns/s  (verification + failure_conditions, cold caches)")
+    sessions = list(collected.sessions.values())
+    best = float("inf")
+    for _ in range(args.passes):
+        clear_caches()
+        started = time.perf_counter()
+        for turns in sessions:
+            outcomes.verification(turns)
+            outcomes.failure_conditions(turns)
+        best = min(best, time.perf_counter() - started)
+    print(f"{'outcomes':16s}{len(texts) / best:10.0f} turns/s  (verification + failure_conditions, cold caches)")
 
 
 if __name__ == "__main__":

@@ -17,15 +17,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from memoir.cards.hosts import HEADER_SESSIONS, READERS, detect_host, reader_for
-from memoir.cards.hosts.detect import undetected_reason
+from memoir.cards.hosts.detect import detect_host, undetected_reason
+from memoir.cards.hosts.registry import HEADER_SESSIONS, READERS, reader_for, wants
 from memoir.cards.ledger import FileStat, Ledger, LedgerEntry, ReadPlan, plan_read
 from memoir.cards.values import Turn
 
 HEAD_BYTES = 65536
 CHUNK = 1 << 20
 _SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv"})
-_AIDER_NAME = ".aider.chat.history.md"
 
 
 @dataclass(slots=True)
@@ -47,16 +46,6 @@ class CollectResult:
     def commit(self, ledger: Ledger) -> int:
         """Move the ledger past what this collect read; call only after its cards are stored."""
         return ledger.commit(self.pending)
-
-
-def _wanted(name: str, host: str) -> bool:
-    if host == "codex":
-        return name.startswith("rollout-") and name.endswith(".jsonl")
-    if host == "aider":
-        return name.endswith(_AIDER_NAME)
-    if host == "auto":
-        return name.endswith((".jsonl", _AIDER_NAME))
-    return name.endswith(".jsonl")
 
 
 def _is_dir(path: Path) -> bool:
@@ -122,13 +111,13 @@ def _walk(root: str, host: str, skipped: Counter, roots: list[str], follow: bool
                 skipped[why] += 1
                 continue
             if not is_dir:
-                if _wanted(entry.name, host):
+                if wants(entry.name, host):
                     found.append((Path(entry.path), link))
                 continue
             if entry.name in _SKIP_DIRS:
                 continue
             # A directory named like a log is surfaced so it is counted, not silently passed over.
-            if _wanted(entry.name, host) and entry.name.endswith(".jsonl"):
+            if wants(entry.name, host) and entry.name.endswith(".jsonl"):
                 found.append((Path(entry.path), link))
             if follow or not link:  # a link inside the named folders is walked from where it points
                 stack.append(entry.path)
@@ -151,7 +140,7 @@ def iter_candidates(paths: list[Path], host: str, skipped: Counter | None = None
     for root in paths:
         root = Path(root).expanduser()
         # A directory named like a log file is a candidate itself, counted `unreadable` when read.
-        if _is_dir(root) and not _wanted(root.name, host if host != "auto" else "jsonl"):
+        if _is_dir(root) and not (root.name.endswith(".jsonl") if host == "auto" else wants(root.name, host)):
             found = _walk(str(root), host, skipped, roots, follow_symlinks)
         else:
             found = [(root, False)]  # named by the user: read wherever it points

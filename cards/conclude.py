@@ -25,10 +25,12 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memoir.cards.distill.rules import CONFIRMED_CUE, extract_conclusions, find_disproved
+from memoir.cards.distill.extract import CONFIRMED_CUE, extract_conclusions, find_disproved
 from memoir.cards.values import Turn
-from memoir.cards.outcomes import command_of, is_change, is_failing, is_inspection, is_passing, may_hold_verdict
-from memoir.cards.segment import commit_subject, is_commit_output, is_go_ahead, is_tooling_error
+from memoir.cards.commands import command_of, is_change, is_inspection, may_hold_verdict
+from memoir.cards.verdicts import is_failing, is_passing
+from memoir.cards.cues import commit_subject, is_commit_output, is_tooling_error
+from memoir.cards.segment import is_go_ahead
 
 MIN_SETTLED_CHARS = 40
 
@@ -61,7 +63,7 @@ class Conclusion:
     text: str = ""
     seq: int | None = None
     source: str = ""  # closing_report | commit_message | tracker_reason | pr_body | pre_fix_explanation | cue_statement | final_answer
-    verified_by: int | None = None
+    verified_by: str = ""  # "tN": the passing check at turn N that backs it, as on the card
 
     @property
     def settled(self) -> bool:
@@ -147,7 +149,7 @@ def _closing_report(turns: Sequence[Turn], checks: list[int], dead: set[int]) ->
             if text:
                 # A commit closes the task but proves nothing: the last green check verifies it.
                 green = [i for i in checks if is_passing(turns[i].text)]
-                return Conclusion(text, t.seq, "closing_report", turns[green[-1]].seq if green else None)
+                return Conclusion(text, t.seq, "closing_report", f"t{turns[green[-1]].seq}" if green else "")
     return None
 
 
@@ -190,18 +192,18 @@ def _closing_words(turns: Sequence[Turn]) -> Conclusion | None:
         if t.kind == "tool_result" and is_commit_output(t.text):
             subject = commit_subject(t.text)
             if len(subject) >= 12:
-                green = next((x.seq for x in reversed(turns[:i]) if x.kind == "tool_result" and is_passing(x.text)), None)
+                green = next((f"t{x.seq}" for x in reversed(turns[:i]) if x.kind == "tool_result" and is_passing(x.text)), "")
                 return Conclusion(subject, t.seq, "commit_message", green)
         if t.kind == "tool_call" and ("--reason" in t.text or "--body" in t.text):
             command = _command_of(t)
             if "bd close" in command and _BD_REASON.search(command):
                 reason = _flag_value(command, "--reason")
                 if len(reason) >= 12:
-                    return Conclusion(reason, t.seq, "tracker_reason", None)
+                    return Conclusion(reason, t.seq, "tracker_reason")
             if "pr create" in command and _PR_BODY.search(command):
                 body = _flag_value(command, "--body").strip()
                 if len(body) >= 12:
-                    return Conclusion(body, t.seq, "pr_body", None)
+                    return Conclusion(body, t.seq, "pr_body")
     return None
 
 
@@ -243,7 +245,7 @@ def _explanation(turns: Sequence[Turn], dead: set[int], upto: int) -> Conclusion
             text = settled_text(t.text)
             if text and not _hedged(text) and (
                     _EXPLAINS.search(text) or (nearest and len(text) >= MIN_NEAREST_EXPLANATION)):
-                return Conclusion(text, t.seq, "pre_fix_explanation", None)
+                return Conclusion(text, t.seq, "pre_fix_explanation")
             nearest = False
     return None
 
@@ -255,7 +257,7 @@ def _with_reason(outcome: Conclusion, reason: Conclusion | None) -> Conclusion:
     if len(outcome.text) >= MIN_REPORT_EXPLAINS and _EXPLAINS.search(outcome.text):
         return outcome
     return Conclusion(f"{reason.text}\n\n{outcome.text}", reason.seq, f"{reason.source}+{outcome.source}",
-                      outcome.verified_by if outcome.verified_by is not None else reason.verified_by)
+                      outcome.verified_by or reason.verified_by)
 
 
 def choose_conclusion(turns: Sequence[Turn]) -> Conclusion:
@@ -268,7 +270,7 @@ def choose_conclusion(turns: Sequence[Turn]) -> Conclusion:
         at = next((i for i, t in enumerate(turns) if t.seq == found.seq), len(turns))
         return _with_reason(found, _explanation(turns, dead, at))
     statements = [s for s in extract_conclusions(turns) if s.seq not in dead]
-    confirmed = [s for s in statements if s.verified_by is not None]
+    confirmed = [s for s in statements if s.verified_by]
     for group, source in ((confirmed, "pre_fix_explanation"), ([s for s in statements if s.cue != CONFIRMED_CUE], "cue_statement")):
         for s in reversed(group):
             text = settled_text(s.text)
@@ -277,5 +279,5 @@ def choose_conclusion(turns: Sequence[Turn]) -> Conclusion:
     for t in reversed(turns):
         if t.role == "assistant" and t.kind == "text" and t.seq not in dead:
             text = settled_text(t.text, allow_trim=False)
-            return Conclusion(text, t.seq, "final_answer", None) if text else Conclusion()
+            return Conclusion(text, t.seq, "final_answer") if text else Conclusion()
     return Conclusion()

@@ -10,10 +10,10 @@ import re
 from datetime import datetime, timezone
 
 from memoir.cards.conclude import choose_conclusion
-from memoir.cards.distill.rules import Disproval, find_disproved
+from memoir.cards.distill.extract import Disproval, find_disproved
 from memoir.cards.values import Card, Experience, Source, Turn
 from memoir.cards.outcomes import Verification, failure_conditions, verification
-from memoir.cards.segment import commit_subject, is_chatter, is_tooling_error, pasted_signature
+from memoir.cards.cues import commit_subject, is_chatter, is_tooling_error, pasted_signature
 from memoir.cards.signatures import error_signature
 from memoir.cards.title import make_title, strip_boilerplate, strip_opener
 
@@ -248,9 +248,9 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40) -> Card:
     found = choose_conclusion(exp.turns)
     fix = verification(exp.turns)
     conclusion = _clip(found.text, MAX_CONCLUSION) if found.settled else ""
-    verified = found.verified_by if found.settled else None
-    if found.settled and fix is not None and (verified is None or fix.same_command):
-        verified = fix.seq  # the failing command re-run green is the strongest confirmation
+    verified = found.verified_by if found.settled else ""
+    if found.settled and fix is not None and (not verified or fix.same_command):
+        verified = f"t{fix.seq}"  # the failing command re-run green is the strongest confirmation
     if found.settled:
         problem = conclusion_problem(conclusion, min_conclusion_chars)
         status = "incomplete" if problem else "active"
@@ -283,7 +283,7 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40) -> Card:
         ),
         error_signature=exp.error_signature,
         gate=problem,
-        verified_by=f"t{verified}" if verified is not None else "",
+        verified_by=verified,
         background=_background(exp),
         goal=_clip(goal, MAX_GOAL),
         evidence=_evidence(exp, fix),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from memoir.cards.outcomes import _REJECTED  # the host's words for a declined tool call, one list for all readers
+from memoir.cards.signals import DECLINED  # the hosts' words for a declined tool call, one list for all
 
 _LIST_MARK = re.compile(r"^(?:[-*+•>]\s*|\d{1,3}[.)]\s+|\[[ xX]\]\s+)+")
 _HEADING = re.compile(r"^#{1,6}\s|^(?:\*\*|__)[^*_]+(?:\*\*|__):?$")
@@ -64,7 +64,7 @@ def _is_label(text: str) -> bool:
 
 def _declined(text: str) -> bool:
     body = text.split(":", 1)[1].strip(" `") if text.lower().startswith("unresolved at end:") else text
-    return body.startswith(_REJECTED)
+    return body.startswith(DECLINED)
 
 
 def is_open_follow_up(text: str) -> bool:

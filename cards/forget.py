@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from memoir.cards.distill.rules import dedup_keys
+from memoir.cards.distill.merge import dedup_keys
 from memoir.cards.values import Card, Experience, Turn
 from memoir.cards.sanitize import sanitize
 from memoir.cards.sanitize.fields import FIELD_CAP

@@ -17,14 +17,19 @@ command, interrupted before any tool ran, Aider's start-up banner); the run coun
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from dataclasses import dataclass
 from datetime import timedelta
 
 from memoir.cards.values import Experience, Turn
-from memoir.cards.outcomes import is_failing, is_passing, may_hold_verdict, shows_failure_summary, verification
+from memoir.cards.commands import may_hold_verdict
+from memoir.cards.cues import (
+    is_chatter, is_commit_output, is_interruption, is_tooling_error, pasted_signature, problem_signature, slash_command,
+)
+from memoir.cards.hosts.registry import PLAN_ACCEPT_TOOLS, PLAN_TOOLS, commits_each_reply, opens_with_banner
+from memoir.cards.outcomes import verification
+from memoir.cards.verdicts import is_failing, is_passing, shows_failure_summary
 from memoir.cards.signatures import error_signature
 
 _SWITCH = re.compile(
@@ -44,7 +49,6 @@ _USER_DONE = re.compile(
     r"all good|ship it|we'?re done|done for (?:now|today))\b",
     re.I,
 )
-_COMMIT_OUTPUT = re.compile(r"\[[\w./@+-]+(?: \([^)\n]{1,40}\))? [0-9a-f]{7,}\] ")  # "[main 1a2b3c4] message"
 _WRAP_SAY = re.compile(
     r"\b(?:all (?:tests|checks) (?:now )?pass|(?:it|this|that|everything) (?:now )?works|"
     r"works now|is (?:now )?fixed|fixed it|committed|done[.!]|that'?s done|all set)\b",
@@ -69,18 +73,7 @@ _FOLLOWS_ON = re.compile(
     r"(?i)^\W*(?:yes|yep|yeah|yup|sure|ok(?:ay)?|go ahead|do it|please do|sounds good|proceed|let'?s do|"
     r"no\b|nope|instead|wait|actually|don'?t|stop|continue|try again|retry)"
 )
-_PLAN_TOOLS = frozenset({"todowrite", "update_plan"})
 _CLEAR_COMMANDS = frozenset({"/clear", "/new", "/reset"})
-_SLASH = re.compile(r"^/[a-z][\w:.-]*(?:\s|$)", re.I)
-_INTERRUPTED = re.compile(r"^\[Request interrupted by user[^\]]*\]$")
-_GREETING = re.compile(
-    r"^\W*(?:hi+|hey+|hello|yo|hiya|howdy|good (?:morning|afternoon|evening)|gm|thanks?(?: you)?(?: so much)?|"
-    r"thx|ty|cheers|ok(?:ay)?|k|cool|great|nice|perfect|awesome|test(?:ing)?|ping|are you there|warmup|"
-    r"how are you(?: doing)?|what'?s up|sup)(?:[\s,!.?]+(?:there|claude|codex|aider|mate|buddy|again))*[\s!.?:)]*$",
-    re.I,
-)
-
-
 @dataclass(frozen=True)
 class SegmentRules:
     """The few knobs segmentation has."""
@@ -90,36 +83,6 @@ class SegmentRules:
 
 def is_task_switch(text: str) -> bool:
     return bool(_SWITCH.match(text.strip()))
-
-
-def slash_command(text: str) -> str:
-    """`/name` when the whole text is one slash command the user typed, else ''."""
-    text = text.strip()
-    if not _SLASH.match(text) or "\n" in text:
-        return ""
-    return text.split(None, 1)[0].lower()
-
-
-# Host commands that set something up rather than ask for work, whatever their arguments.
-_SETUP_COMMANDS = frozenset({
-    "/model", "/config", "/permissions", "/cost", "/status", "/login", "/logout", "/add-dir", "/mcp",
-    "/resume", "/memory", "/vim", "/theme", "/exit", "/quit", "/help", "/add", "/drop", "/read-only",
-    "/tokens", "/clear", "/compact", "/new", "/reset", "/undo", "/diff", "/ls", "/map", "/settings",
-    "/editor", "/chat-mode", "/approvals", "/init", "/doctor", "/bug", "/review", "/hooks", "/agents",
-})
-
-
-def is_chatter(text: str) -> bool:
-    """A greeting, a thank-you, a warm-up, an interruption marker or a set-up slash command: no request.
-
-    A custom slash command with arguments (`/orchestrator build the app`) is a request: its
-    arguments are what the user asked for.
-    """
-    text = text.strip()
-    if not text or _GREETING.match(text) or _INTERRUPTED.match(text):
-        return True
-    cmd = slash_command(text)
-    return bool(cmd) and (cmd in _SETUP_COMMANDS or text.lower() == cmd)
 
 
 def is_wrap_up(turn: Turn) -> bool:
@@ -135,27 +98,9 @@ def is_wrap_up(turn: Turn) -> bool:
     return False
 
 
-@functools.lru_cache(maxsize=8192)  # segmenting, concluding and titling all ask of every result
-def _commit_line(text: str) -> str | None:
-    """The subject after git's "[main 1a2b3c4] " in the first 4,000 characters; None without one."""
-    m = _COMMIT_OUTPUT.search(text, 0, 4000)
-    if not m:
-        return None
-    return text[m.end():m.end() + 400].split("\n", 1)[0].strip().strip('"\\').strip()
-
-
-def is_commit_output(text: str) -> bool:
-    return _commit_line(text) is not None
-
-
-def commit_subject(text: str) -> str:
-    """The subject line of a successful commit's output ('[main 1a2b3c4] subject'), else ''."""
-    return _commit_line(text) or ""
-
-
 def plan_completed(turn: Turn) -> bool:
     """A TodoWrite / update_plan call whose every item is completed."""
-    if turn.kind != "tool_call" or turn.tool_name.lower() not in _PLAN_TOOLS:
+    if turn.kind != "tool_call" or turn.tool_name.lower() not in PLAN_TOOLS:
         return False
     body = turn.text.split(" ", 1)[1] if " " in turn.text else ""
     try:
@@ -181,40 +126,6 @@ def _last_tool_call(turns: list[Turn]) -> int:
         if turns[i].kind == "tool_call":
             return i
     return -1
-
-
-_TOOLING_ERROR = re.compile(
-    r"(?i)failed to find expected lines|invalid hunk|string to replace not found|file has not been read yet|"
-    r"<tool_use_error>|tool call (?:error|failed)|no such tool|doesn'?t want to (?:proceed|take this action)|"
-    r"request interrupted by user|was rejected by the user|permission to use \w+ has been denied|"
-    r"old_string|found \d+ matches of the string to replace|file does not exist\. current working directory"
-)
-_EDIT_TOOLS = frozenset({
-    "edit", "multiedit", "write", "notebookedit", "apply_patch", "str_replace_editor",
-    "str_replace_based_edit_tool", "create_file", "edit_file", "write_file", "read", "glob", "grep", "ls",
-    "exitplanmode", "todowrite", "update_plan", "webfetch", "websearch", "web_search",
-})
-
-
-def is_tooling_error(turn: Turn) -> bool:
-    """An error of the agent's own tooling (a patch that did not apply, a denied tool), not the problem."""
-    if turn.kind != "error":
-        return False
-    if turn.tool_name.lower() in _EDIT_TOOLS:
-        return True
-    return _tooling_text(turn.text[:2000])
-
-
-@functools.lru_cache(maxsize=4096)
-def _tooling_text(head: str) -> bool:
-    return bool(_TOOLING_ERROR.search(head))
-
-
-def problem_signature(turn: Turn) -> str:
-    """The error signature of a turn that shows the problem itself ('' for tooling errors)."""
-    if turn.kind != "error" or is_tooling_error(turn):
-        return ""
-    return error_signature(turn.text)
 
 
 class _Builder:
@@ -277,39 +188,6 @@ def experience_signature(turns: list[Turn] | tuple[Turn, ...]) -> str:
     return seen[0] if seen else ""
 
 
-# Output pasted into a prompt, not prose that names an error ("ImportError on startup").
-_PASTED_HINT = re.compile(
-    r"(?:Error|Exception)(?: \[\w+\])?: \S|error(?:\[\w+\])?: \S|panic: |Traceback \(most recent|"
-    r"^FAILED |CrashLoopBackOff|command not found|^HTTP/[\d.]+ [45]\d\d|"
-    r"[45]\d\d (?:Bad Gateway|Service Unavailable|Gateway Timeout|Request Entity Too Large|Payload Too Large|"
-    r"Internal Server Error|Too Many Requests)\b|\"statusCode\"\s*:\s*[45]\d\d",
-    re.M,
-)
-
-
-# Every _PASTED_HINT match holds one of these; most prompts hold none.
-_PASTED_WORDS = ("rror", "xception", "panic", "Traceback", "FAIL", "CrashLoop", "not found", "HTTP/", "Gateway",
-                 "Unavailable", "Too Large", "Too Many", "statusCode")
-_QUOTED = re.compile(r"`([^`\n]{8,300})`")
-
-
-@functools.lru_cache(maxsize=4096)  # segmenting and drafting both ask of every prompt
-def pasted_signature(text: str) -> str:
-    """A signature from an error the user pasted into the prompt (not from a plain request).
-
-    A quoted error in a sentence ("crashed with `fatal error: concurrent map writes`") counts
-    alone, without the sentence around it; otherwise only pasted output lines do.
-    """
-    if len(text) < 20 or not any(h in text for h in _PASTED_WORDS) or not _PASTED_HINT.search(text):
-        return ""
-    for m in _QUOTED.finditer(text):
-        if _PASTED_HINT.search(m.group(1)) or "error" in m.group(1).lower():
-            if sig := error_signature(m.group(1)):
-                return sig
-    output = "\n".join(ln for ln in text.splitlines() if _PASTED_HINT.search(ln) or ln.startswith((" ", "\t")))
-    return error_signature(output) if output else ""
-
-
 # A follow-up on the same work ("still up?", "and the other test?", "but it still fails"): a green
 # check before it did not end the task.
 _FOLLOW_UP = re.compile(
@@ -356,12 +234,12 @@ def skip_reason(turns: list[Turn] | tuple[Turn, ...]) -> str:
     users = [t for t in turns if _is_user_text(t)]
     acted = any(t.kind == "tool_call" for t in turns)
     if not users:
-        return "banner" if turns and turns[0].host == "aider" else "no_request"
+        return "banner" if turns and opens_with_banner(turns[0].host) else "no_request"
     if all(t.text.strip().lower() == "warmup" for t in users):
         return "warmup"
     if all(slash_command(t.text) and is_chatter(t.text) for t in users):
         return "slash_command_only"
-    if not acted and any(_INTERRUPTED.match(t.text.strip()) for t in users):
+    if not acted and any(is_interruption(t.text) for t in users):
         return "interrupted"
     if all(is_chatter(t.text) for t in users):
         return "greeting"
@@ -420,8 +298,8 @@ def segment_with_skips(turns: list[Turn] | tuple[Turn, ...],
                 close("interrupted" if b.interrupted else "question_answered")
             elif is_task_switch(turn.text) and (not b.red or not _SOFT_SWITCH.match(turn.text.strip())):
                 close("task_switch")
-        elif b.turns and b.committed and b.host == "aider":
-            pass  # Aider commits every reply by itself: its task ends at the user's next message
+        elif b.turns and b.committed and commits_each_reply(b.host):
+            pass  # the host (Aider) commits every reply by itself: its task ends at the user's next message
         elif b.turns and b.committed and turn.role == "assistant" and turn.kind == "text" \
                 and _MOVING_ON.match(turn.text):
             close(b.wrapped or "commit", mid_task=True)
@@ -464,11 +342,11 @@ def _observe(b: _Builder, turn: Turn) -> None:
             b.wrapped = "pr"
         elif plan_completed(turn):
             b.wrapped = "tracker_close"
-        if turn.tool_name.lower() == "exitplanmode":
+        if turn.tool_name.lower() in PLAN_ACCEPT_TOOLS:
             b.pending_plan = True
         return
     if turn.kind in ("tool_result", "error"):
-        if b.pending_plan and turn.tool_name.lower() in ("exitplanmode", ""):
+        if b.pending_plan and (turn.tool_name.lower() in PLAN_ACCEPT_TOOLS or not turn.tool_name):
             b.pending_plan = False
             b.plan_accepted = turn.kind == "tool_result"
         if b.pending_commit and turn.kind == "tool_result" and is_commit_output(turn.text):
@@ -491,7 +369,7 @@ def _observe(b: _Builder, turn: Turn) -> None:
         if not b.red and _WRAP_SAY.search(turn.text):
             b.wrapped = b.wrapped or "said_done"
         return
-    if _is_user_text(turn) and _INTERRUPTED.match(turn.text.strip()):
+    if _is_user_text(turn) and is_interruption(turn.text):
         b.interrupted = True
         return
     if _is_request(turn):

@@ -11,15 +11,17 @@ ids and quoted strings are masked, so two machines give one signature.
 from __future__ import annotations
 
 import functools
-import json
 import re
+
+from memoir.cards.signals import (
+    ERROR_CODE, ERROR_WORD_LOW, ERROR_WORDS, EXCEPTION_SUFFIXES, EXIT_LINE, NAMED_STATE, ZERO_SUMMARY,
+    decode_output, exit_code, exit_in, failing_test,
+)
 
 MAX_SIGNATURE = 160
 # Raw characters of a message kept, cut at a space: a tool that clips lines at 240 characters
 # leaves at least this much after a prefix of up to 90, so clipped and whole lines agree.
 MAX_MESSAGE = 150
-HEAD_CHARS = 2048  # a long output keeps its head (a compiler's first error, a host's exit line)
-TAIL_CHARS = 6144  # ... and its tail (a traceback's last line): 8 KB scanned at most
 
 # Line kinds, most specific last. The best kind present names the failure; within a kind the last
 # line wins where the final line is the verdict (a traceback, `Caused by:`), the first where later
@@ -37,18 +39,10 @@ _MASKS = (
     (re.compile(r"\s+"), " "),
 )
 
-# --- decoding: JSON tool results, escaped newlines, carriage returns --------------------------------
-_JSON_TEXT_KEYS = ("output", "stdout", "stderr", "aggregated_output", "formatted_output", "content",
-                   "text", "error", "message", "result")
-_JSON_CODE_KEYS = ("exit_code", "exitCode", "returncode", "return_code")
-_JSON_CODE = re.compile(r'"(?:exit_code|exitCode|returncode|return_code)"\s*:\s*(-?\d+)')
-_UNESCAPES = (("\\r\\n", "\n"), ("\\n", "\n"), ("\\t", "\t"), ('\\"', '"'), ("\\\\", "\\"))
-
 # --- exceptions, panics, Node error codes (EXCEPTION) ------------------------------------------------
 # Found by its suffix (a literal scan), then read back to the start of its name: far cheaper than
 # trying a name pattern at every capital letter.
-_EXC_SUFFIX = re.compile(r"(?:Error|Exception|Exit|Interrupt|Warning|Fault)(?![A-Za-z0-9_])")
-_EXC_NAMES = ("Error", "Exception", "Exit", "Interrupt", "Warning", "Fault")
+_EXC_SUFFIX = re.compile(r"(?:" + "|".join(EXCEPTION_SUFFIXES) + r")(?![A-Za-z0-9_])")
 _WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _IDENT = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.$"
 # What may stand before an exception name that still opens its line: pytest's `E`, Java's
@@ -67,9 +61,6 @@ _RUST_ERR = re.compile(r"error\[(E\d{4})\]: ?([^\n]*)")
 _TS_ERR = re.compile(r"(?m)(?:\berror |^[ \t]*)(TS\d{4,5}): ?([^\n]*)")
 _MYPY = re.compile(r"(?m)^[^\s:][^\n:]*:\d+(?::\d+)?: error: ([^\n]*?)[ \t]+\[([a-z][\w-]*)\][ \t]*$")
 _ESLINT = re.compile(r"(?m)^[ \t]*\d+:\d+[ \t]+error[ \t]+(\S[^\n]*?)[ \t]{2,}(@?[\w/-]+)[ \t]*$")
-# An error code counts only on an error line itself (a printed tsconfig's "ES2022" is no error).
-_CODE = re.compile(r"\b(E(?!RROR\b)[A-Z]{3,}|E\d{3,5}|TS\d{4}|[A-Z]{2,5}-?\d{3,5})\b")  # `ERROR` is no code
-
 # --- HTTP, clusters, containers, the shell (INFRA) --------------------------------------------------
 HTTP_REASONS = {
     400: "Bad Request", 401: "Unauthorized", 402: "Payment Required", 403: "Forbidden", 404: "Not Found",
@@ -87,10 +78,6 @@ _HTTP_REASON = re.compile(
 )
 _HTTP_CURL = re.compile(r"returned error: ([45]\d\d)\b")
 _HTTP_HINT = re.compile(r"[45]\d\d [A-Z]")  # one cheap pass before the reasons' long alternation
-_K8S = re.compile(
-    r"\b(CrashLoopBackOff|ImagePullBackOff|ErrImagePull|OOMKilled|CreateContainerConfigError|"
-    r"CreateContainerError|InvalidImageName|RunContainerError)\b"
-)
 _K8S_HINTS = ("BackOff", "ErrImagePull", "OOMKilled", "Container", "InvalidImageName")
 _DOCKER = re.compile(r"Error response from daemon: ([^\n]*)")
 _NOT_FOUND = re.compile(
@@ -105,21 +92,10 @@ _JSON_MESSAGE = re.compile(r'"message"\s*:\s*"([^"\n]{1,200})"')
 _ERROR_HEADLINE = re.compile(r"(?m)^[ \t│╷|>]*Error: ([^\n]+)")
 _SIGNAL = re.compile(r"\b(Segmentation fault|Bus error|Illegal instruction|Aborted \(core dumped\))")
 
-# --- failing tests by name (TEST) -------------------------------------------------------------------
-_TEST_FAIL = re.compile(
-    r"(?m)^[ \t]*--- FAIL: (?P<go>\S+)|^(?P<py_kind>FAILED|ERROR) (?P<py>[^\s]+?)(?: - |[ \t]*$)|"
-    r"^[ \t]*FAIL[ \t]+(?P<js>\S+\.\w+)\b|^test (?P<rs>\S+) \.\.\. FAILED|"
-    r"^[ \t]*\d+\) test (?P<ex>.+?) \((?P<ex_mod>[\w.]+)\)[ \t]*$"
-)
-
 # --- generic error lines (GENERIC) ------------------------------------------------------------------
 # Scanned on the lowercased text without `\b` (a plain alternation is several times faster than an
 # (?i) one with word boundaries); the boundaries are checked on the few hits.
-_ERRWORD = re.compile(r"error|failed|fatal|panic|cannot|not found|no such|traceback")
-_ERRWORD_HINTS = ("error", "fail", "fatal", "panic", "cannot", "not found", "no such", "traceback")
 MAX_ERROR_LINES = 64  # lines naming an error examined per output; the first that opens with one ends it
-# "0 failed" / "0 errors" / "no errors" are a passing summary, not an error line.
-_ZERO = re.compile(r"(?i)\b(?:0|no|zero|without) (?:failed|errors?|failures?)\b")
 # Decoration before a line's message: a CI timestamp, `##[error]`, terraform's box, a marker.
 _LEAD = re.compile(r"^(?:\d{4}-\d\d-\d\dT[\d:.]+Z?\s+)?(?:##\[error\])?[\s│╷╵|>✘✖×•*!-]*")
 _LOCATION = re.compile(r"^(?:[A-Za-z]:)?[^\s:()]+(?:\(\d+,\d+\)|:\d+(?::\d+)?)[ \t]*[:-]?[ \t]*")
@@ -127,11 +103,6 @@ _LOCATION = re.compile(r"^(?:[A-Za-z]:)?[^\s:()]+(?:\(\d+,\d+\)|:\d+(?::\d+)?)[ 
 # mid-prose ("logger.error(...)", "the error handler") only mentions it.
 _STRONG_HEAD = re.compile(r"(?:[^\s:]+:[ \t]*)*[\W_]*(?:npm ERR!|E)?[\W_]*")
 
-# --- exits (EXIT) -----------------------------------------------------------------------------------
-# On the lowercased text: `Exit code 1`, `exit status 1`, `Process exited with code 2`, CI's `Process
-# completed with exit code 1`, `non-zero exit status 1`; and make's `*** [target] Error 2`.
-_EXIT = re.compile(r"exit(?:ed)?(?: with)? (?:code|status)[: ]\s*(-?\d+)")
-_MAKE_EXIT = re.compile(r"\*\*\* \[[^\]\n]*\] Error (\d+)")
 
 
 def mask(text: str) -> str:
@@ -162,66 +133,6 @@ def _message(raw: str) -> str:
     return mask(raw)[:MAX_SIGNATURE].rstrip()
 
 
-def _json_parts(obj: object, parts: list[str], depth: int = 0) -> int | None:
-    """Collect the text fields of a JSON tool result into `parts`; return its exit code if it has one."""
-    code = None
-    if depth > 3:
-        return None
-    if isinstance(obj, str):
-        parts.append(obj)
-    elif isinstance(obj, list):
-        for item in obj[:50]:
-            c = _json_parts(item, parts, depth + 1)
-            code = c if code is None else code
-    elif isinstance(obj, dict):
-        for key in _JSON_CODE_KEYS:
-            value = obj.get(key)
-            if isinstance(value, int) and not isinstance(value, bool):
-                code = value
-        for key in _JSON_TEXT_KEYS:
-            if key in obj:
-                c = _json_parts(obj[key], parts, depth + 1)
-                code = c if code is None else code
-        meta = obj.get("metadata")
-        if isinstance(meta, dict):
-            c = _json_parts(meta, [], depth + 1)
-            code = c if code is None else code
-    return code
-
-
-@functools.lru_cache(maxsize=8192)
-def decode_output(text: str) -> tuple[str, int | None]:
-    """(the output's text with real newlines, bounded to about 8 KB; its exit code if JSON gave one).
-
-    Codex results are often `{"output":"…\\n…","metadata":{"exit_code":1}}`; a clipped one no
-    longer parses, so escaped newlines are also undone by hand and the exit code found by regex.
-    """
-    code = None
-    stripped = text.lstrip()
-    if stripped[:1] in ("{", "[") and '"' in stripped[:40]:
-        try:
-            obj = json.loads(stripped)
-        except (ValueError, RecursionError):  # a command may print `[[[[…` deeper than the parser goes
-            obj = None
-        if obj is not None:
-            parts: list[str] = []
-            code = _json_parts(obj, parts)
-            if parts:
-                text = "\n".join(p for p in parts if p)
-    if code is None and stripped[:1] in ("{", "[") and (
-            '"exit_code"' in text or '"exitCode"' in text or '"returncode"' in text):  # a clipped JSON result
-        m = _JSON_CODE.search(text)
-        code = int(m.group(1)) if m else code
-    if "\\n" in text and text.count("\\n") > text.count("\n"):
-        for escaped, real in _UNESCAPES:
-            text = text.replace(escaped, real)
-    if len(text) > HEAD_CHARS + TAIL_CHARS:
-        text = f"{text[:HEAD_CHARS]}\n{text[-TAIL_CHARS:]}"
-    if "\r" in text:  # progress bars redraw with \r: each redraw is a line of its own
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return text, code
-
-
 def _line_at(text: str, start: int, end: int) -> tuple[int, int]:
     return text.rfind("\n", 0, start) + 1, (text.find("\n", end) + 1 or len(text) + 1) - 1
 
@@ -229,7 +140,7 @@ def _line_at(text: str, start: int, end: int) -> tuple[int, int]:
 def _exceptions(t: str) -> tuple[str, str]:
     """(last exception/panic signature, last warning signature): the final such line names the failure."""
     best, best_at, warning = "", -1, ""
-    if any(name in t for name in _EXC_NAMES):
+    if any(name in t for name in EXCEPTION_SUFFIXES):
         taken = -1
         for m in _EXC_SUFFIX.finditer(t):
             begin = m.start()
@@ -306,7 +217,8 @@ def _diagnostics(t: str, lines: list[tuple[int, str, bool]]) -> str:
         found += [(m.start(), f"{m.group(2)}: {_message(m.group(1))}") for m in _ESLINT.finditer(t)]
     if not found:
         for at, line, strong in lines:
-            code = _CODE.search(line) if strong else None  # "error computing SHA256" names no code
+            # "error computing SHA256" names no code; pytest's `ERROR tests/x.py` is a failing test
+            code = ERROR_CODE.search(line) if strong and not failing_test(line) else None
             if code:
                 after = line[code.end():]
                 message = after[1:] if after.startswith(":") else line
@@ -324,7 +236,7 @@ def _infra(t: str) -> str:
             code = int(m.group(1))
             found.append((m.start(), f"HTTP {code} {HTTP_REASONS.get(code, '')}".rstrip()))
     if any(h in t for h in _K8S_HINTS):
-        found += [(m.start(), m.group(1)) for m in _K8S.finditer(t)]
+        found += [(m.start(), m.group(1)) for m in NAMED_STATE.finditer(t)]
     if "Error response from daemon" in t:
         found += [(m.start(), f"docker: {_message(m.group(1))}") for m in _DOCKER.finditer(t)]
     if "command not found" in t or ": not found" in t or ("make" in t and "No such file or directory" in t):
@@ -337,7 +249,7 @@ def _infra(t: str) -> str:
     if "Error: " in t:
         # The first `Error:` headline names the failure; later ones are usually its consequences.
         for m in _ERROR_HEADLINE.finditer(t):
-            if not _EXIT.search(m.group(1).lower()):  # CI's "Error: Process completed with exit code 1"
+            if not EXIT_LINE.search(m.group(1).lower()):  # CI's "Error: Process completed with exit code 1"
                 return f"Error: {_message(m.group(1))}"
     return ""
 
@@ -354,10 +266,8 @@ def _json_error(raw: str) -> str:
 
 
 def _test_failure(t: str) -> str:
-    """The first failing test named by go test, pytest, jest, cargo or ExUnit."""
-    if "FAIL" not in t and "ERROR " not in t and ") test " not in t:
-        return ""
-    m = _TEST_FAIL.search(t)
+    """The first failing test named by go test, pytest, jest, cargo, ExUnit or a `✗`/`✕` mark."""
+    m = failing_test(t)
     if not m:
         return ""
     if m.group("py"):
@@ -368,17 +278,19 @@ def _test_failure(t: str) -> str:
         return f"{label}: {path.rsplit('/', 1)[-1]}{sep}{name}"
     if m.group("ex"):
         return f"FAIL: {m.group('ex_mod')}: {_message(m.group('ex'))}"
+    if m.group("mark"):
+        return f"FAIL: {_message(m.group('mark'))}"
     name = m.group("go") or m.group("rs") or m.group("js").rsplit("/", 1)[-1]
     return f"FAIL: {name}"
 
 
 def _error_lines(t: str, low: str) -> list[tuple[int, str, bool]]:
     """Lines that name an error, up to the first that opens with one: (offset, text, opens with it)."""
-    if not any(h in low for h in _ERRWORD_HINTS):
+    if not any(h in low for h in ERROR_WORDS):
         return []
     out: list[tuple[int, str, bool]] = []
     taken, size = -1, len(low)
-    for m in _ERRWORD.finditer(low):
+    for m in ERROR_WORD_LOW.finditer(low):
         s, e = m.start(), m.end()
         if (s and low[s - 1] in _WORD) or (e < size and low[e] in _WORD):
             continue  # `error_handler.py`, `ErrorBoundary`: part of a name
@@ -387,7 +299,7 @@ def _error_lines(t: str, low: str) -> list[tuple[int, str, bool]]:
             continue
         taken = start
         line = t[start:end]
-        if _ZERO.search(line) or _exit_in(low[start:end], line) is not None:
+        if ZERO_SUMMARY.search(line) or exit_in(low[start:end], line) is not None:
             continue  # a passing summary, or an exit line (ranked below every other kind)
         lead = _LEAD.match(line)
         body = line[lead.end() if lead else 0:]
@@ -398,22 +310,6 @@ def _error_lines(t: str, low: str) -> list[tuple[int, str, bool]]:
         if strong or len(out) >= MAX_ERROR_LINES:
             break
     return out
-
-
-def _exit_in(low: str, text: str) -> int | None:
-    """The first non-zero exit code `low` (the lowercased `text`) reports, else 0 if one says 0, else None."""
-    found = None
-    if "exit" in low:
-        for m in _EXIT.finditer(low):
-            value = int(m.group(1))
-            if value:
-                return value  # any failing exit decides; a later `exit 0` is a cleanup step
-            found = value
-    if "***" in text:
-        m = _MAKE_EXIT.search(text)
-        if m and int(m.group(1)):
-            return int(m.group(1))
-    return found
 
 
 @functools.lru_cache(maxsize=8192)
@@ -444,7 +340,7 @@ def _analyse(text: str) -> tuple[int, str, bool]:
         return GENERIC, _message(body), strong
     if warning:
         return WARNING, warning, False
-    exit_code = code if code is not None else _exit_in(low, t)
+    exit_code = code if code is not None else exit_in(low, t)
     if exit_code:
         return EXIT, f"exit code {exit_code}", True
     return 0, "", False
@@ -459,24 +355,6 @@ def error_signature(text: str) -> str:
     in a traceback.
     """
     return _analyse(text)[1]
-
-
-EXIT_EDGE = 1500
-
-
-@functools.lru_cache(maxsize=8192)
-def exit_code(text: str) -> int | None:
-    """The exit code an output reports (`Exit code 1`, `exit status 2`, JSON `exit_code`), if any."""
-    t, code = decode_output(text)
-    if code is not None:
-        return code
-    # `Exit code 1` leads a Claude Code result; `exit status 2` and make's `***` close an output.
-    tail = max(0, len(t) - EXIT_EDGE)
-    if not any(t.find(w, 0, EXIT_EDGE) >= 0 or t.find(w, tail) >= 0 for w in ("xit", "XIT", "***")):
-        return None
-    if len(t) > 2 * EXIT_EDGE:
-        t = t[:EXIT_EDGE] + "\n" + t[-EXIT_EDGE:]
-    return _exit_in(t.lower(), t)
 
 
 def is_error_output(text: str) -> bool:

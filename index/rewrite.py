@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from memoir.cards.hosts.strip import strip_injected
+from memoir.cards.signals import is_error_line
 from memoir.cards.signatures import error_signature
 
 MAX_QUERY_CHARS = 1000  # MiniLM reads ~256 word pieces; a pasted log must not crowd out the question
@@ -32,10 +33,6 @@ _SOCIAL = re.compile(
 # Traceback frames and log prefixes: every stack has them, none identifies the problem.
 _NOISE = re.compile(r'(?i)^\s*(?:traceback \(most recent call last\):?|file "[^"]*", line \d+.*|at [\w.$<>]+\(.*\))\s*$')
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'])|\n+")
-_ERROR_LINE = re.compile(
-    r"(?i)\b(?:error|exception|traceback|failed|failure|fatal|panic|cannot|can't|unable|not found|"
-    r"no such|denied|refused|timed? ?out|E\d{3,5}|TS\d{4})\b"
-)
 
 _DEBUG = re.compile(
     r"(?i)\b(?:error|exception|traceback|fail(?:s|ed|ing|ure)?|crash(?:es|ed|ing)?|broken|bug|panic(?:s|ked)?|"
@@ -69,7 +66,7 @@ def rewrite_query(text: str) -> str:
         clause = _defill(clause)
         if not clause or not re.search(r"\w", clause):
             continue
-        if _ERROR_LINE.search(clause) and len(errors) < MAX_ERROR_LINES and len(clause) > 200:
+        if is_error_line(clause) and len(errors) < MAX_ERROR_LINES and len(clause) > 200:
             # A long pasted log line: its error part is what a card would name.
             errors.append(clause[:200])
             continue

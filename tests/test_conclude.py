@@ -22,7 +22,7 @@ def test_the_closing_report_after_the_last_passing_check_wins():
     assert found.source == "closing_report"
     assert found.text.startswith("Fixed: export_rows returned None")
     assert "Want me to" not in found.text
-    assert found.verified_by == 6  # the passing run, not the command
+    assert found.verified_by == "t6"  # the passing run, not the command
 
 
 def test_a_commit_message_stands_in_when_the_report_is_mid_work():
@@ -57,4 +57,4 @@ def test_a_terse_outcome_is_joined_to_the_reason_given_before_the_fix():
     found = choose_conclusion(s.turns)
     assert found.text.startswith("The day partitions overlap: BETWEEN is inclusive")
     assert found.text.endswith("31/31 partitions with 6 workers; committed 2c6b7e0.")
-    assert found.source == "pre_fix_explanation+closing_report" and found.verified_by == 6
+    assert found.source == "pre_fix_explanation+closing_report" and found.verified_by == "t6"

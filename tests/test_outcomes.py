@@ -3,17 +3,9 @@ import json
 import pytest
 
 from memoir.cards.values import Turn
-from memoir.cards.outcomes import (
-    FailureCondition,
-    Verification,
-    command_key,
-    command_of,
-    failure_conditions,
-    is_failing,
-    is_passing,
-    same_target,
-    verification,
-)
+from memoir.cards.commands import command_key, command_of, same_target
+from memoir.cards.outcomes import FailureCondition, Verification, failure_conditions, verification
+from memoir.cards.verdicts import is_failing, is_passing
 from tests.turns import T0, Script
 
 LOCKED = (

@@ -8,7 +8,7 @@ import stat
 import pytest
 from click.testing import CliRunner
 
-from memoir.cards.distill.rules import CONFLICT_GATE
+from memoir.cards.distill.merge import CONFLICT_GATE
 from memoir.cards.draft import conclusion_problem
 from memoir.cards.quality_gates import GATE_HELP, QUALITY_GATE_NAMES
 from memoir.cards.review import (

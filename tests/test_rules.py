@@ -5,15 +5,10 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from memoir.cards.distill.rules import (
-    CONFIRMED_CUE,
-    apply_rules,
-    extract_conclusions,
-    find_disproved,
-    merge_signature,
-    same_topic,
-    supersession_chain,
-)
+from memoir.cards.chain import supersession_chain
+from memoir.cards.distill.extract import CONFIRMED_CUE, extract_conclusions, find_disproved
+from memoir.cards.distill.merge import merge_signature, same_topic
+from memoir.cards.distill.rules import apply_rules
 from memoir.cards.draft import draft_card
 from memoir.cards.values import Card, Experience
 from memoir.cards.segment import segment_session
@@ -203,7 +198,7 @@ def test_a_change_verified_by_a_passing_test_run_is_a_conclusion_without_a_cue()
          .runs("sed -i 's/ascii/NFKD/' shop/slug.py")
          .runs("pytest tests/test_slug.py").result("5 passed in 0.2s"))
     (st,) = extract_conclusions(s.turns)
-    assert (st.seq, st.cue, st.verified_by) == (3, CONFIRMED_CUE, 6)
+    assert (st.seq, st.cue, st.verified_by) == (3, CONFIRMED_CUE, "t6")
     assert draft_card(_one(s)[0]).verified_by == "t6"
 
 
@@ -328,7 +323,7 @@ def test_the_supersession_chain_runs_oldest_to_newest():
         _, library = _run([pair], library)
     by_id = {c.id: c for c in library}
     ids = [p[1].id for p in pairs]
-    assert [c.id for c in supersession_chain(ids[1], by_id)] == ids
+    assert [c.id for c in supersession_chain(ids[1], by_id).cards] == ids
     assert [by_id[i].status for i in ids] == ["superseded", "superseded", "active"]
     assert by_id[ids[2]].supersedes == (ids[1],)
 

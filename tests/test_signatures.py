@@ -2,7 +2,8 @@ import json
 
 import pytest
 
-from memoir.cards.signatures import error_signature, exit_code, is_error_output
+from memoir.cards.signals import exit_code
+from memoir.cards.signatures import error_signature, is_error_output
 
 LOCKED = "OperationalError: database is locked"
 TRACEBACK = (

@@ -1,49 +1,20 @@
-"""Host readers: one pure reader per session-log format, a registry, and the default log roots.
+"""Host readers: one pure reader per session-log format, each described by one `Host` record.
 
-Every reader is `read(data: bytes, path: str, start_line=0, carry=Carry()) -> ReadResult`.
+Every reader is `read(data: bytes, path: str, start_line=0, carry=Carry()) -> ReadResult`; the
+registry (`registry.ROWS`) lists the records: file names, sniffs, default roots, tool names.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
-
-from memoir.cards.hosts import aider, claude_code, codex, jsonl
-from memoir.cards.hosts.base import Carry, ReaderError, ReadResult
+from memoir.cards.hosts.base import Carry, Host, ReaderError, ReadResult
 from memoir.cards.hosts.detect import detect_host
+from memoir.cards.hosts.registry import HOSTS, READERS, default_roots, reader_for
 from memoir.cards.hosts.strip import strip_injected
-
-Reader = Callable[..., ReadResult]
-
-READERS: dict[str, Reader] = {
-    claude_code.HOST: claude_code.read,
-    codex.HOST: codex.read,
-    aider.HOST: aider.read,
-    jsonl.HOST: jsonl.read,
-}
-HOSTS = tuple(READERS)
-# Formats whose sessions are named by a header: an appended read restarts at the last header.
-HEADER_SESSIONS = frozenset({aider.HOST})
-
-
-def default_roots(home: Path) -> dict[str, Path]:
-    """Where hosts keep their logs under `home`; aider files are only read from paths given."""
-    return {
-        claude_code.HOST: home / ".claude" / "projects",
-        codex.HOST: home / ".codex" / "sessions",
-    }
-
-
-def reader_for(host: str) -> Reader:
-    try:
-        return READERS[host]
-    except KeyError:
-        raise ReaderError(f"unknown host {host!r}; use one of: {', '.join(HOSTS)} or auto") from None
-
 
 __all__ = [
     "Carry",
     "HOSTS",
+    "Host",
     "READERS",
     "ReadResult",
     "ReaderError",

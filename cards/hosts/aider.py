@@ -58,15 +58,18 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import PurePath
 
-from memoir.cards.outcomes import is_passing
+from memoir.cards.signals import mentions_failure
+from memoir.cards.verdicts import is_passing
 from memoir.cards.hosts.base import (
     TEXT_CHARS,
     TOOL_CALL_CHARS,
     TOOL_RESULT_CHARS,
     Carry,
+    Host,
     ReadResult,
     clip,
 )
@@ -78,13 +81,6 @@ HEADER = "# aider chat started at"
 HISTORY_NAME = ".aider.chat.history.md"  # Aider's default, written at the repository's root
 
 HEADER_RE = re.compile(r"^# aider chat started at (\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)")
-_ERROR_RE = re.compile(
-    r"Traceback \(most recent call last\)|(?:Error|Exception)\b|\b(?:error|ERROR)\b|"
-    r"\b(?!0 )\d+ failed\b|(?<!\d )\bfailed\b|\bFAILED\b|\bnon-zero exit|\bexit(?:ed with)? (?:code|status):? *[1-9]|"
-    r"\bnot found\b"
-)
-# Every _ERROR_RE match holds one of these; texts without any skip the regex.
-_ERROR_HINTS = ("Traceback", "rror", "RROR", "ailed", "FAILED", "xception", "non-zero", "exit", "not found")
 _COMMIT_RE = re.compile(r"^Commit ([0-9a-f]{7,40}) +(.*)$")
 _RUN_INPUT_RE = re.compile(r"^(?:/(run|test)(?:\s+|$)|!)(.*)$", re.DOTALL)
 _THINK_OPEN_RE = re.compile(r"^<(think|thinking|thinking-content-[0-9a-f]+)>")
@@ -239,8 +235,7 @@ class _Builder:
             self.emit("tool", "tool_result", text, line, "edit", TOOL_RESULT_CHARS)
         else:
             failed = key in ("test", "lint") or (
-                any(h in text for h in _ERROR_HINTS) and _ERROR_RE.search(text) is not None
-                and not is_passing(text))  # "19 passed; 0 failed" then the program's own "ERROR 312"
+                mentions_failure(text) and not is_passing(text))  # "19 passed; 0 failed" then the program's own "ERROR 312"
             name = "" if key == "misc" else key if key == "lint" else "run"
             self.emit("tool", "error" if failed else "tool_result", text, line, name, TOOL_RESULT_CHARS)
 
@@ -471,3 +466,24 @@ def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) ->
         resume_at=max(header_at, 0) if b.session_id else consumed,
         resume_line=data.count(b"\n", 0, max(header_at, 0)) if b.session_id else n_lines,
     )
+
+
+# --- the host record -------------------------------------------------------------------------------
+
+
+def wants(name: str) -> bool:
+    return name.endswith(HISTORY_NAME)
+
+
+def sniff_lines(lines: Sequence[str], path: PurePath) -> bool:
+    """The header line, or a history file's name with Aider's `#### ` / `> ` lines."""
+    return lines[0].startswith(HEADER) or (
+        path.name.endswith(HISTORY_NAME) and any(ln.startswith(("#### ", "> ")) for ln in lines))
+
+
+RECORD = Host(
+    name=HOST, read=read, wants=wants, sniff_lines=sniff_lines,
+    shell_tools=frozenset({"run", "lint"}),  # /run, /test, ! and the commands it proposes
+    edit_tools=frozenset({"edit"}),  # "Applied edit to x.py"
+    header_sessions=True, commits_each_reply=True, banner=True,
+)

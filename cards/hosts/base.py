@@ -10,9 +10,12 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import PurePath
+
+from memoir.cards.errors import CardsError
 
 from memoir.cards.hosts.strip import strip_injected
 from memoir.cards.values import Turn
@@ -25,7 +28,7 @@ TEXT_CHARS = 20000  # a single message; longer ones are pastes, the sanitizer ca
 EMPTY_OUTPUT = "(no output)"  # a silent successful command is still a result the segmenter needs
 
 
-class ReaderError(Exception):
+class ReaderError(CardsError):
     """A reader was asked for a host it does not know."""
 
 
@@ -80,6 +83,45 @@ class ReadResult:
     carry: Carry
     resume_at: int
     resume_line: int
+
+
+def _no_lines(lines: Sequence[str], path: PurePath) -> bool:
+    return False
+
+
+def _no_record(obj: dict) -> int:
+    return 0
+
+
+def _no_raw(line: str) -> int:
+    return 0
+
+
+@dataclass(frozen=True, slots=True)
+class Host:
+    """One host, whole: how its logs are found, recognised and read, and what its tools are called.
+
+    The registry (`memoir.cards.hosts.registry`) lists one per host; collect, detect, segment,
+    outcomes and the command reading ask it, never a host's name. Tool names are lowercased.
+    Sniffs answer how sure they are: 0 is "not mine", and the surest host wins (ties go to the
+    earlier registry row).
+    """
+
+    name: str
+    read: Callable[..., ReadResult]
+    wants: Callable[[str], bool]  # a file name this host writes its logs under
+    sniff_lines: Callable[[Sequence[str], PurePath], bool] = _no_lines  # a text format's first lines
+    sniff_record: Callable[[dict], int] = _no_record  # one parsed JSON record of the head
+    sniff_raw: Callable[[str], int] = _no_raw  # a first record too long to parse: its keys
+    root: str = ""  # where its logs live under the home folder; '' = only read from paths given
+    shell_tools: frozenset[str] = frozenset()  # a call that runs a shell command
+    edit_tools: frozenset[str] = frozenset()  # a call that changes a file
+    quiet_tools: frozenset[str] = frozenset()  # reads, searches, plans: their results hold no verdict
+    plan_tools: frozenset[str] = frozenset()  # a to-do list whose items all completed ends a task
+    plan_accept_tools: frozenset[str] = frozenset()  # accepting a plan ends the planning
+    header_sessions: bool = False  # sessions are named by a header: an appended read restarts there
+    commits_each_reply: bool = False  # the host commits by itself: a commit does not end a task
+    banner: bool = False  # a session opens with the host's start-up banner, no request
 
 
 @dataclass(slots=True)

@@ -31,6 +31,7 @@ from memoir.cards.hosts.base import (
     TOOL_CALL_CHARS,
     TOOL_RESULT_CHARS,
     Carry,
+    Host,
     ReadResult,
     SessionReader,
     as_str,
@@ -235,3 +236,37 @@ def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) ->
     reader.read_lines(parsed)
     reader.skipped.update(skipped)
     return reader.result(consumed, len(lines))
+
+
+# --- the host record -------------------------------------------------------------------------------
+_RECORD_TYPES = frozenset({"user", "assistant", "system", "summary", "progress", "file-history-snapshot",
+                           "queue-operation", "last-prompt"})
+_RAW_KEYS = re.compile(r'"(?:parentUuid|sessionId|leafUuid)"\s*:')
+
+
+def wants(name: str) -> bool:
+    return name.endswith(".jsonl")
+
+
+def sniff_record(obj: dict) -> int:
+    """3: keys only Claude Code writes; 1: its record types with a `message`."""
+    kind = obj.get("type")
+    if "sessionId" in obj or "parentUuid" in obj or (kind == "summary" and "leafUuid" in obj):
+        return 3
+    return 1 if kind in _RECORD_TYPES and "message" in obj else 0
+
+
+def sniff_raw(line: str) -> int:
+    return 1 if _RAW_KEYS.search(line) else 0
+
+
+RECORD = Host(
+    name=HOST, read=read, wants=wants, sniff_record=sniff_record, sniff_raw=sniff_raw,
+    root=".claude/projects",
+    shell_tools=frozenset({"bash"}),
+    edit_tools=frozenset({"edit", "multiedit", "write", "notebookedit"}),
+    quiet_tools=frozenset({"read", "glob", "grep", "ls", "notebookread", "todoread", "webfetch", "websearch",
+                           "skill", "enterplanmode"}),
+    plan_tools=frozenset({"todowrite"}),
+    plan_accept_tools=frozenset({"exitplanmode"}),
+)

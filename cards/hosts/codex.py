@@ -26,11 +26,13 @@ import re
 from collections import Counter
 from pathlib import PurePath
 
+from memoir.cards.signals import exit_in
 from memoir.cards.hosts.base import (
     TEXT_CHARS,
     TOOL_CALL_CHARS,
     TOOL_RESULT_CHARS,
     Carry,
+    Host,
     ReadResult,
     SessionReader,
     as_str,
@@ -51,7 +53,6 @@ _IGNORED_EVENTS = frozenset(
 )
 _IGNORED_ITEMS = frozenset({"ghost_snapshot", "compaction", "compaction_summary", "other"})
 _ROLLOUT_UUID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$")
-_EXIT_RE = re.compile(r"(?:Process exited with code|Exit code:?)\s*(-?\d+)")
 _ERROR_PREFIXES = ("error:", "tool call error", "apply_patch verification failed", "failed to ", "aborted")
 _CWD_RE = re.compile(r"<environment_context>.*?<cwd>([^<]+)</cwd>", re.DOTALL)
 _AGENTS_MD = "# AGENTS.md instructions"
@@ -105,8 +106,8 @@ def output_text_and_failed(output: object) -> tuple[str, bool]:
             code = meta.get("exit_code") if isinstance(meta, dict) else None
             failed = failed or (isinstance(code, int) and code != 0)
             text = as_str(inner.get("output")) or text
-    m = _EXIT_RE.search(text[:500])
-    if m and m.group(1) != "0":
+    head = text[:500]
+    if exit_in(head.lower(), head):  # `Process exited with code 1`, `Exit code: 2`
         failed = True
     if text.lstrip()[:40].lower().startswith(_ERROR_PREFIXES):
         failed = True
@@ -246,3 +247,37 @@ def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) ->
     reader.read_lines(parsed)
     reader.skipped.update(skipped)
     return reader.result(consumed, len(lines))
+
+
+# --- the host record -------------------------------------------------------------------------------
+_ENVELOPE = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
+_BARE = frozenset({"message", "reasoning", "function_call", "function_call_output"})
+_RAW_HEAD = re.compile(r'^\{"timestamp"\s*:\s*"[^"]*"\s*,\s*"type"\s*:\s*"(?:session_meta|response_item|event_msg|turn_context)"')
+
+
+def wants(name: str) -> bool:
+    return name.startswith("rollout-") and name.endswith(".jsonl")
+
+
+def sniff_record(obj: dict) -> int:
+    """4: a rollout envelope or an old rollout's header; 2: a bare item of an old rollout."""
+    kind = obj.get("type")
+    if kind in _ENVELOPE and "payload" in obj:
+        return 4
+    if "instructions" in obj and "id" in obj or obj.get("record_type") == "state":
+        return 4
+    return 2 if kind in _BARE and "sessionId" not in obj else 0
+
+
+def sniff_raw(line: str) -> int:
+    return 2 if _RAW_HEAD.search(line) else 0
+
+
+RECORD = Host(
+    name=HOST, read=read, wants=wants, sniff_record=sniff_record, sniff_raw=sniff_raw,
+    root=".codex/sessions",
+    shell_tools=frozenset({"shell", "exec_command", "local_shell", "shell_command", "container.exec"}),
+    edit_tools=frozenset({"apply_patch"}),
+    quiet_tools=frozenset({"web_search", "view_image"}),
+    plan_tools=frozenset({"update_plan"}),
+)

@@ -34,6 +34,7 @@ Text is bounded (tool output keeps head and tail) and `<memoir-context>` blocks 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from memoir.cards.hosts.base import (
@@ -41,6 +42,7 @@ from memoir.cards.hosts.base import (
     TOOL_CALL_CHARS,
     TOOL_RESULT_CHARS,
     Carry,
+    Host,
     ReadResult,
     Seqs,
     as_str,
@@ -122,3 +124,29 @@ def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) ->
         resume_at=consumed,
         resume_line=len(lines),
     )
+
+
+# --- the host record -------------------------------------------------------------------------------
+_RAW_KEYS = re.compile(r'"session_id"\s*:.*"role"\s*:|"role"\s*:.*"session_id"\s*:')
+
+
+def wants(name: str) -> bool:
+    return name.endswith(".jsonl")
+
+
+def sniff_record(obj: dict) -> int:
+    return 2 if "session_id" in obj and "role" in obj and "text" in obj else 0
+
+
+def sniff_raw(line: str) -> int:
+    return 1 if _RAW_KEYS.search(line) else 0
+
+
+# The generic format carries the other agents' tools (Cursor, Cline, Gemini CLI, OpenHands, …).
+RECORD = Host(
+    name=HOST, read=read, wants=wants, sniff_record=sniff_record, sniff_raw=sniff_raw,
+    shell_tools=frozenset({"run_terminal_cmd", "run_command", "execute_command", "terminal", "run_shell_command"}),
+    edit_tools=frozenset({"str_replace_editor", "str_replace_based_edit_tool", "create_file", "edit_file",
+                          "write_file", "replace", "insert"}),
+    quiet_tools=frozenset({"read_file"}),
+)

@@ -1,0 +1,206 @@
+"""What a tool call ran: the shell command behind each host's call shape, and what kind of step it is.
+
+A shell command is read from a tool call's text: `Bash {"command": …}` (Claude Code), `shell
+{"command": ["bash", "-lc", …]}` / `exec_command {"cmd": …}` (Codex), or `Bash <command>`. Which
+tool names run a shell, edit a file or only look is each host's record (`cards.hosts.registry`);
+which command is a check (tests, a build, a linter) is `cards.signals.CHECK_COMMAND`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+
+from memoir.cards.hosts.registry import EDIT_TOOLS, QUIET_TOOLS, SHELL_TOOLS
+from memoir.cards.signals import CHECK_COMMAND
+from memoir.cards.values import Turn
+
+MAX_COMMAND = 200  # a command quoted on one line
+
+_CLIPPED_COMMAND = re.compile(
+    r'"(?:command|cmd)"\s*:\s*(?:\[\s*"(?:[\w/.-]*/)?(?:bash|sh|zsh|dash)"\s*,\s*"-l?c"\s*,\s*)?"((?:[^"\\]|\\.)*)'
+)
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
+_UNESCAPES = (("\\n", "\n"), ("\\t", "\t"), ('\\"', '"'), ("\\\\", "\\"))
+# A command that writes files or dependencies, or removes state (`rm x.db-journal` is an attempt too).
+_CHANGE_CMD = re.compile(
+    r"\bsed -i|\bperl -\w*i|\bpatch\b|\bapply_?patch\b|\bgit (?:apply|checkout|restore|reset|stash|revert|"
+    r"cherry-pick|merge|rebase|pull|am)\b|(?<![<>0-9&])>>?[ \t]*(?!&|/dev/null)[\w./~-]+|\btee\b|"
+    r"(?:^|[;&|(]\s*|\s)(?:rm|mv|cp|touch|mkdir|chmod|chown|ln|truncate|unlink)\s|"
+    r"\b(?:pip3?|npm|pnpm|yarn|bun|uv|poetry|cargo|go|gem|bundle|brew|conda|apt(?:-get)?) "
+    r"(?:install|add|remove|uninstall|get|update|upgrade|i|ci|sync|lock)\b|\bgo mod tidy\b|\bnpm ci\b"
+)
+_PATCH_FILE = re.compile(r"\*\*\* (?:Update|Add|Delete) File: (\S+)")
+# Wrapping that does not change what a command checks: `cd x &&`, `FOO=1`, `timeout 60`, `uv run`,
+# `python -m`, and output plumbing (`2>&1`, `| tail -3`, `; echo $?`, `|| true`).
+_PREFIX = re.compile(
+    r"^\s*(?:cd\s+\S+\s*(?:&&|;)\s*|(?:export\s+)?[A-Za-z_]\w*=\S*\s+|timeout\s+\S+\s+|time\s+|nice\s+|env\s+|"
+    r"(?:uv|poetry|pipenv|pdm|hatch|rye) run\s+|bundle exec\s+|npx\s+|bunx\s+|(?:pnpm|yarn) exec\s+|"
+    r"(?:\S*/)?python[\d.]*\s+-m\s+)"
+)
+_SUFFIX = re.compile(
+    r"\s*(?:2>&1|2>\s*/dev/null|>\s*/dev/null|\|&?\s*(?:tail|head|cat|less|grep|tee)\b[^|;&]*|"
+    r";\s*echo\b[^|;&]*|\|\|\s*true)\s*$"
+)
+_NOISE_FLAG = re.compile(
+    r"-[xqvsl]+|--tb=\w+|--maxfail=\d+|--color(?:=\w+)?|--no-header|-r[a-zA-Z]+|--disable-warnings|"
+    r"-p\s*no:\S+|-?-count=\d+|--quiet|--verbose|--silent|--no-cov|--ff|--lf|--showlocals|--runInBand|"
+    r"--watchAll=false|--no-watch|--reporter=\w+"
+)
+_FILE_NAME = re.compile(r"\.\w{1,5}$")
+# Commands that only look (a search with no match exits 1): neither a failure nor a check.
+_INSPECT = re.compile(
+    r"(?:rg|grep|egrep|fgrep|ag|ack|find|fd|ls|cat|head|tail|less|more|wc|echo|printf|pwd|which|type|file|stat|"
+    r"tree|du|df|ps|env|nl|sort|uniq|diff|jq|sed(?! -i)|awk|git (?:status|log|diff|show|branch|blame|grep|rev-parse|"
+    r"remote|ls-files)|gh (?:run|pr|issue|repo) (?:list|view|status))(?:\s|$)"
+)
+_TWO_WORD_RUNNERS = frozenset({"go", "cargo", "npm", "pnpm", "yarn", "bun", "mix", "make", "dotnet", "bazel",
+                               "terraform", "docker", "deno", "python", "python3", "node"})
+
+
+def may_hold_verdict(turn: Turn) -> bool:
+    """Could this result say that a check passed or failed? Not a file read, an edit or a plan update."""
+    return turn.kind in ("tool_result", "error") and turn.tool_name.lower() not in QUIET_TOOLS
+
+
+def _argv_command(argv: list) -> str:
+    words = [w for w in argv if isinstance(w, str)]
+    if len(words) >= 3 and words[0].rsplit("/", 1)[-1] in _SHELLS and words[1] in ("-c", "-lc", "-l"):
+        return words[-1]
+    return " ".join(words)
+
+
+@functools.lru_cache(maxsize=8192)
+def _command(tool_name: str, text: str) -> str:
+    name = tool_name.lower()
+    if name in EDIT_TOOLS:
+        return ""
+    body = text[len(tool_name):].lstrip() if tool_name and text.startswith(tool_name) else text
+    if body.startswith("{"):
+        try:
+            args = json.loads(body)
+        except (ValueError, RecursionError):
+            m = _CLIPPED_COMMAND.search(body)  # a long call was clipped mid-JSON by the reader
+            if not m:
+                return ""
+            command = m.group(1)
+            for escaped, real in _UNESCAPES:
+                command = command.replace(escaped, real)
+            return command.strip()
+        cmd = args.get("command", args.get("cmd")) if isinstance(args, dict) else None
+        if isinstance(cmd, list):
+            cmd = _argv_command(cmd)
+        return cmd.strip() if isinstance(cmd, str) else ""
+    return body.strip() if name in SHELL_TOOLS else ""
+
+
+def command_of(turn: Turn) -> str:
+    """The shell command a tool call ran; '' for other tools (edits, reads, searches)."""
+    if turn.kind != "tool_call":
+        return ""
+    return _command(turn.tool_name, turn.text)
+
+
+def one_line(command: str, limit: int = MAX_COMMAND) -> str:
+    """The first line of a command, whitespace collapsed, at most `limit` chars."""
+    lines = command.strip().splitlines()
+    first = " ".join(lines[0].split()) if lines else ""
+    more = len(lines) > 1
+    if len(first) > limit:
+        first, more = first[: limit - 1].rstrip(), True
+    return f"{first}…" if more else first
+
+
+@functools.lru_cache(maxsize=8192)
+def command_key(command: str) -> str:
+    """The command without wrapping that does not change what it checks, for comparing two runs."""
+    text = " ".join(command.split())
+    while True:
+        stripped = _SUFFIX.sub("", _PREFIX.sub("", text, count=1), count=1)
+        if stripped == text:
+            break
+        text = stripped
+    return " ".join(w for w in text.split() if not _NOISE_FLAG.fullmatch(w))
+
+
+@functools.lru_cache(maxsize=4096)
+def _target(key: str) -> tuple[str, frozenset[str]]:
+    """(runner, the files/dirs/test ids it was pointed at, without `::test` parts)."""
+    words = key.split()
+    if not words:
+        return "", frozenset()
+    n = 2 if words[0] in _TWO_WORD_RUNNERS and len(words) > 1 else 1
+    targets = frozenset(
+        w.split("::", 1)[0].rstrip("/") for w in words[n:]
+        if not w.startswith("-") and ("/" in w or "::" in w or _FILE_NAME.search(w))
+    )
+    return " ".join(words[:n]), targets
+
+
+@functools.lru_cache(maxsize=8192)  # a session re-runs a handful of commands many times
+def same_target(failed: str, passed: str) -> bool:
+    """Both commands run the same checks: equal once normalised, or the passing one covers every failing target."""
+    a, b = command_key(failed), command_key(passed)
+    if a == b:
+        return bool(a)
+    runner_a, targets_a = _target(a)
+    runner_b, targets_b = _target(b)
+    if runner_a != runner_b or not targets_a or not targets_b:
+        return False
+    return all(any(x == y or x.startswith(y + "/") for y in targets_b) for x in targets_a)
+
+
+def only_looks(command: str) -> bool:
+    """A command that only looks (`rg`, `ls`, `git log`): a search with no match exits 1, and is no failure."""
+    return bool(_INSPECT.match(command_key(command)))
+
+
+def is_inspection(command: str) -> bool:
+    """A command that only looks (`rg`, `ls`, `git log`, `gh run list`) and runs no check: its output proves nothing."""
+    return only_looks(command) and not is_test_or_build(command)
+
+
+def is_test_or_build(command: str) -> bool:
+    """A command that runs tests, a build, a type checker or linter, a plan, or a request (`curl`)."""
+    first = command.strip().split("\n", 1)[0]
+    return bool(CHECK_COMMAND.search(command_key(first)))
+
+
+def is_change(turn: Turn) -> bool:
+    """An edit tool, or a shell command that writes files, dependencies or state."""
+    if turn.kind != "tool_call":
+        return False
+    if turn.tool_name.lower() in EDIT_TOOLS:
+        return True
+    return _changes_files(command_of(turn))
+
+
+@functools.lru_cache(maxsize=8192)
+def _changes_files(command: str) -> bool:
+    return bool(command) and bool(_CHANGE_CMD.search(command))
+
+
+def _short_path(path: str) -> str:
+    parts = [p for p in path.replace("\\", "/").split("/") if p]
+    return "/".join(parts[-2:]) if parts else path
+
+
+def describe_change(turn: Turn) -> str:
+    """`rm state/state.db-journal` or editing `app/db.py`: what a change did, in a few words."""
+    if turn.kind == "tool_result" and turn.text.startswith("Applied edit to "):
+        return f"editing `{_short_path(turn.text[len('Applied edit to '):].strip())}`"
+    command = command_of(turn)
+    patched = _PATCH_FILE.findall(command or turn.text)
+    if patched:
+        return "editing " + ", ".join(f"`{_short_path(p)}`" for p in dict.fromkeys(patched))
+    if command:
+        return f"`{one_line(command, 80)}`"
+    body = turn.text[len(turn.tool_name):].lstrip() if turn.text.startswith(turn.tool_name) else turn.text
+    try:
+        args = json.loads(body) if body.startswith("{") else {}
+    except (ValueError, RecursionError):
+        args = {}
+    path = next((args[k] for k in ("file_path", "path", "notebook_path", "filename")
+                 if isinstance(args, dict) and isinstance(args.get(k), str)), "")
+    return f"editing `{_short_path(path)}`" if path else f"`{turn.tool_name or 'an edit'}`"
