@@ -11,7 +11,7 @@ import click
 
 from memoir.flows import recall_service
 from memoir.flows.cli.app import CommandError, cli, emit_json, pass_ctx
-from memoir.flows.hook_client import request_settings
+from memoir.flows.hook_slow_path import request_settings
 from memoir.flows.progress import spinner
 
 CLI_BUDGET_MS = 600_000  # a person at the CLI waits for the answer; the 300 ms budget is the hook's
