@@ -23,6 +23,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from memoir.cards.config import Settings
+from memoir.cards.draft import conclusion_problem
+from memoir.cards.quality_gates import GATE_HELP, failure_conditions_stated, verifiable_judgment
 from memoir.cards.values import Card
 from memoir.cards.sanitize import sanitize
 from memoir.cards.sanitize.fields import FIELD_CAP
@@ -131,9 +133,6 @@ def gate_note(card: Card, min_conclusion_chars: int = 0) -> GateNote | None:
 
     The other gates need the source turns or the other cards; for them the note only explains.
     """
-    from memoir.cards.draft import conclusion_problem
-    from memoir.cards.quality_gates import GATE_HELP, failure_conditions_stated, verifiable_judgment
-
     if not card.gate:
         return None
     help_text = GATE_HELP.get(card.gate, "no explanation is known for this gate name")
@@ -186,8 +185,6 @@ class Pending:
 
     @classmethod
     def of(cls, card: Card) -> Pending:
-        from memoir.cards.quality_gates import GATE_HELP
-
         line = " ".join((card.goal or card.conclusion).split())
         return cls(card.id, card.status, card.gate, line[:100], card.workspace, card.conclusion,
                    [s.to_dict() for s in card.sources], GATE_HELP.get(card.gate, ""))
