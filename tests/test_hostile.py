@@ -375,9 +375,10 @@ def test_brackets_deeper_than_the_parser_in_calls_and_outputs_do_not_stop_the_ru
 
 @pytest.mark.parametrize("answer", ["[" * 5_000, '{"conclusion": ' + "[" * 5_000])
 def test_a_model_answer_nested_too_deeply_is_an_invalid_output(answer):
-    from memoir.cards.distill.model import InvalidOutput, parse_slots
+    from memoir.cards.distill.errors import InvalidOutput
+    from memoir.cards.distill.llm_slots import parse_slots
     from tests.openai_server import content, raw
-    from tests.test_distill_model import run as distill
+    from tests.test_distill_llm import run as distill
 
     with pytest.raises(InvalidOutput) as err:
         parse_slots(answer)
