@@ -64,8 +64,9 @@ def test_supersession_chain_runs_oldest_to_newest_and_survives_loops_and_missing
     new = card(3, created="2026-10-09", supersedes=("c-0000000000000002", "c-00000000000000ff"))
     by_id = {c.id: c for c in (old, mid, new)}
     chain = chain_of(mid, by_id)
-    assert [link.id for link in chain] == [old.id, mid.id, new.id]
-    assert [link.here for link in chain] == [False, True, False]
+    # The whole connected chain (cards.chain): the newer card's other, deleted predecessor shows too.
+    assert [link.id for link in chain] == [old.id, mid.id, new.id, "c-00000000000000ff"]
+    assert [link.here for link in chain] == [False, True, False, False]
     # From the newest card: a deleted predecessor stays in the chain, marked unknown, after the cards.
     ids = [(link.id, link.known) for link in chain_of(new, by_id)]
     assert ids == [(old.id, True), (mid.id, True), (new.id, True), ("c-00000000000000ff", False)]
