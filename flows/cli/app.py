@@ -21,7 +21,7 @@ import click
 from memoir.cards.config import ConfigError, Settings, default_config_file, environment, load_settings
 from memoir.cards.errors import MemoirError
 from memoir.flows.errors import FlowError
-from memoir.flows.lock import RunBusy, StepTimeout
+from memoir.flows.lock import RunBusy
 from memoir.index.errors import IndexBusy
 
 # --- exit codes: the one table ---------------------------------------------------------------------
@@ -58,7 +58,6 @@ ERROR_EXITS: tuple[tuple[type[Exception], int], ...] = (
     (IndexBusy, EXIT_BUSY),
     (CommandBusy, EXIT_BUSY),
     (CommandUsage, EXIT_USAGE),
-    (StepTimeout, EXIT_FAILED),
     (MemoirError, EXIT_FAILED),
 )
 FAILURES = tuple(cls for cls, _ in ERROR_EXITS)

@@ -12,7 +12,6 @@ from pathlib import Path
 import click
 
 from memoir.cards.config import Settings
-from memoir.flows.cli.app import CommandError
 from memoir.flows.prefect_env import configure_prefect, hand_over
 from memoir.flows.progress import Display
 
@@ -27,17 +26,13 @@ def missing_paths(paths: tuple[str, ...]) -> list[str]:
 def execute_run(settings: Settings, logs: tuple[str, ...], host: str, as_json: bool, env: dict[str, str],
                 with_index: bool = True, lock_wait_s: float | None = None):
     """One direct run (no Prefect) with its progress drawn on stderr; returns the pipeline's RunSummary."""
-    from memoir.cards.hosts import ReaderError  # deferred: start-up (every host reader)
     from memoir.flows.pipeline import run_pipeline  # deferred: start-up (the whole run)
 
     if missing := missing_paths(logs):
         raise click.UsageError(f"no such file or folder: {', '.join(missing)} (check --logs)")
     with Display(as_json, env=env) as progress:
-        try:
-            return run_pipeline(settings, [Path(p) for p in logs] or None, host=host, progress=progress,
-                                lock_wait_s=lock_wait_s, with_index=with_index)
-        except ReaderError as exc:
-            raise CommandError(str(exc)) from exc
+        return run_pipeline(settings, [Path(p) for p in logs] or None, host=host, progress=progress,
+                            lock_wait_s=lock_wait_s, with_index=with_index)
 
 
 def run_flow(name: str, settings: Settings, runner: str = "thread", logs: tuple[str, ...] | None = None, **params):

@@ -150,11 +150,8 @@ def serve_recall_cmd(ctx, idle_exit_s, lock_fd):
     def ready(path):
         click.echo(f"memoir recall service ready on {path} (pid {os.getpid()})", err=True)
 
-    try:
-        served = recall_service.serve(ctx.settings, Embedder(threads=recall_service.SERVICE_THREADS),
-                                      idle_exit_s=idle_exit_s, on_ready=ready, lock_fd=lock_fd)
-    except recall_service.ServiceError as exc:
-        raise CommandError(str(exc)) from exc
+    served = recall_service.serve(ctx.settings, Embedder(threads=recall_service.SERVICE_THREADS),
+                                  idle_exit_s=idle_exit_s, on_ready=ready, lock_fd=lock_fd)
     click.echo(f"memoir recall service stopped after {served} requests ({recall_service.socket_path(ctx.settings.state_dir)})",
                err=True)
 

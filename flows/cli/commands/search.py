@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from memoir.flows.cli.app import CommandError, cli, emit_json, pass_ctx
+from memoir.flows.cli.app import cli, emit_json, pass_ctx
 from memoir.flows.progress import spinner
 
 
@@ -35,7 +35,6 @@ def search_cmd(ctx, query, k, workspace, include_superseded, turns, show_all, as
     """
     from memoir.index.search import (  # deferred: start-up (apsw, numpy)
         SEARCH_FLOOR,
-        SearchUnavailable,
         search_cards,
         search_embedder,
         search_turns,
@@ -43,19 +42,15 @@ def search_cmd(ctx, query, k, workspace, include_superseded, turns, show_all, as
     from memoir.index.search_results import render_plain  # deferred: start-up (apsw, numpy)
 
     ws = str(Path(workspace).absolute()) if workspace else ""
-    try:
-        if turns:
-            result = search_turns(ctx.settings, query, k=k, workspace=ws)
-        else:
-            # The model loads on the first query (seconds): say so to a person watching, never in --json.
-            waiting = (contextlib.nullcontext() if as_json
-                       else spinner("searching (loading the embedding model on the first query)"))
-            with waiting:
-                result = search_cards(ctx.settings, query, embedder=search_embedder(), k=k, workspace=ws,
-                                      include_superseded=include_superseded,
-                                      floor=0.0 if show_all else SEARCH_FLOOR)
-    except SearchUnavailable as exc:
-        raise CommandError(str(exc)) from exc
+    if turns:
+        result = search_turns(ctx.settings, query, k=k, workspace=ws)
+    else:
+        # The model loads on the first query (seconds): say so to a person watching, never in --json.
+        waiting = (contextlib.nullcontext() if as_json
+                   else spinner("searching (loading the embedding model on the first query)"))
+        with waiting:
+            result = search_cards(ctx.settings, query, embedder=search_embedder(), k=k, workspace=ws,
+                                  include_superseded=include_superseded, floor=0.0 if show_all else SEARCH_FLOOR)
     if as_json:
         emit_json(result.to_json())
     else:

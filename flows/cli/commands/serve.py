@@ -11,7 +11,7 @@ from datetime import datetime
 import click
 
 from memoir.cards.config import apply_process_environment
-from memoir.flows.cli.app import EXIT_FAILED, CommandBusy, CommandError, cli, emit_json, exit_with, pass_ctx
+from memoir.flows.cli.app import EXIT_FAILED, CommandBusy, cli, emit_json, exit_with, pass_ctx
 from memoir.flows.prefect_env import configure_prefect
 
 
@@ -74,10 +74,8 @@ def serve_cmd(ctx, cron, timezone, replay_cron, port, show_status, as_json):
                 final = sv.read_status(settings.state_dir) or status
                 sv.write_status(settings.state_dir, replace(final, stopped=datetime.now().astimezone()
                                                             .isoformat(timespec="seconds")))
-    except sv.ServeBusy as exc:
+    except sv.ServeBusy as exc:  # exits EXIT_BUSY, like a busy run
         raise CommandBusy(str(exc)) from exc
-    except sv.ServerFailed as exc:
-        raise CommandError(str(exc)) from exc
     click.echo("stopped", err=True)
 
 
