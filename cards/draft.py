@@ -14,6 +14,7 @@ from memoir.cards.distill.extract import Disproval, find_disproved
 from memoir.cards.values import Card, Experience, Source, Turn
 from memoir.cards.outcomes import Verification, failure_conditions, verification
 from memoir.cards.cues import commit_subject, is_chatter, is_tooling_error, pasted_signature
+from memoir.cards.signals import is_notable_result
 from memoir.cards.signatures import error_signature
 from memoir.cards.title import make_title, strip_boilerplate, strip_opener
 
@@ -107,10 +108,6 @@ def _evidence(exp: Experience, fix: Verification | None = None) -> str:
         cleared = f" (it failed at t{fix.failed_seq} with `{_one_line(fix.signature, 120)}`)" if fix.signature else ""
         items.append(f"- [t{fix.seq}] confirmed: `{_one_line(fix.command, 160)}` {again}{cleared}")
     return "\n".join(items)
-
-
-def is_notable_result(text: str) -> bool:
-    return bool(re.search(r"(?i)\b(?:passed|failed|ok\b|success|error|warning)", text[-400:]))
 
 
 _DISPROVED_BY = {

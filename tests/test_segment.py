@@ -1,6 +1,6 @@
 from datetime import timedelta
 
-from memoir.cards.segment import SegmentRules, is_task_switch, segment_session
+from memoir.cards.segment import SegmentRules, is_task_switch, segment_session, segment_with_skips
 from tests.turns import Script
 
 FIX = "The root cause was that `bar` was renamed to `baz` in foo.py; importing `baz` fixes the ImportError."
@@ -164,8 +164,6 @@ def test_no_cut_inside_one_red_to_green_cycle():
 
 
 def test_greetings_warmups_slash_commands_and_interruptions_give_no_card_and_a_reason():
-    from memoir.cards.segment import segment_with_skips
-
     cases = {
         "greeting": Script().user("hi").says("Hello! How can I help you today?"),
         "warmup": Script().user("Warmup").says("I'm ready to help with your codebase, what should I look at?"),
