@@ -191,10 +191,6 @@ def failing_tests(text: str) -> frozenset[str]:
     return frozenset(_test_name(m) for m in FAILING_TEST.finditer(t))
 
 
-def is_failing_test_line(line: str) -> bool:
-    return failing_test(line) is not None
-
-
 # --- error lines ------------------------------------------------------------------------------------
 # Words that make a line an error line (lowercased, checked at word boundaries).
 ERROR_WORDS = ("error", "exception", "traceback", "failed", "failure", "fatal", "panic", "cannot", "can't",
