@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from memoir.cards.config import Settings
+from memoir.flows.lock import LOCK_FILE, held_by_a_live_process, run_lock
 from memoir.flows.prefect_env import configure_prefect, hand_over
 from memoir.flows.progress import Display
 
@@ -35,19 +36,25 @@ def execute_run(settings: Settings, logs: tuple[str, ...], host: str, as_json: b
                             lock_wait_s=lock_wait_s, with_index=with_index)
 
 
-def run_flow(name: str, settings: Settings, runner: str = "thread", logs: tuple[str, ...] | None = None, **params):
+def run_flow(name: str, settings: Settings, runner: str = "thread", logs: tuple[str, ...] | None = None,
+             lock_wait_s: float = 0.0, **params):
     """Run one of the Prefect flows in this process (ephemeral API unless PREFECT_API_URL is set).
 
-    `logs` are handed over as a token (memoir.flows.prefect_env.hand_over): Prefect stores flow
-    parameters, and a path may name a person or a private address.
+    The flow takes the run lock itself. Without a wait, a home another run holds is refused here,
+    before Prefect starts (seconds) and logs the refusal as a failed flow run. `logs` are handed
+    over as a token (memoir.flows.prefect_env.hand_over): Prefect stores flow parameters, and a
+    path may name a person or a private address.
     """
+    if lock_wait_s == 0 and held_by_a_live_process(Path(settings.state_dir) / LOCK_FILE):
+        with run_lock(settings.state_dir, 0, what=f"{name} flow"):  # raises RunBusy, naming the holder
+            pass
     configure_prefect(settings.home)
     from memoir.flows import nightly  # deferred: start-up (prefect, once its settings are chosen)
 
     if logs is not None:
         params["logs"] = hand_over(list(logs))
     flow = nightly.FLOWS[name].with_options(task_runner=nightly.task_runner(runner, settings))
-    return flow(home=str(settings.home), **params)
+    return flow(home=str(settings.home), lock_wait_s=lock_wait_s, **params)
 
 
 def print_summary(summary, settings: Settings | None = None) -> None:
