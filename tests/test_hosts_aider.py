@@ -230,3 +230,20 @@ def test_history_file_of_a_registered_folder_or_file():
     assert str(aider.history_file("/src/app")) == "/src/app/.aider.chat.history.md"
     assert str(aider.history_file("/src/app/.aider.chat.history.md")) == "/src/app/.aider.chat.history.md"
     assert str(aider.history_file("/logs/app-chat.md")) == "/logs/app-chat.md"
+
+
+def test_the_banners_own_warnings_are_not_a_failure_but_a_programs_error_after_them_is():
+    history = (
+        "\n# aider chat started at 2026-05-02 09:00:00\n\n"
+        "> Aider v0.85.1\n"
+        "> Repo-map can't include /src/gone.md\n"
+        "> Has it been deleted from the file system but not from git?\n\n"
+        "#### run the build\n\n"
+        "> Run shell command? (Y)es/(N)o [Yes]: y\n"
+        "> Running npm run build\n"
+        "> error TS2339: Property 'x' does not exist on type 'Y'.\n"
+    ).encode()
+    turns = aider.read(history, "/tmp/banner.aider.chat.history.md").turns
+    banner = turns[0]
+    assert "Repo-map can't include" in banner.text and banner.kind == "tool_result"
+    assert [t.kind for t in turns if "TS2339" in t.text] == ["error"]

@@ -234,8 +234,11 @@ class _Builder:
         elif key == "edit":
             self.emit("tool", "tool_result", text, line, "edit", TOOL_RESULT_CHARS)
         else:
+            # Aider's own UI lines (the start-up banner's "Repo-map can't include …") are never evidence
+            # of a failure; only what a program printed is.
+            said = "\n".join(ln for ln in block if not ln.startswith(_UI_PREFIXES)).strip()
             failed = key in ("test", "lint") or (
-                mentions_failure(text) and not is_passing(text))  # "19 passed; 0 failed" then the program's own "ERROR 312"
+                mentions_failure(said) and not is_passing(said))  # "19 passed; 0 failed" then the program's own "ERROR 312"
             name = "" if key == "misc" else key if key == "lint" else "run"
             self.emit("tool", "error" if failed else "tool_result", text, line, name, TOOL_RESULT_CHARS)
 
