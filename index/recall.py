@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from memoir.cards.chain import newest_successor
 from memoir.cards.config import Settings
 from memoir.cards.values import Card, Source
 from memoir.cards.sanitize import sanitize
@@ -390,6 +391,12 @@ class Recaller:
             reason = "every candidate was rejected by a gate"
         return _Plan(self.mode, task_type, judgements, reason, cards)
 
+    def _readable(self, card_id: str) -> Card | None:
+        try:
+            return self.read_card(card_id)[0]
+        except (OSError, UnicodeDecodeError, CardFileError):
+            return None
+
     def _renewed_by_hand(self, card: Card) -> bool:
         """Whether a person edited this card's file since memoir wrote it; asked only where the age
         gate could apply, with the manifest read afresh (a long-lived recaller's copy goes stale)."""
@@ -405,16 +412,8 @@ class Recaller:
         found the same failure with another cause) even when its own words match the question less
         closely. The older one is then rejected by `Superseded`, so the two are never injected together."""
         for old in list(candidates):
-            new_id, seen, card = old.superseded_by.strip(), {old.id}, None
-            while new_id and new_id not in seen:  # to the newest card of the chain
-                seen.add(new_id)
-                try:
-                    card, _ = self.read_card(new_id)
-                except (OSError, UnicodeDecodeError, CardFileError):
-                    card = None
-                    break
-                new_id = card.superseded_by.strip()
-            if card is None or card.superseded_by.strip():
+            card = newest_successor(old, self._readable)
+            if card is None:
                 continue
             at = next((i for i, c in enumerate(candidates) if c.id == card.id), None)
             if at is None:

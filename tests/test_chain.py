@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memoir.cards.chain import supersession_chain
+from memoir.cards.chain import newest_successor, supersession_chain
 from tests.user_cards import card
 
 
@@ -39,3 +39,19 @@ def test_a_link_to_a_deleted_file_is_reported_missing_not_followed():
 def test_an_unknown_start_is_only_missing():
     chain = supersession_chain("c-nope", {})
     assert chain.cards == () and chain.missing == ("c-nope",)
+
+
+def test_the_newest_successor_is_the_end_of_the_forward_links():
+    a = linked(1, "2026-09-01T00:00:00+00:00", superseded_by=2)
+    b = linked(2, "2026-09-02T00:00:00+00:00", supersedes=(1,), superseded_by=3)
+    c = linked(3, "2026-09-03T00:00:00+00:00", supersedes=(2,))
+    by_id = {x.id: x for x in (a, b, c)}
+    assert newest_successor(a, by_id.get) is c and newest_successor(b, by_id.get) is c
+    assert newest_successor(c, by_id.get) is None  # nothing replaced it
+
+
+def test_a_broken_or_looping_forward_chain_has_no_newest_successor():
+    a = linked(1, "2026-09-01T00:00:00+00:00", superseded_by=2)
+    assert newest_successor(a, {}.get) is None  # the successor's file is gone
+    b = linked(2, "2026-09-02T00:00:00+00:00", superseded_by=1)
+    assert newest_successor(a, {a.id: a, b.id: b}.get) is None  # a hand-made loop
