@@ -36,7 +36,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
 
-from memoir.cards.collect import CollectResult, collect_file  # noqa: E402
+from memoir.cards.collect import CollectReport, collect_file  # noqa: E402
 from memoir.cards.config import load_settings  # noqa: E402
 from memoir.cards.sanitize import sanitize  # noqa: E402
 from memoir.flows.pipeline import run_pipeline  # noqa: E402
@@ -62,7 +62,7 @@ def session_files() -> list[Path]:
 
 def baseline_turns(blob_cap: int) -> list[tuple[str, int, str]]:
     """(session id, line, sanitized text) for every turn with text, thinking left out as search does."""
-    out = CollectResult()
+    out = CollectReport()
     for path in session_files():
         collect_file(path, "claude-code", None, out)
     rows = []

@@ -15,12 +15,12 @@ import time
 from pathlib import Path
 
 from memoir.cards import outcomes, signals, signatures, verdicts
-from memoir.cards.collect import CollectResult, collect_file, iter_candidates
+from memoir.cards.collect import CollectReport, collect_file, iter_candidates
 from memoir.cards.signatures import error_signature
 
 
-def load(root: Path) -> CollectResult:
-    out = CollectResult()
+def load(root: Path) -> CollectReport:
+    out = CollectReport()
     for path in iter_candidates([root], "auto", out.skipped):
         collect_file(path, "auto", None, out)
     return out

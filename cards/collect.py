@@ -28,7 +28,7 @@ _SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv"})
 
 
 @dataclass(slots=True)
-class CollectResult:
+class CollectReport:
     """Turns grouped by (host, session id), skip counts, and the ledger updates to commit later."""
 
     sessions: dict[tuple[str, str], list[Turn]] = field(default_factory=dict)
@@ -226,7 +226,7 @@ def _read_all(fd: int, start: int, end: int) -> bytes:
     return b"".join(parts)
 
 
-def collect_file(path: Path, host: str, ledger: Ledger | None, out: CollectResult) -> None:
+def collect_file(path: Path, host: str, ledger: Ledger | None, out: CollectReport) -> None:
     """Read one candidate file into `out` (turns, skip counts, pending ledger entry); never raises.
 
     Whatever one file does to a reader is counted as `file_error_<Exception>` and the batch goes
@@ -279,7 +279,7 @@ def utf8_turn(turn: Turn) -> Turn:
     return replace(turn, **{k: _LONE_SURROGATE.sub("\ufffd", v) for k, v in bad.items()}) if bad else turn
 
 
-def _read_open_file(fd: int, path: str, fstat: FileStat, host: str, ledger: Ledger | None, out: CollectResult) -> None:
+def _read_open_file(fd: int, path: str, fstat: FileStat, host: str, ledger: Ledger | None, out: CollectReport) -> None:
     head = os.pread(fd, min(HEAD_BYTES, fstat.size), 0)
     if not head.strip():
         out.skipped["empty"] += 1
@@ -326,7 +326,7 @@ def _read_open_file(fd: int, path: str, fstat: FileStat, host: str, ledger: Ledg
 
 
 def collect(paths: list[Path], host: str = "auto", ledger: Ledger | None = None,
-            follow_symlinks: bool = False) -> CollectResult:
+            follow_symlinks: bool = False) -> CollectReport:
     """Read every new or appended log under `paths` (read-only) into turns grouped by session.
 
     Args:
@@ -338,7 +338,7 @@ def collect(paths: list[Path], host: str = "auto", ledger: Ledger | None = None,
     """
     if host != "auto":
         reader_for(host)
-    out = CollectResult()
+    out = CollectReport()
     for path in iter_candidates(paths, host, out.skipped, follow_symlinks):
         out.files_seen += 1
         collect_file(path, host, ledger, out)
@@ -347,4 +347,4 @@ def collect(paths: list[Path], host: str = "auto", ledger: Ledger | None = None,
     return out
 
 
-__all__ = ["READERS", "CollectResult", "collect", "collect_file", "iter_candidates"]
+__all__ = ["READERS", "CollectReport", "collect", "collect_file", "iter_candidates"]

@@ -207,7 +207,7 @@ def guard_library(store: CardStore, at: str = "") -> Guard:
 
 
 @dataclass(frozen=True)
-class ForgetOutcome:
+class ForgetReport:
     """What `forget` did; `kept` is where the pre-forget text waits for `unforget` ('' once purged)."""
 
     card_id: str
@@ -216,7 +216,7 @@ class ForgetOutcome:
     purged: bool = False
 
 
-def forget(store: CardStore, card_id: str, *, why: str = "", purge: bool = False, at: str = "") -> ForgetOutcome:
+def forget(store: CardStore, card_id: str, *, why: str = "", purge: bool = False, at: str = "") -> ForgetReport:
     """Replace a card by its tombstone; the caller then drops the index row (`index.Index.remove`).
 
     Order: keep the text, write the tombstone, remove the card file, forget the manifest entry.
@@ -233,7 +233,7 @@ def forget(store: CardStore, card_id: str, *, why: str = "", purge: bool = False
         if not tomb.exists():
             raise NoSuchCard(f"no card {card_id} in {store.cards_dir}; see `memoir cards list`")
         if purge:
-            return ForgetOutcome(card_id, tomb, purged=_purge(store, card_id))
+            return ForgetReport(card_id, tomb, purged=_purge(store, card_id))
         raise AlreadyForgotten(f"{card_id} is forgotten already ({tomb}); `memoir unforget {card_id}` restores it")
     card = parse_card(text, origin=str(store.path_for(card_id)))
     kept = kept_path(store, card_id)
@@ -247,7 +247,7 @@ def forget(store: CardStore, card_id: str, *, why: str = "", purge: bool = False
     store.save_manifest()
     if purge:
         _purge(store, card_id)
-    return ForgetOutcome(card_id, tomb, "" if purge else str(kept), purge)
+    return ForgetReport(card_id, tomb, "" if purge else str(kept), purge)
 
 
 def _purge(store: CardStore, card_id: str) -> bool:
@@ -259,7 +259,7 @@ def _purge(store: CardStore, card_id: str) -> bool:
 
 
 @dataclass(frozen=True)
-class UnforgetOutcome:
+class UnforgetReport:
     """`restored`: the card file is back as it was; False when no text was kept (only the tombstone went)."""
 
     card_id: str
@@ -267,7 +267,7 @@ class UnforgetOutcome:
     path: Path
 
 
-def unforget(store: CardStore, card_id: str) -> UnforgetOutcome:
+def unforget(store: CardStore, card_id: str) -> UnforgetReport:
     """Put the kept pre-forget text back exactly and remove the tombstone; the caller re-indexes the id.
 
     Without kept text (purged, or the file had been deleted by hand) only the tombstone goes: the
@@ -301,11 +301,11 @@ def unforget(store: CardStore, card_id: str) -> UnforgetOutcome:
     os.unlink(tomb)
     if record is not None:
         os.unlink(kept)
-    return UnforgetOutcome(card_id, record is not None, path)
+    return UnforgetReport(card_id, record is not None, path)
 
 
 __all__ = [
-    "AlreadyForgotten", "CardInTheWay", "ForgetError", "ForgetOutcome", "Guard", "NoSuchCard", "NotForgotten",
-    "Tombstones", "UnforgetOutcome", "forget", "guard_library", "id_only_tombstone",
+    "AlreadyForgotten", "CardInTheWay", "ForgetError", "ForgetReport", "Guard", "NoSuchCard", "NotForgotten",
+    "Tombstones", "UnforgetReport", "forget", "guard_library", "id_only_tombstone",
     "load_tombstones", "make_tombstone", "plan_hand_deletes", "read_tombstone", "tombstone_ids", "unforget",
 ]

@@ -207,7 +207,7 @@ def parse_card(text: str, origin: str = "<card>") -> Card:
 
 
 @dataclass(frozen=True)
-class WriteOutcome:
+class WriteReport:
     card_id: str
     action: str  # new | updated | unchanged | hand_edited | failed
     path: Path
@@ -292,38 +292,38 @@ class CardStore:
             return "hand_edited", text
         return ("new" if current is None else "updated"), text
 
-    def write(self, card: Card, *, force: bool = False) -> WriteOutcome:
+    def write(self, card: Card, *, force: bool = False) -> WriteReport:
         """Write one card unless the bytes are the same or a person edited the file (the hand wins)."""
         return self.write_many([card], force=force)[0]
 
-    def write_many(self, cards: list[Card], *, force: bool = False) -> list[WriteOutcome]:
+    def write_many(self, cards: list[Card], *, force: bool = False) -> list[WriteReport]:
         """Write a batch with one flush for all of it: temp files, one sync, renames, one dir fsync.
 
         A crash at any point leaves each card file old or new, never partial (only stray
         `.c-*.tmp` files, which `remove_temp_files` removes). A card whose write fails (permission,
         read-only filesystem, quota) comes back as action `failed` with the error; the rest go on.
         """
-        outcomes: list[WriteOutcome] = []
+        outcomes: list[WriteReport] = []
         staged: list[tuple[Card, str, str, int]] = []
         for card in cards:
             path = self.path_for(card.id)
             try:
                 action, text = self._decide(card, force)
             except OSError as exc:
-                outcomes.append(WriteOutcome(card.id, "failed", path, str(exc)))
+                outcomes.append(WriteReport(card.id, "failed", path, str(exc)))
                 continue
             if action in ("unchanged", "hand_edited"):
                 if action == "unchanged":
                     self.manifest[card.id] = content_hash(text)
-                outcomes.append(WriteOutcome(card.id, action, path))
+                outcomes.append(WriteReport(card.id, action, path))
                 continue
             try:
                 tmp = _write_temp(path, text)
             except OSError as exc:
-                outcomes.append(WriteOutcome(card.id, "failed", path, str(exc)))
+                outcomes.append(WriteReport(card.id, "failed", path, str(exc)))
                 continue
             staged.append((card, text, tmp, len(outcomes)))
-            outcomes.append(WriteOutcome(card.id, action, path))
+            outcomes.append(WriteReport(card.id, action, path))
         if staged:
             os.sync()
             for card, text, tmp, at in staged:
@@ -331,7 +331,7 @@ class CardStore:
                     os.replace(tmp, self.path_for(card.id))
                 except OSError as exc:
                     _unlink_quietly(tmp)
-                    outcomes[at] = WriteOutcome(card.id, "failed", outcomes[at].path, str(exc))
+                    outcomes[at] = WriteReport(card.id, "failed", outcomes[at].path, str(exc))
                     continue
                 self.manifest[card.id] = content_hash(text)
             fsync_dir(self.cards_dir)

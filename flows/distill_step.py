@@ -28,7 +28,7 @@ LEXICAL_POOL = 200  # without an index, the most recent active cards of the same
 
 
 @dataclass
-class DistillOutcome:
+class DistillReport:
     """The cards to write, plus what the model stage counted and asks to requeue."""
 
     cards: list[Card]
@@ -117,7 +117,7 @@ def distill_cards(
     neighbourhood: Neighbourhood,
     env: Mapping[str, str] | None = None,
     store: CardStore | None = None,
-) -> tuple[RulesPlan, DistillOutcome]:
+) -> tuple[RulesPlan, DistillReport]:
     """The user's hand first (tombstones, hand edits), then rules (dedup, merge, disprove,
     supersede), then the model stage and the quality gates.
 
@@ -138,7 +138,7 @@ def distill_cards(
     fresh = fresh_cards(plan, library_by_id)
     by_exp = {exp.id: exp for exp, _ in drafted}
     endpoints = endpoints_from_settings(settings, environment(settings.model_api_key_env) if env is None else env)
-    outcome = DistillOutcome(cards=[], notes=[f"forgotten: {cid} (card file deleted by hand)" for cid in guard.deleted_by_hand]
+    outcome = DistillReport(cards=[], notes=[f"forgotten: {cid} (card file deleted by hand)" for cid in guard.deleted_by_hand]
                              + [f"unreadable tombstone: {p}" for p in guard.problems])
     if endpoints:
         outcome.model = f"on: {settings.model_name or 'model'} at {settings.model_base_url}"

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-from memoir.cards.collect import CollectResult, collect_file, iter_candidates
+from memoir.cards.collect import CollectReport, collect_file, iter_candidates
 from memoir.cards.config import Settings
 from memoir.cards.draft import draft_card
 from memoir.cards.hosts import aider, default_roots, reader_for
@@ -28,7 +28,7 @@ from memoir.flows.queue import OverflowQueue
 
 
 @dataclass
-class RunSummary:
+class RunReport:
     """What one run did, for the closing summary (`--json` prints exactly this)."""
 
     files_seen: int = 0
@@ -88,12 +88,12 @@ def default_log_paths(user_home: Path | None = None, aider_repos: Iterable[str] 
 
 
 def collect_logs(paths: list[Path], host: str, ledger: Ledger, progress: Progress | None = None,
-                 follow_symlinks: bool = False) -> CollectResult:
+                 follow_symlinks: bool = False) -> CollectReport:
     """Read each candidate log file in turn, so a long run can show progress per file.
 
     `collect_file` counts whatever one file or line raises under `skipped`; the batch goes on.
     """
-    out = CollectResult()
+    out = CollectReport()
     files = list(iter_candidates(paths, host, out.skipped, follow_symlinks))
     if host != "auto":
         reader_for(host)
@@ -161,7 +161,7 @@ def plan_experiences(
 # --- store ------------------------------------------------------------------------------------------
 
 
-def store_cards(store: CardStore, cards: Iterable[Card], summary: RunSummary,
+def store_cards(store: CardStore, cards: Iterable[Card], summary: RunReport,
                 queue: OverflowQueue | None = None) -> list[Card]:
     """Write each card (the user's hand wins); returns the cards whose files now changed.
 

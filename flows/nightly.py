@@ -23,7 +23,7 @@ from memoir.cards.config import Settings, load_settings
 from memoir.cards.store import CardStore
 from memoir.flows import replay
 from memoir.flows.errors import FlowError
-from memoir.flows.ingest import RunSummary
+from memoir.flows.ingest import RunReport
 from memoir.flows.lock import run_lock
 from memoir.flows.pipeline import STEPS, Run, open_run
 from memoir.flows.prefect_env import taken_over
@@ -53,7 +53,7 @@ STEP_TASKS: tuple[Task, ...] = tuple(task(s.fn, name=s.name, **TASK) for s in ST
 
 @flow(name="nightly", persist_result=False, log_prints=False)
 def nightly(home: str | None = None, logs: list[str] | None = None, host: str = "auto",
-            lock_wait_s: float = 0.0, with_index: bool = True) -> RunSummary:
+            lock_wait_s: float = 0.0, with_index: bool = True) -> RunReport:
     """Collect new log lines, cut them into experiences, distill, write cards, update the index."""
     started = time.monotonic()
     settings = load_settings(home=home)

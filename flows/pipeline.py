@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memoir.cards.collect import CollectResult
+from memoir.cards.collect import CollectReport
 from memoir.cards.config import Settings
 from memoir.cards.distill.rules import RulesPlan
 from memoir.cards.ledger import Ledger
@@ -24,7 +24,7 @@ from memoir.cards.values import Card, Experience
 from memoir.flows.distill_step import Neighbourhood, distill_cards
 from memoir.flows.index_step import IndexStep
 from memoir.flows.ingest import (
-    RunSummary,
+    RunReport,
     clean_leftovers,
     collect_logs,
     default_log_paths,
@@ -51,8 +51,8 @@ class Run:
     host: str = "auto"
     index: IndexStep | None = None  # None with --no-index
     progress: Progress | None = None
-    summary: RunSummary = field(default_factory=RunSummary)
-    collected: CollectResult = field(default_factory=CollectResult)
+    summary: RunReport = field(default_factory=RunReport)
+    collected: CollectReport = field(default_factory=CollectReport)
     drafted: list[tuple[Experience, Card]] = field(default_factory=list)
     cards: list[Card] = field(default_factory=list)  # distilled, to write
     changed: list[str] = field(default_factory=list)  # ids whose files the store step changed
@@ -226,7 +226,7 @@ def run_pipeline(
     progress: Progress | None = None,
     lock_wait_s: float | None = None,
     with_index: bool = True,
-) -> RunSummary:
+) -> RunReport:
     """One idempotent run over `paths` (default: host log folders on this machine): every step in order.
 
     `with_index=False` skips the derived index (check, duplicate look-ups, sync); card files are

@@ -18,7 +18,7 @@ from memoir.flows.hook_calls import read_calls
 from memoir.flows.hook_client import OUTCOMES
 from memoir.flows.model_runs import read_model_runs
 from memoir.index.recall_log import log_path
-from memoir.index.report import Report, hook_event, plan_report, recall_event, render_report
+from memoir.index.report import ReportPage, hook_event, plan_report, recall_event, render_report
 
 REPORT_FILE = "report.html"
 
@@ -41,7 +41,7 @@ def _log_lines(paths: list[Path], problems: list[str]) -> list[dict]:
     return out
 
 
-def build_report(settings: Settings, now: datetime) -> Report:
+def build_report(settings: Settings, now: datetime) -> ReportPage:
     """Read the library and the state logs, then plan the page."""
     if not Path(settings.home).is_dir():
         raise ReportError(f"no memoir home at {settings.home}; run `memoir run` first, or pass the right --home")
@@ -66,7 +66,7 @@ def build_report(settings: Settings, now: datetime) -> Report:
     )
 
 
-def write_report(settings: Settings, out: Path | None, now: datetime) -> tuple[Path, Report]:
+def write_report(settings: Settings, out: Path | None, now: datetime) -> tuple[Path, ReportPage]:
     """Render the page and write it atomically; returns where it went and what it holds."""
     report = build_report(settings, now)
     path = Path(out).expanduser().absolute() if out else default_path(settings)

@@ -301,7 +301,7 @@ def rebuild_index(store: CardStore, index_dir: Path, embedder, concurrency: int 
 
 
 @dataclass(frozen=True)
-class EnsureOutcome:
+class EnsureReport:
     """What `memoir run` did about the index before its own work: nothing, or a rebuild and why."""
 
     health: IndexHealth
@@ -311,7 +311,7 @@ class EnsureOutcome:
 
 def ensure_index(store: CardStore, index_dir: Path, embedder, *, concurrency: int = 2,
                  pending: PendingIndex | None = None,
-                 progress: Callable[[int], None] | None = None) -> EnsureOutcome:
+                 progress: Callable[[int], None] | None = None) -> EnsureReport:
     """Check first; rebuild by itself when the file is corrupt or built for another model.
 
     A merely stale index (cards changed since) is left to `sync_index`, which costs far less.
@@ -325,5 +325,5 @@ def ensure_index(store: CardStore, index_dir: Path, embedder, *, concurrency: in
         report = rebuild_index(store, index_dir, embedder, concurrency, progress, pending)
         reason = (f"index was {why} ({'; '.join(health.problems[:2])}); rebuilt from "
                   f"{report.cards} card files in {report.seconds:.1f} s")
-        return EnsureOutcome(health, report, reason)
-    return EnsureOutcome(health)
+        return EnsureReport(health, report, reason)
+    return EnsureReport(health)

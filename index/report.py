@@ -140,7 +140,7 @@ class LogEvent:
 
 
 @dataclass(frozen=True)
-class Report:
+class ReportPage:
     generated: str
     home: str
     cards_dir: str
@@ -283,7 +283,7 @@ def plan_report(
     hook_outcomes: Sequence[str] = (),
     unreadable: Sequence[str] = (),
     run_alerts: Mapping[str, Sequence[str]] = {},
-) -> Report:
+) -> ReportPage:
     """The whole page from parsed inputs; pure.
 
     Args:
@@ -328,7 +328,7 @@ def plan_report(
         "gates": bar_chart("Candidates rejected, by gate", [(g, {"rejected": n}) for g, n in gates.most_common()],
                            ("rejected",), empty="no candidate rejected yet"),
     }
-    return Report(
+    return ReportPage(
         generated=now.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         home=home,
         cards_dir=cards_dir,
@@ -351,6 +351,6 @@ def plan_report(
 _env = template_environment("memoir.index", html=True)
 
 
-def render_report(report: Report) -> str:
+def render_report(report: ReportPage) -> str:
     """The page: one HTML file, inline CSS and SVG, every piece of card or log text escaped."""
     return _env.get_template(TEMPLATE).render(r=report, statuses=STATUSES)

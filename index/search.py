@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memoir.cards.collect import CollectResult, collect_file
+from memoir.cards.collect import CollectReport, collect_file
 from memoir.cards.config import Settings
 from memoir.cards.forget import Tombstones, load_tombstones, tombstone_dir
 from memoir.cards.ledger import LEDGER_FILE, Ledger, LedgerError
@@ -378,7 +378,7 @@ def search_turns(settings: Settings, query: str, *, k: int = 10, workspace: str 
         return SearchResult(clean)
     with Ledger(ledger_path) as ledger:
         entries = ledger.entries()
-    out = CollectResult()
+    out = CollectReport()
     problems = []
     for entry in entries:
         before = out.skipped["unreadable"]

@@ -136,7 +136,7 @@ def _sync(store: CardStore, index: Index, pending: PendingIndex | None, batch: i
 
 
 @dataclass(frozen=True, slots=True)
-class QueueOutcome:
+class QueueReport:
     """Ids indexed now, ids put on the pending list instead, and the reason they were queued."""
 
     indexed: tuple[str, ...] = ()
@@ -145,7 +145,7 @@ class QueueOutcome:
 
 
 def index_or_queue(store: CardStore, index_dir: Path, embedder, ids: Iterable[str], pending: PendingIndex,
-                   *, busy_timeout_ms: int = DEFAULT_BUSY_MS) -> QueueOutcome:
+                   *, busy_timeout_ms: int = DEFAULT_BUSY_MS) -> QueueReport:
     """After card bodies are written: index them, or queue their ids if the index cannot take them.
 
     Any index failure (locked, corrupt, stale, disk full, model missing) queues; the bodies on
@@ -153,11 +153,11 @@ def index_or_queue(store: CardStore, index_dir: Path, embedder, ids: Iterable[st
     """
     ids = list(ids)
     if not ids:
-        return QueueOutcome()
+        return QueueReport()
     try:
         with open_index(index_dir, embedder, busy_timeout_ms=busy_timeout_ms) as index:
             index_ids(store, index, ids)
     except (IndexFailure, OSError, apsw.Error) as exc:
         pending.add(ids)
-        return QueueOutcome(queued=tuple(ids), error=f"{type(exc).__name__}: {exc}")
-    return QueueOutcome(indexed=tuple(ids))
+        return QueueReport(queued=tuple(ids), error=f"{type(exc).__name__}: {exc}")
+    return QueueReport(indexed=tuple(ids))

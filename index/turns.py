@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memoir.cards.collect import CollectResult, collect_file
+from memoir.cards.collect import CollectReport, collect_file
 from memoir.cards.sanitize.fields import sanitize_turn
 from memoir.cards.store import CardFileError, CardStore
 from memoir.index.files import TURNS_FILE
@@ -116,7 +116,7 @@ def covering(spans: Iterable[Span], session_id: str, line: int) -> list[str]:
 
 def read_turns(path: str, host: str, blob_cap: int) -> list[TurnRow] | None:
     """Every turn with text in one log, sanitized; None when the file cannot be read."""
-    out = CollectResult()
+    out = CollectReport()
     collect_file(Path(path), host, None, out)
     if out.skipped["unreadable"]:
         return None

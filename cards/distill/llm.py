@@ -29,7 +29,7 @@ from memoir.cards.values import Card, Experience
 
 
 @dataclass
-class BatchOutcome:
+class BatchReport:
     """What one batch produced, what went wrong (counted), and whether it goes back to the queue."""
 
     cards: list[Card]
@@ -51,7 +51,7 @@ def distill_batch(
     min_conclusion_chars: int = Settings.min_conclusion_chars,
     max_input_chars: int = MAX_INPUT_CHARS,
     batch_id: str = "",
-) -> BatchOutcome:
+) -> BatchReport:
     """Distill each rule card, judge every card by the gates, and report what went wrong.
 
     Args:
@@ -66,7 +66,7 @@ def distill_batch(
     model_enabled = bool(endpoints)
     counts: Counter = Counter()
     usage: Counter = Counter()
-    out = BatchOutcome(cards=[], counts=counts, usage=usage)
+    out = BatchReport(cards=[], counts=counts, usage=usage)
     active = [c for c in active_cards if c.status == "active"]
     name = batch_id or (experiences_and_cards[0][1].id if experiences_and_cards else "empty")
     stop_reason = ""

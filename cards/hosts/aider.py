@@ -70,7 +70,7 @@ from memoir.cards.hosts.base import (
     TOOL_RESULT_CHARS,
     Carry,
     Host,
-    ReadResult,
+    ReadReport,
     clip,
 )
 from memoir.cards.hosts.strip import strip_injected
@@ -439,7 +439,7 @@ def _last_header(data: bytes) -> int:
     return 0 if data.startswith(HEADER.encode()) else -1
 
 
-def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) -> ReadResult:
+def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) -> ReadReport:
     """Read the whole lines of an aider history chunk into Turns, one session per header."""
     consumed = data.rfind(b"\n") + 1
     n_lines = data.count(b"\n", 0, consumed)
@@ -453,7 +453,7 @@ def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) ->
     b.finish()
     header_at = _last_header(data[:consumed])
     started = b.started.isoformat() if b.started else ""
-    return ReadResult(
+    return ReadReport(
         turns=b.turns,
         skipped=skipped + b.skipped,
         session_id=b.session_id,

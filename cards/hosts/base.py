@@ -1,6 +1,6 @@
 """What every host reader returns, and the small helpers they share.
 
-A reader is a pure function `read(data, path, start_line=0, carry=Carry()) -> ReadResult`:
+A reader is a pure function `read(data, path, start_line=0, carry=Carry()) -> ReadReport`:
 `data` is the bytes of a file from some offset on, `start_line` the number of lines before that
 offset, `carry` what an earlier read of the same file learnt (session id, cwd, next turn seq).
 """
@@ -66,7 +66,7 @@ class Carry:
 
 
 @dataclass(frozen=True, slots=True)
-class ReadResult:
+class ReadReport:
     """Turns read from one chunk of a file, what was skipped by reason, and where to go on.
 
     `consumed`/`lines` cover whole lines only. `resume_at`/`resume_line` (relative to the chunk)
@@ -108,7 +108,7 @@ class Host:
     """
 
     name: str
-    read: Callable[..., ReadResult]
+    read: Callable[..., ReadReport]
     wants: Callable[[str], bool]  # a file name this host writes its logs under
     sniff_lines: Callable[[Sequence[str], PurePath], bool] = _no_lines  # a text format's first lines
     sniff_record: Callable[[dict], int] = _no_record  # one parsed JSON record of the head
@@ -165,10 +165,10 @@ class SessionReader:
             except Exception as exc:  # noqa: BLE001 - a host log is never fixed, so one line must not stop every run
                 self.skipped[line_error(exc)] += 1
 
-    def result(self, consumed: int, lines: int) -> ReadResult:
+    def result(self, consumed: int, lines: int) -> ReadReport:
         """What a one-session chunk yields: its turns, skips, and the carry for the next read."""
         carry = Carry(session_id=self.session_id, cwd=self.cwd, git_branch=self.branch, seqs=self.seqs.frozen())
-        return ReadResult(
+        return ReadReport(
             turns=self.turns,
             skipped=self.skipped,
             session_id=self.session_id,

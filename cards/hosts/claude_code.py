@@ -32,7 +32,7 @@ from memoir.cards.hosts.base import (
     TOOL_RESULT_CHARS,
     Carry,
     Host,
-    ReadResult,
+    ReadReport,
     SessionReader,
     as_str,
     complete_lines,
@@ -223,7 +223,7 @@ class _Reader(SessionReader):
             self.emit(obj, line, "assistant", *args)
 
 
-def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) -> ReadResult:
+def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) -> ReadReport:
     """Read the whole lines of a Claude Code transcript chunk into Turns."""
     lines, consumed = complete_lines(data)
     skipped: Counter = Counter()

@@ -33,7 +33,7 @@ from memoir.cards.hosts.base import (
     TOOL_RESULT_CHARS,
     Carry,
     Host,
-    ReadResult,
+    ReadReport,
     SessionReader,
     as_str,
     complete_lines,
@@ -235,7 +235,7 @@ def _is_token_count(raw: bytes) -> bool:
     return b'"token_count"' in raw and b'"event_msg"' in raw[:200]
 
 
-def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) -> ReadResult:
+def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) -> ReadReport:
     """Read the whole lines of a Codex rollout chunk (current or legacy format) into Turns."""
     lines, consumed = complete_lines(data)
     skipped: Counter = Counter()

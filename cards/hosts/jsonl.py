@@ -43,7 +43,7 @@ from memoir.cards.hosts.base import (
     TOOL_RESULT_CHARS,
     Carry,
     Host,
-    ReadResult,
+    ReadReport,
     Seqs,
     as_str,
     clip,
@@ -92,7 +92,7 @@ def _turn(obj: dict, path: str, line: int, seqs: Seqs, skipped: Counter) -> Turn
     )
 
 
-def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) -> ReadResult:
+def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) -> ReadReport:
     """Read the whole lines of a generic-JSONL chunk into Turns."""
     lines, consumed = complete_lines(data)
     skipped: Counter = Counter()
@@ -113,7 +113,7 @@ def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) ->
             turns.append(turn)
     session_ids = tuple(dict.fromkeys(t.session_id for t in turns))
     last = turns[-1].session_id if turns else carry.session_id
-    return ReadResult(
+    return ReadReport(
         turns=turns,
         skipped=skipped,
         session_id=last,

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from memoir.cards.hosts import aider, claude_code, codex, jsonl
-from memoir.cards.hosts.base import Host, ReaderError, ReadResult
+from memoir.cards.hosts.base import Host, ReaderError, ReadReport
 
 ROWS: tuple[Host, ...] = (
     claude_code.RECORD,
@@ -19,7 +19,7 @@ ROWS: tuple[Host, ...] = (
     jsonl.RECORD,
 )
 
-Reader = Callable[..., ReadResult]
+Reader = Callable[..., ReadReport]
 BY_NAME: dict[str, Host] = {h.name: h for h in ROWS}
 HOSTS = tuple(BY_NAME)
 READERS: dict[str, Reader] = {h.name: h.read for h in ROWS}

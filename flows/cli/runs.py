@@ -26,7 +26,7 @@ def missing_paths(paths: tuple[str, ...]) -> list[str]:
 
 def execute_run(settings: Settings, logs: tuple[str, ...], host: str, as_json: bool, env: dict[str, str],
                 with_index: bool = True, lock_wait_s: float | None = None):
-    """One direct run (no Prefect) with its progress drawn on stderr; returns the pipeline's RunSummary."""
+    """One direct run (no Prefect) with its progress drawn on stderr; returns the pipeline's RunReport."""
     from memoir.flows.pipeline import run_pipeline  # deferred: start-up (the whole run)
 
     if missing := missing_paths(logs):
@@ -58,7 +58,7 @@ def run_flow(name: str, settings: Settings, runner: str = "thread", logs: tuple[
 
 
 def print_summary(summary, settings: Settings | None = None) -> None:
-    """The run in a few lines (a pipeline RunSummary), ending with where the cards are and what to do next."""
+    """The run in a few lines (a pipeline RunReport), ending with where the cards are and what to do next."""
     d = summary.to_dict()
     click.echo(f"files     {d['files_seen']} seen, {d['files_read']} read ({d['bytes_read'] / 1e6:.1f} MB)")
     click.echo(f"turns     {d['turns']} in {d['sessions']} sessions → {d['experiences']} experiences")
