@@ -10,9 +10,7 @@ with `with_sections` instead of editing this module.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -22,7 +20,7 @@ from pathlib import Path
 from memoir.cards.values import STATUSES, Card
 from memoir.cards.sanitize.fields import sanitize_field, sanitize_value
 from memoir.cards.store import CardStore
-from memoir.cards.errors import CardsError
+from memoir.cards.jsonl import append_jsonl, read_jsonl
 
 RUNS_FILE = "runs.jsonl"
 ALARMS_FILE = "alarms.jsonl"
@@ -34,10 +32,6 @@ APPEND_ONLY = "append_only_never_superseded"
 ALARMS = {APPEND_ONLY: "runbooks/append-only-never-superseded.md"}
 
 log = logging.getLogger("memoir.status")
-
-
-class StatusError(CardsError):
-    """The state dir cannot be read or written; says which file and what to do."""
 
 
 @dataclass(frozen=True)
@@ -178,36 +172,7 @@ def append_only_alarm(runs: Sequence[RunRecord], window: int) -> Alarm | None:
 
 def _append_line(path: Path, record: Mapping) -> None:
     """One JSON line, flushed and fsynced: the logs only ever grow. Every string in it is sanitized first."""
-    record = sanitize_value(dict(record))
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a+", encoding="utf-8") as fh:
-            # A crash can leave a torn last line; start on a fresh one so this record stays whole.
-            torn = fh.tell() > 0 and (fh.seek(fh.tell() - 1), fh.read(1))[1] != "\n"
-            fh.write(("\n" if torn else "") + json.dumps(record, sort_keys=True) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-    except OSError as exc:
-        raise StatusError(f"cannot append to {path}: {exc}; check the state dir's permissions and free space") from exc
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    """Every well-formed line; a torn last line from a crash is skipped, not fatal."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise StatusError(f"cannot read {path}: {exc}") from exc
-    out = []
-    for line in text.splitlines():
-        try:
-            item = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(item, dict):
-            out.append(item)
-    return out
+    append_jsonl(path, sanitize_value(dict(record)))
 
 
 def read_runs(state_dir: Path) -> list[RunRecord]:

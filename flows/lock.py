@@ -2,8 +2,9 @@
 
 The lock is `fcntl.flock` on `state/run.lock`, memoir's own file (never a host log). The kernel
 drops a flock when its holder dies, even by SIGKILL, so a killed run never leaves a stale lock.
-The lock is re-entrant inside one process (the CLI, `run_pipeline` and the Prefect flows may each
-take it), because two flocks on separate descriptors of one file would block each other.
+Exactly one place takes it for each kind of work (`run_pipeline`, `replay_queue`, each Prefect flow
+body); the CLI never does. It is not re-entrant: a second take in the same process, even from
+another thread, waits and is refused like any other run's.
 """
 
 from __future__ import annotations
@@ -32,8 +33,6 @@ class StepTimeout(FlowError):
     """A step of a run went past its deadline (settings.step_timeout_s)."""
 
 
-_held: dict[str, list] = {}  # lock path -> [fd, depth], this process's open locks
-_held_guard = threading.Lock()
 
 
 def held_by_a_live_process(path: Path) -> bool:
@@ -64,20 +63,6 @@ def _holder(path: Path) -> str:
 def run_lock(state_dir: Path, wait_s: float = 0.0, what: str = "run") -> Iterator[None]:
     """Hold the home's run lock for the block; wait up to `wait_s` seconds, then raise `RunBusy`."""
     path = Path(state_dir) / LOCK_FILE
-    key = str(path.absolute())
-    with _held_guard:
-        if key in _held:
-            _held[key][1] += 1
-            reentered = True
-        else:
-            reentered = False
-    if reentered:
-        try:
-            yield
-        finally:
-            with _held_guard:
-                _held[key][1] -= 1
-        return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     deadline = time.monotonic() + max(wait_s, 0.0)
@@ -96,13 +81,9 @@ def run_lock(state_dir: Path, wait_s: float = 0.0, what: str = "run") -> Iterato
         info = {"pid": os.getpid(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "what": what}
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(info).encode(), 0)
-        with _held_guard:
-            _held[key] = [fd, 1]
         try:
             yield
         finally:
-            with _held_guard:
-                del _held[key]
             os.ftruncate(fd, 0)
     finally:
         os.close(fd)  # closing the descriptor releases the flock

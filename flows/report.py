@@ -11,7 +11,7 @@ from pathlib import Path
 
 from memoir.cards.config import Settings
 from memoir.cards.jsonl import JsonlError, read_jsonl
-from memoir.cards.status import StatusError, read_alarm_history, read_runs
+from memoir.cards.status import read_alarm_history, read_runs
 from memoir.cards.store import CardStore, write_atomic
 from memoir.flows.errors import FlowError
 from memoir.flows.hook_calls import read_calls
@@ -50,7 +50,7 @@ def build_report(settings: Settings, now: datetime) -> ReportPage:
     try:
         runs = read_runs(settings.state_dir)
         alarms = read_alarm_history(settings.state_dir)
-    except StatusError as exc:
+    except JsonlError as exc:
         problems.append(str(exc))
         runs, alarms = [], []
     recall_log = log_path(settings.state_dir)

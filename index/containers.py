@@ -77,11 +77,6 @@ def render(template: str, **context) -> str:
     return env.get_template(template).render(**context)
 
 
-def title_of(card: Card) -> str:
-    """One line naming the card (see `cards.title`)."""
-    return display_title(card)
-
-
 def age_text(days: float | None) -> str:
     if days is None:
         return "age unknown"
@@ -153,7 +148,7 @@ def plan_brief(cards: Iterable[Card]) -> tuple[list[str], list[BriefItem], list[
                    key=lambda c: (c.updated or c.created, c.id), reverse=True)
     counts = Counter(t for c in cards for t in c.topics)
     topics = [f"{t} ({n})" for t, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:BRIEF_TOPICS]]
-    recent = [BriefItem(c.id, (c.updated or c.created)[:10], title_of(c)) for c in cards[:BRIEF_RECENT]]
+    recent = [BriefItem(c.id, (c.updated or c.created)[:10], display_title(c)) for c in cards[:BRIEF_RECENT]]
     follow: dict[str, FollowUp] = {}  # by text: two cards of one session often carry the same item
     for c in cards:
         for text in open_follow_ups(c.follow_up):  # headings, narration, code and "none" are not follow-ups
@@ -177,7 +172,7 @@ def session_brief(workspace: str, cards: Iterable[Card]) -> str:
 def human_review(card: Card, store: CardStore) -> str:
     """Everything a person needs to judge a card: all six sections and where it sits in its chain."""
     chain = chain_links(card, CardsOnDisk(store, card))
-    return render("review.j2", card=card, title=title_of(card), chain=chain,
+    return render("review.j2", card=card, title=display_title(card), chain=chain,
                   sections=[(name, SECTION_TITLES[name]) for name in SECTIONS])
 
 
@@ -224,7 +219,7 @@ def export_cards(store: CardStore, dest: Path, statuses: Collection[str] | None 
         for c in items:
             rel = f"{topic}/{c.id}.md"
             files.append((rel, store.path_for(c.id).read_bytes()))
-            shown.append(ExportItem(rel, c.status, title_of(c)))
+            shown.append(ExportItem(rel, c.status, display_title(c)))
         listing.append((topic, shown))
     readme = render("export.j2", total=len(files), source=str(store.cards_dir), topics=listing)
     files.append(("README.md", readme.encode("utf-8")))

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -57,13 +58,24 @@ def test_the_lock_of_a_killed_holder_is_free_at_once(tmp_path):
         pass
 
 
-def test_the_lock_is_reentrant_inside_one_process(tmp_path):
-    with run_lock(tmp_path, 0):
-        with run_lock(tmp_path, 0):
-            pass
-        other = subprocess.run([sys.executable, "-c", "import sys; from memoir.flows.lock import run_lock\n"
-                                "with run_lock(sys.argv[1], 0): pass", str(tmp_path)], capture_output=True, text=True)
-        assert other.returncode != 0 and "RunBusy" in other.stderr
+def test_a_second_take_in_the_same_process_is_refused_like_any_other_run(tmp_path):
+    with run_lock(tmp_path, 0, what="run"):
+        with pytest.raises(RunBusy, match=f"pid {os.getpid()}"):
+            with run_lock(tmp_path, 0, what="replay"):
+                pass
+        refused = []
+
+        def other_thread():
+            try:
+                with run_lock(tmp_path, 0):
+                    pass
+            except RunBusy:
+                refused.append(True)
+
+        t = threading.Thread(target=other_thread)
+        t.start()
+        t.join()
+        assert refused == [True]
     # the outer block released it
     subprocess.run([sys.executable, "-c", "import sys; from memoir.flows.lock import run_lock\n"
                     "with run_lock(sys.argv[1], 0): pass", str(tmp_path)], check=True)

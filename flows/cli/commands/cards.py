@@ -48,24 +48,6 @@ def cards_list(ctx, status, as_json):
         click.echo(f"unreadable card file: {problem}", err=True)
 
 
-class _OnDisk(dict):
-    """Card id -> card, reading only the linked card files, when asked."""
-
-    def __init__(self, store):
-        super().__init__()
-        self.store = store
-
-    def get(self, cid, default=None):
-        from memoir.cards.store import CardFileError  # deferred: start-up (yaml, jinja2)
-
-        if cid not in self:
-            try:
-                self[cid] = self.store.read(cid)
-            except (OSError, CardFileError):
-                return default
-        return self[cid]
-
-
 @cards_group.command("show")
 @click.argument("card_id")
 @click.option("--chain", is_flag=True, help="Print the card's supersession chain, oldest to newest, instead of the card.")
@@ -75,6 +57,7 @@ def cards_show(ctx, card_id, chain, raw):
     """Print one card for review: every field, all six sections and its supersession chain."""
     from memoir.cards.forget import tombstone_path  # deferred: start-up (yaml, jinja2)
     from memoir.cards.store import CardFileError, CardStore, parse_card  # deferred: start-up (yaml, jinja2)
+    from memoir.index.chain_links import CardsOnDisk  # deferred: start-up (yaml, jinja2)
     from memoir.index.containers import human_review  # deferred: start-up (jinja2)
 
     store = CardStore(ctx.settings.cards_dir, ctx.settings.state_dir)
@@ -85,7 +68,7 @@ def cards_show(ctx, card_id, chain, raw):
     if text is None:
         raise CommandError(f"no card {card_id} in {ctx.settings.cards_dir}; see `memoir cards list`")
     if chain:
-        for c in supersession_chain(card_id, _OnDisk(store)).cards:
+        for c in supersession_chain(card_id, CardsOnDisk(store)).cards:
             mark = "→" if c.id == card_id else " "
             link = f"superseded by {c.superseded_by}" if c.superseded_by else "current"
             click.echo(f"{mark} {c.id}  {c.status:<10} {c.created[:10]:<10}  {link:<32}  {display_title(c)}")
