@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import re
 import subprocess
 import sys
 import tomllib
@@ -209,3 +210,12 @@ def test_each_floor_has_its_errors_module_under_the_one_base(floor):
     errors = importlib.import_module(f"memoir.{floor}.errors")
     bases = [obj for obj in vars(errors).values() if inspect.isclass(obj) and issubclass(obj, MemoirError)]
     assert bases
+
+
+def test_the_architecture_page_lists_every_module_and_names_no_missing_one():
+    page = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"^((?:cards|index|flows)/[\w/]+\.py)\s", page, flags=re.M))
+    on_disk = {str(p.relative_to(ROOT)) for p in MODULES.values()
+               if p.name != "__init__.py" or p.read_text(encoding="utf-8").strip()}
+    assert on_disk - listed == set()  # a new module gets its line in docs/ARCHITECTURE.md
+    assert listed - on_disk == set()  # and a removed one loses it
