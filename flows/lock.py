@@ -19,13 +19,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from memoir.flows.errors import FlowError
+from memoir.flows.errors import Busy, FlowError
 
 LOCK_FILE = "run.lock"
 POLL_S = 0.1  # how often a waiting run retries the lock
 
 
-class RunBusy(FlowError):
+class RunBusy(Busy):
     """Another memoir run holds this home's lock; the message says who and what to do."""
 
 

@@ -34,7 +34,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from memoir.cards.config import environment
 from memoir.cards.store import write_atomic
-from memoir.flows.errors import FlowError
+from memoir.flows.errors import Busy, FlowError
 from memoir.flows.lock import held_by_a_live_process
 from memoir.flows.prefect_env import prefect_environment
 
@@ -53,7 +53,7 @@ class ServerFailed(FlowError):
     """The Prefect server did not come up; the message holds the tail of its log."""
 
 
-class ServeBusy(FlowError):
+class ServeBusy(Busy):
     """Another `memoir serve` already serves this home."""
 
 

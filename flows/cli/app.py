@@ -20,8 +20,7 @@ import click
 
 from memoir.cards.config import ConfigError, Settings, default_config_file, environment, load_settings
 from memoir.cards.errors import MemoirError
-from memoir.flows.errors import FlowError
-from memoir.flows.lock import RunBusy
+from memoir.flows.errors import Busy, FlowError
 from memoir.index.errors import IndexBusy
 
 # --- exit codes: the one table ---------------------------------------------------------------------
@@ -44,7 +43,7 @@ class CommandError(FlowError):
     """A failure a command words itself for the person at the terminal: what went wrong, what to do."""
 
 
-class CommandBusy(CommandError):
+class CommandBusy(CommandError, Busy):
     """Someone else holds what the command needs (a `memoir serve` already running for this home)."""
 
 
@@ -54,9 +53,8 @@ class CommandUsage(CommandError):
 
 # Which code a failure exits with: the first row whose class matches.
 ERROR_EXITS: tuple[tuple[type[Exception], int], ...] = (
-    (RunBusy, EXIT_BUSY),
+    (Busy, EXIT_BUSY),  # the run lock, the serve lock, a command's own refusal
     (IndexBusy, EXIT_BUSY),
-    (CommandBusy, EXIT_BUSY),
     (CommandUsage, EXIT_USAGE),
     (MemoirError, EXIT_FAILED),
 )
