@@ -286,12 +286,23 @@ _ORDER = re.compile(
 )
 # Overriding the reader's instructions is never a reusable judgment, whoever typed it.
 _OVERRIDE = re.compile(
-    r"(?i)\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|the\s+|your\s+)?(?:previous|prior|above|"
-    r"earlier|system|other)\s+(?:instructions?|prompts?|rules?|guidance)|\byou are now\b|\bsystem prompt\b|"
-    r"\bnew instructions?\s*:"
+    r"(?i)\b(?:ignore|disregard|forget|override)\s+(?:(?:all|any|the|your|of|these|those)\s+){0,3}(?:previous|"
+    r"prior|above|earlier|preceding|system|other|original)\s+(?:instructions?|prompts?|rules?|guidance|directions?|"
+    r"directives?|messages?)|\b(?:ignore|disregard|forget)\s+(?:everything|all|anything)\s+(?:above|before|prior)\b|"
+    r"\bdisregard\s+(?:all\s+|the\s+)?above\b|\byou are now\b|\bsystem prompt\b|\bnew instructions?\s*:"
 )
 _SHELL_PIPE = re.compile(r"(?i)\|\s*(?:sudo\s+)?(?:ba|z|da|k|fi)?sh\b|\|\s*(?:python\d?|perl|ruby|node)\s*(?:-\s*)?(?:$|[`'\"\s])")
 _REMOTE_EXEC = re.compile(r"(?i)\b(?:curl|wget|iwr|invoke-webrequest)\b[^\n|]*\|")
+# Markup a model reads as a turn or a tool call: role tags, tool-call tags, chat-template tokens
+# (a placeholder such as `ssh <user>@host` or `/home/<user>/` is not one).
+_MARKUP = re.compile(
+    r"(?i)(?<![\w/@=.:-])</?\s*(?:[a-z]+:)?(?:system|user|assistant|human|developer|tool|function_calls|"
+    r"function_results|invoke|parameter|tool_use|tool_result|tool_calls?)\b(?:[^<>\n]{0,200}>)?+(?![@/.:=])"
+    r"|<\|\s*(?:im_start|im_end|im_sep|system|user|assistant|endoftext|eot_id|start_header_id|end_header_id)\s*\|>"
+)
+# The shapes as patterns, for code that defangs them in place rather than names them (cards/neutralise.py).
+MARKUP_SHAPE = _MARKUP
+COMMAND_SHAPES = (_OVERRIDE, _REMOTE_EXEC, _SHELL_PIPE)
 
 
 _REASON = re.compile(r"(?i)[;,]?\s*\b(?:because|since|as otherwise|so that|otherwise|to avoid|which)\b")
@@ -324,6 +335,8 @@ def instruction_shapes(text: str, *, orders: bool = True) -> tuple[str, ...]:
         found.append("tries to override instructions")
     if _REMOTE_EXEC.search(text) or _SHELL_PIPE.search(text):
         found.append("pipes text into a shell")
+    if _MARKUP.search(text):
+        found.append("carries role or tool-call markup")
     if orders and any(_ORDER.search(s) for s in sentences(text)):
         found.append("gives an order")
     return tuple(found)
