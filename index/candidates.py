@@ -14,6 +14,9 @@ from memoir.index.plan import choose_fts_terms, fts_match_expression, fts_terms,
 
 KNN_K = 8  # nearest cards by vector; more only adds candidates the similarity gate rejects
 FTS_K = 8  # best lexical matches
+# Each path fetches POOL times its k: ranks are then counted over the cards recall may inject
+# (`recall_gates.rank_eligible`), so inactive or superseded cards cannot crowd those out.
+POOL = 3
 RRF_K = 60  # reciprocal-rank fusion constant (Cormack et al.): damps the weight of rank 1
 MAX_QUERY_INPUT = 50_000  # chars of prompt sanitized at most; a pasted log beyond this adds nothing
 LEXICAL_MIN_TERMS = 2  # a card must contain at least this many query terms, so a single shared word never suffices
@@ -46,6 +49,21 @@ def query_terms(text: str) -> list[str]:
             if word not in terms:
                 terms.append(word)
     return terms
+
+
+# Words every coding session uses about its work, whatever it is about: sharing them with a card
+# is no overlap on the subject ("fix", "error", "new" in "what was the fix for the cron leak").
+GENERIC_TERMS = frozenset(
+    "error errors fix fixed fixes fixing fail fails failed failing failure bug bugs issue issues problem problems "
+    "test tests work works working worked run runs running ran build builds new old add added use used using "
+    "get got getting make made change changed changes still again now keep keeps kept try trying tried happen "
+    "happens happened wrong broken thing things way should could would does did done".split()
+)
+
+
+def subject_terms(terms: list[str]) -> list[str]:
+    """The query terms that can name a subject: no session-work words, no one-character tokens."""
+    return [t for t in terms if len(t) > 1 and t not in GENERIC_TERMS]
 
 
 def lexical_coverage(terms: list[str], card_text: str) -> float:

@@ -29,7 +29,8 @@ from memoir.cards.sanitize import sanitize
 from memoir.cards.signatures import error_signature
 from memoir.cards.store import CardFileError, CardStore
 from memoir.index.candidates import (
-    FTS_K, KNN_K, MAX_QUERY_INPUT, READ_BUSY_MS, LexicalIndex, fuse, lexical_coverage, query_terms, recent_card_ids,
+    FTS_K, KNN_K, MAX_QUERY_INPUT, POOL, READ_BUSY_MS, RRF_K, LexicalIndex, fuse, lexical_coverage, query_terms,
+    recent_card_ids, subject_terms,
 )
 from memoir.index.errors import IndexFailure
 from memoir.index.files import INDEX_FILE
@@ -344,9 +345,9 @@ class Recaller:
             check("embed")
             vector = self.embedder.encode_one(text)
             check("knn")
-            knn = index.knn(vector, KNN_K)
+            knn = index.knn(vector, KNN_K * POOL)
             check("fts")
-            hits = fuse(knn, index.fts(text, FTS_K))
+            hits = fuse(knn, index.fts(text, FTS_K * POOL))
             check("similarity")
             # FTS-only hits get their true cosine too: the similarity gate judges every candidate
             # by meaning, so a lexical hit with low semantic similarity still faces the minimum.
@@ -359,9 +360,9 @@ class Recaller:
                     hits[card_id]["cosine"] = float(vec @ q)
         else:
             check("fts")
-            hits = fuse([], index.fts(text, FTS_K))
+            hits = fuse([], index.fts(text, FTS_K * POOL))
         check("read_cards")
-        terms = query_terms(text)
+        terms = subject_terms(query_terms(text))  # overlap on the subject, not on words every session uses
         candidates: list[Candidate] = []
         cards: dict[str, Card] = {}
         for card_id, hit in hits.items():
@@ -384,7 +385,7 @@ class Recaller:
         rq = RecallQuery(text=text, task_type=task_type, workspace=workspace,
                          injected=injected_in_session(self.settings.state_dir, session_id),
                          lexical=self.embedder is None, signature=error_signature(clean).strip())
-        judgements = judge(candidates, rq, self.policy)
+        judgements = judge(candidates, rq, self.policy, RRF_K, (KNN_K, FTS_K))  # ranks over eligible cards
         progress.mark("done")
         reason = "" if candidates else "no candidates from either path"
         if candidates and not any(j.gate == INJECTED for j in judgements):

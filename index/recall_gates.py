@@ -1,5 +1,4 @@
 """Recall gates: eleven independent reasons to keep a card out of an agent's context.
-
 (Not the quality gates of memoir.cards.quality_gates, which decide whether a card is active at all.)
 
 Recall prefers injecting nothing over injecting something wrong, stale or contradictory, so every
@@ -28,14 +27,8 @@ OVER_LIMIT = "MaxInjectedReached"  # passed every gate, but `max_injected` bette
 # old card about them is more likely wrong than helpful. Days; topics not listed never expire. The
 # tag alone is not enough (most cards that mention a package carry one, issue 16): the card must
 # also state the fast-changing fact itself, a pinned version or a config key set to a value.
-MAX_AGE_DAYS: dict[str, int] = {
-    "configuration": 90,
-    "config": 90,
-    "versions": 90,
-    "version": 90,
-    "dependencies": 90,
-    "dependency": 90,
-}
+MAX_AGE_DAYS: dict[str, int] = dict.fromkeys(
+    ("configuration", "config", "versions", "version", "dependencies", "dependency"), 90)
 
 # Card task types a query of each task type may receive. A question can use anything; a debugging
 # session can use fixes and setup notes but not refactoring advice; unknown types always pass.
@@ -164,13 +157,17 @@ def SimilarityBelowMinimum(c: Candidate, q: RecallQuery, p: GatePolicy) -> bool:
     if q.lexical:
         return c.similarity < p.min_lexical
     agreed = c.knn_rank == 1 and c.fts_rank == 1 and c.coverage >= p.agreed_min_coverage
-    same_error = bool(q.signature) and c.error_signature.strip() == q.signature
+    # Another project's card for the same error is judged like any card there: it names the
+    # error, but its fix is about that project's code, so it gets no lowered floor.
+    same_error = same_signature(c, q) and near(c, q)
     if agreed or same_error:
         # Both paths agree it is the best card, or it names the very error the prompt pastes: the
         # margins (about neighbours) do not apply, and a lower floor still keeps unrelated cards out.
         return c.similarity < p.agreed_min_similarity
-    if q.signature_matched and c.error_signature.strip():
-        return True  # another card names the pasted error; this one is about a different error
+    if q.signature_matched and c.error_signature.strip() and q.signature not in c.conclusion:
+        # Another card names the pasted error and this one names a different one, which its
+        # conclusion does not explain away (a signature is often an error met on the way).
+        return True
 
     floor = p.min_similarity + (p.vector_only_margin if c.fts_rank is None else 0.0)
     return c.similarity < max(floor, q.best_similarity - p.relative_margin)
@@ -345,12 +342,13 @@ def _clean(obj: str) -> str:
 
 
 def assignments(text: str) -> dict[str, str]:
-    """`KEY=VALUE` / `set KEY to VALUE` pairs stated in a conclusion, lowercased."""
+    """`KEY=VALUE` / `set KEY to VALUE` pairs in a conclusion, lowercased; a key stated twice keeps its
+    last value (the state found comes before the one left or advised: "because of X=1 ... set X=2")."""
     out: dict[str, str] = {}
     for m in _ASSIGN.finditer(text):
         key, value = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
         if _clean(value):
-            out.setdefault(key.lower(), _clean(value))
+            out[key.lower()] = _clean(value)
     return out
 
 
@@ -437,16 +435,48 @@ class Judgement:
     detail: str = ""
 
 
-def judge(candidates: Sequence[Candidate], query: RecallQuery, policy: GatePolicy) -> list[Judgement]:
+def same_signature(c: Candidate, q: RecallQuery) -> bool:
+    return bool(q.signature) and c.error_signature.strip() == q.signature
+
+
+def near(c: Candidate, q: RecallQuery) -> bool:
+    """The card comes from the query's workspace (or either side does not say)."""
+    return not (q.workspace and c.workspace) or workspaces_near(q.workspace, c.workspace)
+
+
+def rank_eligible(eligible: Sequence[Candidate], rrf_k: int,
+                  limits: tuple[int, int] | None = None) -> list[Candidate]:
+    """Each path's ranks and the fused score counted over `eligible` alone, best first.
+
+    An inactive, superseded or far card cannot hold rank 1 and so keep the card that may be
+    injected from the agreement of both paths. With `limits` (knn k, fts k) a rank past its
+    path's k is dropped, and a card left with none is no candidate: what an index of eligible
+    cards alone would have returned.
+    """
+    def ranks(attr: str, k: int | None) -> dict[str, int]:
+        found = sorted((c for c in eligible if getattr(c, attr) is not None), key=lambda c: (getattr(c, attr), c.id))
+        return {c.id: i for i, c in enumerate(found, 1) if k is None or i <= k}
+
+    knn, fts = ranks("knn_rank", limits and limits[0]), ranks("fts_rank", limits and limits[1])
+    ranked = [replace(c, knn_rank=knn.get(c.id), fts_rank=fts.get(c.id),
+                      rrf=sum(1.0 / (rrf_k + r) for r in (knn.get(c.id), fts.get(c.id)) if r is not None))
+              for c in eligible if c.id in knn or c.id in fts or limits is None]
+    return sorted(ranked, key=lambda c: (-c.rrf, -c.similarity, c.id))
+
+
+def judge(candidates: Sequence[Candidate], query: RecallQuery, policy: GatePolicy, rrf_k: int = 60,
+          limits: tuple[int, int] | None = None) -> list[Judgement]:
     """Run every gate over every candidate; at most `policy.max_injected` come out "injected".
 
-    Candidates are expected best first (by fused rank); the order is kept in the result. The
-    relative similarity floor is measured from the best candidate that no other gate rejects, so
-    a superseded or inactive near-duplicate cannot push the card that replaced it out.
+    Ranks are counted over the candidates no gate but similarity rejects (`rank_eligible`), and
+    they come first, best first. The relative similarity floor is measured from the best of them,
+    so a superseded or inactive near-duplicate cannot push the card that replaced it out.
     """
     others = CANDIDATE_GATES[1:]
-    eligible = [c for c in candidates if not any(g(c, query, policy) for g in others)]
-    matched = bool(query.signature) and any(c.error_signature.strip() == query.signature for c in eligible)
+    passed = {c.id for c in candidates if not any(g(c, query, policy) for g in others)}
+    eligible = rank_eligible([c for c in candidates if c.id in passed], rrf_k, limits)
+    candidates = eligible + [c for c in candidates if c.id not in passed]
+    matched = any(same_signature(c, query) and near(c, query) for c in eligible)
     query = replace(query, best_similarity=max((c.similarity for c in eligible), default=0.0),
                     signature_matched=matched)
     failed = {c.id: tuple(g.name for g in CANDIDATE_GATES if g(c, query, policy)) for c in candidates}

@@ -279,3 +279,73 @@ def test_the_card_that_names_the_pasted_error_clears_the_agreed_floor_and_cards_
     out = judge([right, other, plain], RecallQuery(text="the tides import panics"), GatePolicy.from_settings(Settings()))
     assert {j.candidate.id: j.gate for j in out} == {
         "c-right": "SimilarityBelowMinimum", "c-other": INJECTED, "c-plain": INJECTED}
+
+
+# --- issue 24, mechanism 9: recall ranks only what it may inject (pure: Candidate literals) -------
+
+
+def _injected(out) -> list[str]:
+    return [j.candidate.id for j in out if j.gate == INJECTED]
+
+
+def test_an_ineligible_card_at_rank_one_does_not_keep_the_eligible_card_from_the_agreement():
+    # A held-back card tops both paths; the active card is second on both. Counted over what may
+    # be injected, the active card is first on both, so the agreed floor applies to it.
+    held = cand("c-held", status="candidate", gate="NoVerification", similarity=0.62, knn_rank=1, fts_rank=1)
+    active = cand("c-active", similarity=0.36, knn_rank=2, fts_rank=2, rrf=0.032)
+    out = judge([held, active], RecallQuery(text="q", workspace=WORKSPACE), GatePolicy.from_settings(Settings()))
+    assert _injected(out) == ["c-active"]
+    assert {j.candidate.id: j.gate for j in out}["c-held"] == "StatusNotActive"
+    ranked = next(j.candidate for j in out if j.candidate.id == "c-active")
+    assert (ranked.knn_rank, ranked.fts_rank) == (1, 1)
+
+
+def test_a_superseded_card_at_rank_one_does_not_lend_its_rank_to_a_neighbour():
+    # The superseded card and an unrelated neighbour: the neighbour was second on the vector path
+    # only, and stays a vector-only card that must be a near-paraphrase.
+    old = cand("c-old", superseded_by="c-new", similarity=0.7, knn_rank=1, fts_rank=1)
+    neighbour = cand("c-near", similarity=0.55, knn_rank=2, fts_rank=None, rrf=0.016)
+    out = judge([old, neighbour], RecallQuery(text="q"), GatePolicy.from_settings(Settings()))
+    assert _injected(out) == []
+
+
+def test_ranks_past_each_paths_k_among_eligible_cards_are_dropped():
+    # The recaller fetches a wider pool; what survives is what an index of eligible cards would give.
+    held = [cand(f"c-h{i}", status="incomplete", knn_rank=i, fts_rank=None) for i in (1, 2)]
+    a = cand("c-a", knn_rank=3, fts_rank=None, similarity=0.9)
+    b = cand("c-b", knn_rank=4, fts_rank=None, similarity=0.9)
+    out = judge(held + [a, b], RecallQuery(text="q"), GatePolicy.from_settings(Settings(max_injected=5)), 60, (1, 1))
+    assert _injected(out) == ["c-a"]
+    assert "c-b" not in {j.candidate.id for j in out}
+
+
+def test_a_same_signature_card_from_another_project_gets_no_lowered_floor():
+    sig = "Error: another operation (<path>) is in progress"
+    p = GatePolicy.from_settings(Settings())
+    q = RecallQuery(text=sig, workspace=WORKSPACE, signature=sig, best_similarity=0.36)
+    here = cand("c-here", error_signature=sig, similarity=0.36, knn_rank=2, fts_rank=3)
+    there = cand("c-there", error_signature=sig, similarity=0.36, knn_rank=2, fts_rank=3, workspace="/work/other")
+    assert not SimilarityBelowMinimum(here, q, p)
+    assert SimilarityBelowMinimum(there, q, p)
+
+
+def test_a_same_signature_card_from_another_project_does_not_push_this_projects_cards_out():
+    sig = "panic: runtime error: index out of range [<n>] with length <n>"
+    there = cand("c-there", error_signature=sig, workspace="/work/other", similarity=0.5, knn_rank=1, fts_rank=1)
+    here = cand("c-here", error_signature="FAIL: TestImport", similarity=0.55, knn_rank=2, fts_rank=2, rrf=0.032)
+    out = judge([there, here], RecallQuery(text=sig, workspace=WORKSPACE, signature=sig),
+                GatePolicy.from_settings(Settings()))
+    assert "c-here" in _injected(out)
+
+
+def test_a_card_whose_signature_is_an_error_met_on_the_way_is_not_about_another_error():
+    # Its signature field names a failing test; its conclusion explains the pasted error itself.
+    sig = "database is locked (<n>) (SQLITE_BUSY)"
+    right = cand("c-right", error_signature=sig, similarity=0.5, knn_rank=1, fts_rank=1)
+    on_the_way = cand("c-way", error_signature="FAIL: TestSettleConcurrent", similarity=0.5, knn_rank=2,
+                      fts_rank=2, rrf=0.032, conclusion=f"Writers failed with `{sig}`: add a busy timeout to the DSN.")
+    other = cand("c-other", error_signature="FAIL: TestMigrate", similarity=0.5, knn_rank=3, fts_rank=3, rrf=0.031)
+    out = judge([right, on_the_way, other], RecallQuery(text=sig, signature=sig),
+                GatePolicy.from_settings(Settings(max_injected=5)))
+    assert {j.candidate.id: j.gate for j in out} == {
+        "c-right": INJECTED, "c-way": INJECTED, "c-other": "SimilarityBelowMinimum"}

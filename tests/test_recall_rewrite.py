@@ -113,3 +113,15 @@ def test_recall_commands_have_help_text():
                  ["hook", "install", "claude-code"]):
         out = CliRunner().invoke(cli, [*args, "--help"])
         assert out.exit_code == 0 and len(out.output.split("Options:")[0].split()) > 8, args
+
+
+def test_a_conclusion_that_tells_the_old_value_then_advises_another_holds_the_advised_one():
+    # Issue 24, mechanism 9: two cards with opposite advice are never injected together, also when
+    # one of them first names the value the other advises (the state it found) and then moves off it.
+    assert assignments("because of `retries = 5` the job hung; set `retries = 0` instead") == {"retries": "0"}
+    found = cand("c-found", "The pool now sets `retries = 5` so a flaky upstream is retried.")
+    moved = cand("c-moved", "Because of `retries = 5` a dead upstream stalled the queue; I'd set `retries = 0`.",
+                 fts_rank=2)
+    assert contradiction(found, moved) == "retries=5 vs retries=0"
+    out = {j.candidate.id: j.gate for j in judge([found, moved], RecallQuery("q"), GatePolicy.from_settings(Settings()))}
+    assert out == {"c-found": "ContradictsCandidate", "c-moved": "ContradictsCandidate"}
