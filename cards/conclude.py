@@ -14,7 +14,10 @@ Candidates, best first:
 
 Never a candidate: thinking blocks (`kind == "thinking"`, Aider's `<thinking-content-…>`), a
 question, or text whose last sentence says what the assistant is about to do ("Let me …",
-"I'll …"). When nothing qualifies the card says so (`settled=False`) and stays `candidate`.
+"I'll …"). Never part of one: a code or file dump, which is the change, not what it means (a
+fenced block under a bare file-path line, as Aider's whole-file and diff formats write it; a block
+in Aider's `<source>`-style tag fences; any block longer than a snippet). What is left must still
+say something in words: code alone is no conclusion. When nothing qualifies the card says so (`settled=False`) and stays `candidate`.
 """
 
 from __future__ import annotations
@@ -52,6 +55,14 @@ _ASKS = re.compile(
     r"you haven'?t (?:shared|added|provided)|i need (?:to see|you to|more)|to (?:help|answer|do that),? i(?:'ll| will)? need)\b"
 )
 _EDIT_BLOCK = re.compile(r"(?:^[^\n]*\n)?```[^\n]*\n(?:(?!```)[\s\S])*?<<<<<<< SEARCH[\s\S]*?>>>>>>> REPLACE\s*\n```", re.M)
+# A fenced block (``` or longer, or Aider's tag fences), with the bare file-path line above it if any.
+_FENCED = re.compile(
+    r"(?P<path>^[\w./\\-]*\w\.\w+[ \t]*\n)?"
+    r"(?:^(?P<ticks>`{3,})[^\n]*\n|^<(?P<tag>source|code|pre|codeblock|sourcecode)>[^\n]*\n)"
+    r"(?P<body>.*?)(?:^(?P=ticks)[ \t]*$|^</(?P=tag)>[ \t]*$|\Z)",
+    re.M | re.S,
+)
+MAX_SNIPPET_LINES = 15  # a longer block is a file's content, not an example in an explanation
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\"'(\[])|\n+")
 _CLAIMISH = re.compile(r"[a-z]{3,}")
 
@@ -80,6 +91,22 @@ def visible_text(text: str) -> str:
     return text.strip()
 
 
+def _dump(m: re.Match) -> bool:
+    return bool(m.group("path") or m.group("tag")) or m.group("body").count("\n") > MAX_SNIPPET_LINES
+
+
+def without_dumps(text: str) -> str:
+    """Text without the code and file dumps in it (see the module docstring); snippets stay."""
+    if "```" not in text and "<" not in text:
+        return text
+    return _FENCED.sub(lambda m: "" if _dump(m) else m.group(0), text).strip()
+
+
+def _prose(text: str) -> str:
+    """The words of a text, every code block left out."""
+    return _FENCED.sub("", text) if ("```" in text or "<" in text) else text
+
+
 def settled_text(text: str, allow_trim: bool = True) -> str:
     """The part of an assistant text that states something settled, or '' when none does.
 
@@ -87,7 +114,7 @@ def settled_text(text: str, allow_trim: bool = True) -> str:
     sentence looks ahead ("Let me …", "I'll …") is mid-work: with `allow_trim` only those
     forward sentences go (a diagnosis before "Let me fix it." stays), without it the text fails.
     """
-    text = visible_text(text)
+    text = without_dumps(visible_text(text))
     if not text:
         return ""
     parts = [p for p in _SENTENCE.split(text) if p.strip()]
@@ -108,6 +135,9 @@ def settled_text(text: str, allow_trim: bool = True) -> str:
         return ""
     if len(kept) < MIN_SETTLED_CHARS or not _CLAIMISH.search(kept) or _FORWARD.match(_bare(kept)):
         return ""
+    prose = _prose(kept).strip()
+    if len(prose) < MIN_SETTLED_CHARS or not _CLAIMISH.search(prose):
+        return ""  # code with a caption: it shows a change, it does not say what was learned
     return kept
 
 

@@ -4,11 +4,15 @@ How Aider writes the file (v0.8x): `# aider chat started at YYYY-MM-DD HH:MM:SS`
 `#### ` lines are user input (consecutive ones are one message); `> ` lines are Aider's own
 output, one message a line ending in two spaces (a message of several lines carries `> ` on its
 first line only and runs on until a line that ends in two spaces); everything else is the
-model's reply, where a code fence makes `>` and `####` lines code.
+model's reply, where a code fence (``` or ````, or the `<source>`, `<code>`, `<pre>`, `<codeblock>`,
+`<sourcecode>` lines Aider fences a file with when it holds backticks) makes `>` and `####` lines code.
 
 What each becomes (one session per run, line = the 1-based line where the turn starts):
 
 - user input: a user `text` turn as typed, slash commands included (`/add x`, `/clear`, `/undo`).
+  Not the user: architect mode hands the architect's reply to the editor model as input, so it
+  comes again as `####` lines. Input that repeats the reply before it (`repeats_reply`) is dropped
+  as `architect_handoff` (the reply is a turn already): a plan is never the user's request or words.
 - `/run CMD`, `!CMD`, `/test CMD`: a `tool_call` turn, role user, tool_name "run", text CMD.
 - `> Running CMD` (a shell command the model proposed and the user allowed): a `tool_call`,
   role assistant, tool_name "run", text CMD. `> ## Running: CMD` (Aider's lint) likewise with
@@ -64,16 +68,8 @@ from pathlib import PurePath
 
 from memoir.cards.signals import mentions_failure
 from memoir.cards.verdicts import is_passing
-from memoir.cards.hosts.base import (
-    TEXT_CHARS,
-    TOOL_CALL_CHARS,
-    TOOL_RESULT_CHARS,
-    Carry,
-    Host,
-    ReadReport,
-    clip,
-)
-from memoir.cards.hosts.strip import strip_injected
+from memoir.cards.hosts.base import TEXT_CHARS, TOOL_CALL_CHARS, TOOL_RESULT_CHARS, Carry, Host, ReadReport, clip
+from memoir.cards.hosts.strip import repeats_reply, strip_injected
 from memoir.cards.values import Turn
 
 HOST = "aider"
@@ -84,6 +80,7 @@ HEADER_RE = re.compile(r"^# aider chat started at (\d{4}-\d\d-\d\d[ T]\d\d:\d\d:
 _COMMIT_RE = re.compile(r"^Commit ([0-9a-f]{7,40}) +(.*)$")
 _RUN_INPUT_RE = re.compile(r"^(?:/(run|test)(?:\s+|$)|!)(.*)$", re.DOTALL)
 _THINK_OPEN_RE = re.compile(r"^<(think|thinking|thinking-content-[0-9a-f]+)>")
+_TAG_FENCE_RE = re.compile(r"^<(source|code|pre|codeblock|sourcecode)>")  # Aider's fences after ```/````
 _PROMPT = "(Y)es/(N)o"
 # Prompts that name their subject on the `> ` line before them (a file, a command, a URL).
 _SUBJECT_PROMPTS = (
@@ -95,11 +92,11 @@ _UI_PREFIXES = (
     "Tokens: ", "^C", "Aider v", "Model: ", "Main model: ", "Weak model: ", "Editor model: ", "Git repo: ",
     "Repo-map: ", "Repo-map can't include", "Has it been deleted from the file system", "Multiline mode: ",
     "Note: in-chat filenames", "Cost estimates may be inaccurate", "Copied code context", "You can use /undo",
-    "Added ", "Diff since ", "Initial repo scan", "You can skip this check",
-    "https://aider.chat/", "Using ", "Skipping ", "Please answer with one of", "Committing ", "Scanning repo",
-    "Update git name with", "Update git email with", "Newer aider version", "Use /help", "Restored previous",
-    "Removed ", "Dropping all files", "Warning for ", "Run `aider --help`", "Detected dumb terminal",
-    "Cur working dir: ", "Git working dir: ",
+    "Added ", "Diff since ", "Initial repo scan", "You can skip this check", "https://aider.chat/", "Using ",
+    "Skipping ", "Please answer with one of", "Committing ", "Scanning repo", "Update git name with",
+    "Update git email with", "Newer aider version", "Use /help", "Restored previous", "Removed ",
+    "Dropping all files", "Warning for ", "Run `aider --help`", "Detected dumb terminal", "Cur working dir: ",
+    "Git working dir: ",
 )
 _NEVER_KEPT = ("Tokens: ", "^C", "Copied code context")  # not even in the start-up banner
 _WATCH_REQUEST = "Processing your request"
@@ -155,8 +152,9 @@ class _Builder:
         self.block: list[str] = []
         self.block_line = 0
         self.after_run = ""  # the group `> ` lines join while they report on a command just run
-        self.fence = ""  # the backticks that opened the assistant's code fence, while inside it
+        self.fence = ""  # the backticks that opened the assistant's code fence (or its closing tag), inside it
         self.think_close = ""  # the closing tag of the open thinking block
+        self.reply = self.reasoning = ""  # the model's last reply, and its reasoning since the last input
         self.last_tool_line = -1  # line number of the last `> ` line, to spot multi-line messages
         self.kept_line = -1  # line number where the last kept `> ` message ended
         self.last_line = -1  # line number of the last non-blank line outside multi-line messages
@@ -177,7 +175,7 @@ class _Builder:
         self.watch_line = 0
         self.session_id, self.started, self.seq = session_id, started, 0
         self.cwd, self.cwd_rank = self.folder, self.folder_rank
-        self.fence = self.think_close = self.after_run = ""
+        self.fence = self.think_close = self.after_run = self.reply = self.reasoning = ""
         self.in_banner = True
         if session_id not in self.session_ids:
             self.session_ids.append(session_id)
@@ -228,8 +226,10 @@ class _Builder:
         if key == "user":
             self.user(text, line)
         elif key == "assistant":
+            self.reply = text
             self.emit("assistant", "text", text, line)
         elif key == "thinking":
+            self.reasoning += "\n" + text
             self.emit("assistant", "thinking", text, line)
         elif key == "edit":
             self.emit("tool", "tool_result", text, line, "edit", TOOL_RESULT_CHARS)
@@ -258,6 +258,10 @@ class _Builder:
 
     def user(self, text: str, line: int) -> None:
         """User input; `/run`, `!` and `/test` are commands the user ran, not words to the model."""
+        if repeats_reply(text, self.reply, self.reasoning):
+            self.skipped["architect_handoff"] += 1  # the architect's reply, handed to its editor model
+            return
+        self.reply = self.reasoning = ""
         m = _RUN_INPUT_RE.match(text) if text[:1] in ("/", "!") else None
         if m is None or not (m.group(2).strip() or m.group(1) == "test"):
             self.emit("user", "text", text, line)
@@ -345,6 +349,11 @@ class _Builder:
             if not self.fence:
                 self.fence = line[: len(line) - len(line.lstrip("`"))]
             elif line.startswith(self.fence) and not line.strip().strip("`"):
+                self.fence = ""
+        elif c == "<":
+            if not self.fence and (m := _TAG_FENCE_RE.match(line)):
+                self.fence = f"</{m.group(1)}>"
+            elif self.fence[:2] == "</" and line.strip() == self.fence:
                 self.fence = ""
 
     def thinking(self, line: str, no: int) -> None:
@@ -453,19 +462,11 @@ def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) ->
     b.finish()
     header_at = _last_header(data[:consumed])
     started = b.started.isoformat() if b.started else ""
+    after = Carry(session_id=b.session_id, cwd=b.cwd if b.session_id else "", started=started,
+                  seqs=((b.session_id, b.seq),) if b.session_id else ())
     return ReadReport(
-        turns=b.turns,
-        skipped=skipped + b.skipped,
-        session_id=b.session_id,
-        session_ids=tuple(b.session_ids),
-        consumed=consumed,
-        lines=n_lines,
-        carry=Carry(
-            session_id=b.session_id,
-            cwd=b.cwd if b.session_id else "",
-            started=started,
-            seqs=((b.session_id, b.seq),) if b.session_id else (),
-        ),
+        turns=b.turns, skipped=skipped + b.skipped, session_id=b.session_id, session_ids=tuple(b.session_ids),
+        consumed=consumed, lines=n_lines, carry=after,
         resume_at=max(header_at, 0) if b.session_id else consumed,
         resume_line=data.count(b"\n", 0, max(header_at, 0)) if b.session_id else n_lines,
     )

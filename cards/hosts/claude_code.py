@@ -14,7 +14,10 @@ tool use]` stay as they are. Thinking blocks are `thinking` turns. A tool call's
 `Name {json input}`; ExitPlanMode (the plan), TodoWrite (the todos with their statuses) and
 Task/Agent (the subagent's description and prompt) keep their whole input, the rest is bounded.
 A subagent transcript (`<session>/subagents/agent-<id>.jsonl`) is the session
-`<session>/agent-<id>`, and every turn of it is a sidechain.
+`<session>/agent-<id>`, and every turn of it is a sidechain. A compaction sidechain
+(`agent-acompact-<id>.jsonl`, or a file whose `agentId` is `acompact-…`) is Claude Code summarising
+the conversation for `/compact`: a replay of the parent and a summary prompt, not work. It yields
+no turns; its lines are counted as `compaction_sidechain` (the parent keeps the summary itself).
 
 Deduplication (by line uuid and by `(message.id, block)`) holds within one read; a duplicate
 that straddles two incremental reads is kept.
@@ -62,6 +65,7 @@ _CHEAP_IGNORED = (b'"progress"', b'"file-history-snapshot"', b'"queue-operation"
 _IGNORED_RE = re.compile(rb'(?<!\\)"type"\s*:\s*"(?:progress|file-history-snapshot|queue-operation)"')
 # Calls whose whole input is what a reader needs: the plan accepted, the todo statuses, a subagent's task.
 _WHOLE_INPUT_TOOLS = frozenset({"ExitPlanMode", "TodoWrite", "Task", "Agent"})
+_COMPACTION_AGENT = "acompact-"  # the agent id Claude Code gives the sidechain that writes a compaction
 _UUID_STEM = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
@@ -78,6 +82,13 @@ def session_id_for(path: str, first: dict | None) -> str:
         if sid:
             return f"{sid}/agent-{agent}" if agent and first.get("isSidechain") else sid
     return p.stem
+
+
+def is_compaction_sidechain(path: str, first: dict | None) -> bool:
+    """A compaction's own sidechain: named `agent-acompact-…`, or its lines carry that agent id."""
+    if "agent-" + _COMPACTION_AGENT in PurePath(path).name:
+        return True
+    return bool(first) and as_str(first.get("agentId")).startswith(_COMPACTION_AGENT)
 
 
 def _is_ignored_line(line: bytes) -> bool:
@@ -232,6 +243,9 @@ def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) ->
     parsed = parse_json_lines(lines, start_line, skipped, _is_ignored_line)
     first = next((o for _, o in parsed if o.get("sessionId")), None)
     session_id = carry.session_id or session_id_for(path, first)
+    if is_compaction_sidechain(path, first):
+        skipped["compaction_sidechain"] += len(parsed)
+        parsed = []
     reader = _Reader(path, start_line, carry, session_id)
     reader.read_lines(parsed)
     reader.skipped.update(skipped)

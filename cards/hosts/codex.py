@@ -17,6 +17,12 @@ counted as `duplicate`. Codex keeps no record of other slash commands (`/new` st
 rollout file). A turn the user interrupted (`turn_aborted`, reason "interrupted") is the user
 text `[Request interrupted by user]`, the form Claude Code writes. update_plan keeps its whole
 arguments JSON (steps and statuses); other calls' arguments are bounded.
+
+The VS Code extension opens each user message with the IDE's context (`# Context from my IDE
+setup:`, the active file, open tabs, a selection); what the user asked follows `## My request for
+Codex:`, and that alone is the user's text (a preamble with no request is counted `ide_context`).
+Codex 0.80 writes no task_started / task_complete and a turn_context before every model step: a
+turn starts at its user message, as in every version, and turn_context only moves the workspace.
 """
 
 from __future__ import annotations
@@ -56,6 +62,8 @@ _ROLLOUT_UUID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0
 _ERROR_PREFIXES = ("error:", "tool call error", "apply_patch verification failed", "failed to ", "aborted")
 _CWD_RE = re.compile(r"<environment_context>.*?<cwd>([^<]+)</cwd>", re.DOTALL)
 _AGENTS_MD = "# AGENTS.md instructions"
+_IDE_CONTEXT = "# Context from my IDE setup:"
+_IDE_REQUEST = "## My request for Codex:"
 _WHOLE_INPUT_TOOLS = frozenset({"update_plan"})  # the plan's steps and statuses tell when work is done
 INTERRUPTED = "[Request interrupted by user]"
 
@@ -73,6 +81,17 @@ def _message_text(content: object) -> str:
         return ""
     parts = [as_str(b.get("text")) for b in content if isinstance(b, dict) and b.get("type") in ("input_text", "output_text", "text")]
     return "\n".join(p for p in parts if p)
+
+
+def ide_request(text: str) -> str | None:
+    """What the user asked in a VS Code message: the text after the IDE-context preamble.
+
+    The text itself when it has no preamble; '' when the preamble holds no request.
+    """
+    if not text.lstrip().startswith(_IDE_CONTEXT):
+        return text
+    at = text.find(_IDE_REQUEST)
+    return text[at + len(_IDE_REQUEST):].strip() if at >= 0 else ""
 
 
 def _reasoning_text(payload: dict) -> str:
@@ -172,6 +191,9 @@ class _Reader(SessionReader):
             text = _message_text(p.get("content"))
             if role == "user" and (m := _CWD_RE.search(text)):
                 self.cwd = m.group(1).strip()
+            if role == "user" and text.lstrip().startswith(_IDE_CONTEXT) and not (text := ide_request(text)):
+                self.skipped["ide_context"] += 1  # the IDE's context alone: nothing the user asked
+                return
             if role in ("user", "assistant") and not text.lstrip().startswith(_AGENTS_MD):
                 self.emit(ts, line, role, "text", text)
             else:

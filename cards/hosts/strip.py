@@ -2,6 +2,8 @@
 
 The `<memoir-context>` rule matters most: memoir's own recalled cards come back in the host logs,
 and mining them again would turn a historical conclusion into fresh "evidence" (a feedback loop).
+A host may also hand the model's own words back in the user's channel (Aider's architect mode
+passes the architect's reply to its editor model as input): `repeats_reply` tells such a message.
 """
 
 from __future__ import annotations
@@ -70,3 +72,27 @@ def slash_command_text(text: str) -> str:
     a = _COMMAND_ARGS_RE.search(text)
     args = a.group(1).strip() if a else ""
     return f"{name} {args}" if args else name
+
+
+_REASONING_TAG_LINE = re.compile(r"^</?(?:think|thinking|reasoning|thinking-content-[0-9a-f]+)>$")
+REPEAT_SHARE = 0.8  # the share of lines two texts must have in common, each way, to be one text
+
+
+def _said_lines(text: str) -> set[str]:
+    """The text's non-blank lines, whitespace collapsed, reasoning tags left out."""
+    lines = (" ".join(ln.split()) for ln in text.splitlines())
+    return {ln for ln in lines if ln and not _REASONING_TAG_LINE.match(ln)}
+
+
+def repeats_reply(message: str, reply: str, reasoning: str = "") -> bool:
+    """Whether a message in the user's channel is the assistant's `reply` handed back, not the user.
+
+    It is when most of its lines are the reply's (or the reasoning's before it) and it holds most of
+    the reply's lines. A person answering a reply writes their own lines; a host that forwards the
+    reply to another model (Aider's architect to its editor) copies it, reasoning included.
+    """
+    said, replied = _said_lines(message), _said_lines(reply)
+    if not said or not replied:
+        return False
+    shared = said & (replied | _said_lines(reasoning))
+    return len(shared) >= REPEAT_SHARE * len(said) and len(said & replied) >= REPEAT_SHARE * len(replied)
