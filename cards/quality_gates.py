@@ -294,10 +294,10 @@ _OVERRIDE = re.compile(
 _SHELL_PIPE = re.compile(r"(?i)\|\s*(?:sudo\s+)?(?:ba|z|da|k|fi)?sh\b|\|\s*(?:python\d?|perl|ruby|node)\s*(?:-\s*)?(?:$|[`'\"\s])")
 _REMOTE_EXEC = re.compile(r"(?i)\b(?:curl|wget|iwr|invoke-webrequest)\b[^\n|]*\|")
 # Markup a model reads as a turn or a tool call: role tags, tool-call tags, chat-template tokens
-# (a placeholder such as `ssh <user>@host` or `/home/<user>/` is not one).
+# (the placeholder of `ssh <user>@host` or `/home/<user>/` is not one).
 _MARKUP = re.compile(
-    r"(?i)(?<![\w/@=.:-])</?\s*(?:[a-z]+:)?(?:system|user|assistant|human|developer|tool|function_calls|"
-    r"function_results|invoke|parameter|tool_use|tool_result|tool_calls?)\b(?:[^<>\n]{0,200}>)?+(?![@/.:=])"
+    r"(?i)(?!(?<=[\w/@=:-])<user>|<user>[@/:=])</?\s*(?:[a-z]+:)?(?:system|user|assistant|human|developer|tool|"
+    r"function_calls|function_results|invoke|parameter|tool_use|tool_result|tool_calls?)\b(?:[^<>\n]{0,200}>)?"
     r"|<\|\s*(?:im_start|im_end|im_sep|system|user|assistant|endoftext|eot_id|start_header_id|end_header_id)\s*\|>"
 )
 # The shapes as patterns, for code that defangs them in place rather than names them (cards/neutralise.py).

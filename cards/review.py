@@ -24,7 +24,8 @@ from pathlib import Path
 
 from memoir.cards.config import Settings
 from memoir.cards.draft import conclusion_problem
-from memoir.cards.quality_gates import GATE_HELP, failure_conditions_stated, verifiable_judgment
+from memoir.cards.quality_gates import GATE_HELP, failure_conditions_stated, instruction_shapes, verifiable_judgment
+from memoir.cards.title import display_title
 from memoir.cards.values import Card
 from memoir.cards.sanitize import sanitize
 from memoir.cards.sanitize.fields import FIELD_CAP
@@ -144,6 +145,25 @@ def gate_note(card: Card, min_conclusion_chars: int = 0) -> GateNote | None:
         problem = conclusion_problem(card.conclusion, min_conclusion_chars)
         return GateNote(card.gate, help_text, problem.replace("_", " "), not problem)
     return GateNote(card.gate, help_text)
+
+
+def instruction_warning(card: Card) -> str:
+    """What a person must see before confirming a card whose injected text reads as an instruction
+    (role tags, tool-call markup, an override, a pipe into a shell); '' when none does.
+
+    The fields are those recall and the brief inject: title, conclusion, counterexamples, follow-up.
+    Orders are the poisoning gate's to judge and do not count here.
+    """
+    fields = {"title": display_title(card), "conclusion": card.conclusion,
+              "counterexamples": card.counterexamples, "follow-up": card.follow_up}
+    found = {name: instruction_shapes(text, orders=False) for name, text in fields.items()}
+    found = {name: reasons for name, reasons in found.items() if reasons}
+    if not found:
+        return ""
+    reasons = "; ".join(dict.fromkeys(r for rs in found.values() for r in rs))
+    return (f"WARNING: instruction-shaped text in the {', '.join(found)} ({reasons}). Recall and the brief "
+            "inject it defanged and quoted, but it came from a session log, not from you: confirm only a "
+            "real lesson, and edit the shape out or reject the card otherwise.")
 
 
 def apply_decision(store: CardStore, card: Card) -> None:

@@ -6,7 +6,8 @@ Three read-only tools; none writes a card or the index (recall appends its debug
 - `memoir_search`: deep search, every hit labelled with its state and its sources;
 - `memoir_brief`: the session brief of a workspace.
 Every answer is framed as history, inside `<memoir-context>` (so host readers never mine it back
-as evidence), never as an instruction; search withholds instruction-shaped text (index/search.py).
+as evidence), never as an instruction; search withholds instruction-shaped text (index/search.py),
+and recall and the brief defang and quote it (cards/neutralise.py), a confirmed card's too.
 
 Stdout belongs to the protocol: nothing else may print there.
 """

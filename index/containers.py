@@ -5,6 +5,7 @@ A container decides which fields are visible, so each template is handed only th
   the note that it is a historical conclusion; wrapped in `<memoir-context>` so the host readers
   strip it and a recalled card is never mined again as fresh evidence;
 - session brief (SessionStart, `memoir brief`): recent topics and open follow-ups, no evidence;
+  what these two inject passes `fence`: no card text in them can act as markup or an order;
 - human review (`memoir cards show`): all six sections and the supersession chain;
 - export (`memoir export`): the card files themselves, bundled by topic, never the index;
 - backlog: queue and debug records only, never shown to a person or a host.
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memoir.cards.follow_up import open_follow_ups
+from memoir.cards.neutralise import neutralise
 from memoir.cards.values import SECTION_TITLES, SECTIONS, Card
 from memoir.cards.render import template_environment
 from memoir.cards.sanitize.scan import contains_sensitive
@@ -41,8 +43,9 @@ _TAG = re.compile(r"</?\s*memoir-context", re.I)
 
 
 def fence(text: object) -> str:
-    """Neutralise `<memoir-context>` tags inside a field, so card text cannot close our block early."""
-    return _TAG.sub(lambda m: m.group(0).replace("<", "‹"), str(text))
+    """A field as it may be injected: `<memoir-context>` tags inside it neutralised, so card text cannot
+    close our block early, and anything instruction-shaped defanged or quoted (`cards/neutralise.py`)."""
+    return neutralise(_TAG.sub(lambda m: m.group(0).replace("<", "‹"), str(text)))
 
 
 _FENCE = "```"

@@ -111,6 +111,7 @@ def _review_one(settings, store, card_id: str, i: int, n: int, done: dict) -> st
         ReviewError,
         apply_decision,
         confirm,
+        instruction_warning,
         reject,
         save_edit,
     )
@@ -127,6 +128,9 @@ def _review_one(settings, store, card_id: str, i: int, n: int, done: dict) -> st
         gate = _gate_text(card, settings)
         if gate:
             click.echo(gate + "\n")
+        warning = instruction_warning(card)
+        if warning:  # before the prompt: the person sees it before anything can be confirmed
+            click.echo(click.style("\n".join(textwrap.wrap(warning, 96)), fg="red", bold=True) + "\n")
         key = _ask(f"[{i}/{n}] (c)onfirm (r)eject (e)dit (s)kip (q)uit", type=click.Choice(list(ACTIONS)),
                    show_choices=False)
         action = ACTIONS[key]
