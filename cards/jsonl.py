@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from memoir.cards.errors import CardsError
+from memoir.cards.private import make_private_dir, open_private
 
 
 class JsonlError(CardsError):
@@ -50,8 +51,8 @@ def append_jsonl(path: Path, record: dict, fsync: bool = True) -> None:
     path = Path(path)
     line = json.dumps(record, sort_keys=True) + "\n"
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a+b") as fh:
+        make_private_dir(path.parent)
+        with os.fdopen(open_private(path, os.O_RDWR | os.O_APPEND), "a+b") as fh:
             end = fh.seek(0, os.SEEK_END)
             if end > 0:
                 fh.seek(end - 1)

@@ -24,6 +24,7 @@ from pathlib import Path
 from memoir.cards.hosts.base import Carry
 from memoir.cards.sanitize.fields import sanitize_field, sanitize_id, sanitize_path
 from memoir.cards.errors import CardsError
+from memoir.cards.private import private_db_file
 
 LEDGER_FILE = "ledger.sqlite"
 SCHEMA = """
@@ -165,7 +166,7 @@ class Ledger:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_db_file(self.path)  # 0600 before SQLite makes it (and its -wal, -shm) with the umask's mode
             self._db = sqlite3.connect(self.path)
             self._db.execute("PRAGMA secure_delete=ON")  # a replaced row's old bytes are zeroed, not left in free pages
             self._db.execute("PRAGMA journal_mode=WAL")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from memoir.cards.values import STATUSES, Card
 from memoir.cards.sanitize.fields import sanitize_field, sanitize_value
+from memoir.cards.private import DIR_MODE, FILE_MODE, wider_modes
 from memoir.cards.store import CardStore
 from memoir.cards.jsonl import append_jsonl, read_jsonl
 
@@ -340,3 +341,20 @@ def build_status(cards_dir: Path, state_dir: Path, append_only_runs: int = 5) ->
         alarm_history=read_alarm_history(state_dir),
         unreadable=unreadable,
     )
+
+
+SHOWN_WIDE_MODES = 5
+
+
+def privacy_section(home: Path) -> StatusSection:
+    """Paths under the home with modes wider than 0700 (folders) / 0600 (files); lines only when there are any."""
+    wide = wider_modes(home)
+    data = {"private": not wide, "dir_mode": f"{DIR_MODE:04o}", "file_mode": f"{FILE_MODE:04o}", "wider": wide}
+    if not wide:
+        return StatusSection("privacy", data)
+    lines = [f"privacy    {len(wide)} path(s) under {home} wider than {DIR_MODE:04o}/{FILE_MODE:04o}: other "
+             f"users may read them; the next `memoir run` tightens them (or `chmod -R go-rwx {home}`)"]
+    lines += [f"  wide     {w}" for w in wide[:SHOWN_WIDE_MODES]]
+    if len(wide) > SHOWN_WIDE_MODES:
+        lines.append(f"  wide     … and {len(wide) - SHOWN_WIDE_MODES} more (`memoir status --json`)")
+    return StatusSection("privacy", data, tuple(lines))

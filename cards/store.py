@@ -26,6 +26,7 @@ from memoir.cards.sanitize.fields import FIELD_CAP, sanitize_field, sanitize_id,
 from memoir.cards.render import render
 from memoir.cards.title import display_title
 from memoir.cards.errors import CardsError
+from memoir.cards.private import make_private_dir
 
 FRONT_MATTER_ORDER = (
     "id", "status", "quality", "topics", "task_type", "workspace", "created", "updated",
@@ -42,7 +43,7 @@ def write_atomic(path: Path, data: str | bytes, *, sync_dir: bool = True) -> Non
 
     `sync_dir=False` lets a batch writer fsync the directory once at the end (`fsync_dir`).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dir(path.parent)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -340,7 +341,7 @@ class CardStore:
 
 
 def _write_temp(path: Path, text: str) -> str:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dir(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:

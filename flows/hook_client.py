@@ -492,6 +492,7 @@ def _disarm_watchdog() -> None:
 
 def main() -> None:
     """`memoir-hook claude-code`, or the installed hook command (memoir.flows.cli.hook_settings.hook_command)."""
+    os.umask(0o077)  # it writes only under the home: all private (memoir.cards.private), parents os.makedirs makes too
     sys.exit(hook_main(sys.argv[1] if len(sys.argv) > 1 else "claude-code"))
 
 

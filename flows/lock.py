@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from memoir.cards.private import make_private_dir, open_private
 from memoir.flows.errors import Busy, FlowError
 
 LOCK_FILE = "run.lock"
@@ -63,8 +64,8 @@ def _holder(path: Path) -> str:
 def run_lock(state_dir: Path, wait_s: float = 0.0, what: str = "run") -> Iterator[None]:
     """Hold the home's run lock for the block; wait up to `wait_s` seconds, then raise `RunBusy`."""
     path = Path(state_dir) / LOCK_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    make_private_dir(path.parent)
+    fd = open_private(path, os.O_RDWR)
     deadline = time.monotonic() + max(wait_s, 0.0)
     try:
         while True:

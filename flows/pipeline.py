@@ -18,6 +18,7 @@ from memoir.cards.collect import CollectReport
 from memoir.cards.config import Settings
 from memoir.cards.distill.rules import RulesPlan
 from memoir.cards.ledger import Ledger
+from memoir.cards.private import tighten_home, tightened_note
 from memoir.cards.status import count_cards, record_run
 from memoir.cards.store import CardStore
 from memoir.cards.values import Card, Experience
@@ -62,17 +63,20 @@ class Run:
 
 def open_run(settings: Settings, logs: list[str], host: str = "auto", with_index: bool = True,
              progress: Progress | None = None) -> Run:
-    """Open the run's store and queue, remove leftovers of a killed run, find the logs to read.
+    """Make the home private, open the run's store and queue, remove leftovers of a killed run, find the logs.
 
     Default logs: the host log folders and registered Aider repos on this machine. With
     `progress`, the embedding model's first load (seconds) is reported as a line of its own.
     """
+    tightened = tighten_home(settings.home)  # a home made before memoir kept it private, or widened since
     store = CardStore(settings.cards_dir, settings.state_dir)
     queue = OverflowQueue(settings.queue_dir)
     clean_leftovers(settings, queue)
     index = IndexStep(settings, store, embedder=announced(default_embedder(), progress)) if with_index else None
     paths = [Path(p) for p in logs] or default_log_paths(aider_repos=settings.aider_repos)
     run = Run(settings, store, queue, paths, host, index, progress)
+    if tightened:
+        run.summary.notes.append(tightened_note(tightened))
     if not paths:
         run.summary.notes.append("no host log folders found; pass --logs PATH, or `memoir logs add REPO` for Aider")
     return run

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from memoir.cards.config import apply_process_environment, environment
+from memoir.cards.private import make_private_dir
 from memoir.flows.errors import FlowError
 
 DEFAULTS = {
@@ -49,7 +50,7 @@ def configure_prefect(home: Path) -> dict[str, str]:
             "prefect was imported before its settings were chosen; import flows.nightly only "
             "after flows.prefect_env.configure_prefect(home)")
     apply_process_environment(env)
-    Path(env["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
+    make_private_dir(env["PREFECT_HOME"])
     return env
 
 

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from memoir.cards.sanitize.fields import sanitize_value
+from memoir.cards.private import make_private_dir
 from memoir.cards.store import remove_temp_files, write_atomic
 from memoir.flows.errors import FlowError
 
@@ -125,7 +126,7 @@ class OverflowQueue:
     def claim(self, name: str) -> QueueItem | None:
         """Move one pending item to claimed/ and return it; None when another worker got it first."""
         src, dst = self._dir("pending") / name, self._dir("claimed") / name
-        dst.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(dst.parent)
         try:
             os.rename(src, dst)
         except FileNotFoundError:
@@ -136,7 +137,7 @@ class OverflowQueue:
     def complete(self, item: QueueItem) -> None:
         """The item was applied: keep it under done/ (a record, never replayed again)."""
         dst = self._dir("done") / item.name
-        dst.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(dst.parent)
         os.replace(self._dir("claimed") / item.name, dst)
 
     def fail(self, item: QueueItem, error: str, payload: dict | None = None) -> QueueItem:

@@ -26,6 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from memoir.cards.config import ConfigError, Settings, default_config_file, load_settings
+from memoir.cards.private import DIR_MODE, make_private_dir, private_umask
 from memoir.flows import hook_client
 from memoir.flows.errors import FlowError
 
@@ -280,7 +281,7 @@ def take_lock(state_dir: Path, inherited_fd: int | None = None) -> int:
     """
     import fcntl  # deferred: start-up
 
-    state_dir.mkdir(parents=True, exist_ok=True)
+    make_private_dir(state_dir)
     path = state_dir / hook_client.LOCK_NAME
     if inherited_fd is not None:
         st = os.fstat(inherited_fd)
@@ -305,7 +306,7 @@ def bind_socket(state_dir: Path) -> tuple[socket.socket, Path]:
         path = socket_path(state_dir, create=True)
     except hook_client.UnsafeSocket as exc:
         raise ServiceError(str(exc)) from exc
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dir(path.parent)
     if path.exists():
         if ask(state_dir, {"op": "ping"}, 0.5) is not None:
             raise ServiceError(f"a recall service already answers on {path}; stop it first")
@@ -328,13 +329,20 @@ def serve(settings: Settings, embedder, *, idle_exit_s: float | None = None, on_
     """Warm up, then answer requests concurrently until SIGTERM/SIGINT or `idle_exit_s` of quiet.
 
     The socket appears only once the model is warm, so "the socket answers" means "warm"; the lock
-    is held from the start, so "the lock is held" means "warm or warming".
+    is held from the start, so "the lock is held" means "warm or warming". While it serves, the
+    umask is 0o077: the service writes only under the home, so every file any of its writers makes
+    (the recall log, session files, the pid file) is private, whoever wrote the writer.
     """
+    with private_umask():
+        return _serve(settings, embedder, idle_exit_s, on_ready, lock_fd)
+
+
+def _serve(settings: Settings, embedder, idle_exit_s: float | None, on_ready, lock_fd: int | None) -> int:
     import signal  # deferred: start-up
 
     state_dir = Path(settings.state_dir)
-    state_dir.mkdir(parents=True, exist_ok=True)
-    os.chmod(state_dir, 0o700)  # the socket's folder: only this user reaches the socket
+    make_private_dir(state_dir)
+    os.chmod(state_dir, DIR_MODE)  # the socket's folder: only this user reaches the socket
     lock_fd = take_lock(state_dir, lock_fd)
     stop = threading.Event()
 

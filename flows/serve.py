@@ -33,6 +33,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from memoir.cards.config import environment
+from memoir.cards.private import PRIVATE_UMASK, make_private_dir, open_private
 from memoir.cards.store import write_atomic
 from memoir.flows.errors import Busy, FlowError
 from memoir.flows.lock import held_by_a_live_process
@@ -263,8 +264,8 @@ def serving(state_dir: Path) -> bool:
 def serve_lock(state_dir: Path) -> Iterator[None]:
     """Hold `state/serve.lock` for the block; `ServeBusy` when another serve holds it."""
     path = Path(state_dir) / SERVE_LOCK
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    make_private_dir(path.parent)
+    fd = open_private(path, os.O_RDWR)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -330,12 +331,13 @@ def prefect_server(home: Path, port: int | None = None, timeout_s: float = SERVE
     port = port or free_port()
     api_url = f"http://127.0.0.1:{port}/api"
     log_path = Path(home) / "prefect" / "server.log"
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "ab") as log:
+    make_private_dir(log_path.parent)
+    with os.fdopen(open_private(log_path, os.O_WRONLY | os.O_APPEND), "ab") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             env={**environment(), **prefect_environment(home), "PREFECT_LOGGING_LEVEL": "INFO"},
+            umask=PRIVATE_UMASK,  # the server writes prefect.db, its logs and storage under the home
             start_new_session=True,  # its own process group: stopping it stops uvicorn and services too
         )
     try:

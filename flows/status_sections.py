@@ -1,5 +1,5 @@
 """The blocks of `memoir status`, in the one order they print: cards and runs first (memoir.cards.status),
-then the model stage, the index, recall, the queue and `memoir serve`.
+then modes wider than private, the model stage, the index, recall, the queue and `memoir serve`.
 
 The model stage says honestly whether it is on, and what its last run counted and alerted;
 the index block reads `memoir index check` without loading the model; the recall block counts
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from memoir.cards.config import Settings
 from memoir.cards.jsonl import JsonlError, read_jsonl
-from memoir.cards.status import StatusReport, StatusSection, build_status, read_runs
+from memoir.cards.status import StatusReport, StatusSection, build_status, privacy_section, read_runs
 from memoir.cards.store import CardStore
 from memoir.flows.hook_calls import read_calls
 from memoir.flows.model_runs import read_model_runs
@@ -152,9 +152,14 @@ def serve_section(settings: Settings) -> StatusSection | None:
                          tuple(sv.status_lines(status, running, datetime.now().astimezone())))
 
 
+def home_section(settings: Settings) -> StatusSection:
+    """Modes under the home wider than 0700/0600 (cards/private.py): named here, tightened by the next run."""
+    return privacy_section(settings.home)
+
+
 # The blocks after the card counts, alarms and runs, in the order they print (None: nothing to show).
 SECTIONS: tuple[Callable[[Settings], StatusSection | None], ...] = (
-    model_section, index_section, recall_section, queue_section, serve_section,
+    home_section, model_section, index_section, recall_section, queue_section, serve_section,
 )
 
 

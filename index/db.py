@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from memoir.cards.values import Card
+from memoir.cards.private import private_db_file
 from memoir.index.apsw_errors import apsw, translate
 from memoir.index.errors import (
     IndexBusy,
@@ -389,7 +390,7 @@ def open_index(index_dir: Path, embedder, *, busy_timeout_ms: int = DEFAULT_BUSY
     """
     path = Path(path) if path is not None else Path(index_dir) / INDEX_FILE
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_db_file(path)  # 0600 before SQLite opens it: its -wal and -shm take the same mode
     except OSError as exc:
         raise IndexWriteFailed(f"cannot create {path.parent}: {exc}") from exc
     conn = connect(path, busy_timeout_ms=busy_timeout_ms)

@@ -26,6 +26,7 @@ import numpy as np
 
 from memoir.cards.store import CardFileError, CardStore, fsync_dir
 from memoir.cards.values import Card
+from memoir.cards.private import make_private_dir
 from memoir.index.check import CORRUPT, IndexHealth, check_index
 from memoir.index.apsw_errors import translate
 from memoir.index.db import connect, now_utc, open_index
@@ -249,7 +250,7 @@ def install_index(index_dir: Path, embedder, plan: RebuildPlan, chunks: Iterable
             the swapped-in file did not (the previous file was put back).
     """
     index_dir = Path(index_dir)
-    index_dir.mkdir(parents=True, exist_ok=True)
+    make_private_dir(index_dir)
     final = index_dir / INDEX_FILE
     new = index_dir / f"{INDEX_FILE}.new"
     bak = index_dir / f"{INDEX_FILE}.bak"

@@ -24,6 +24,7 @@ import numpy as np
 
 from memoir.cards.collect import CollectReport, collect_file
 from memoir.cards.sanitize.fields import sanitize_turn
+from memoir.cards.private import private_db_file
 from memoir.cards.store import CardFileError, CardStore
 from memoir.index.files import TURNS_FILE
 
@@ -136,7 +137,7 @@ class TurnIndex:
 
     def __init__(self, state_dir: Path, model_id: str) -> None:
         self.path = Path(state_dir) / TURNS_FILE
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_db_file(self.path)  # 0600 before SQLite opens it: its -wal and -shm take the same mode
         self.conn = sqlite3.connect(self.path, timeout=BUSY_MS / 1000)
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.executescript(SCHEMA)

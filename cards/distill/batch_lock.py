@@ -10,6 +10,7 @@ from pathlib import Path
 
 from memoir.cards.distill.errors import BatchLocked
 from memoir.cards.incidents import raise_alert
+from memoir.cards.private import FILE_MODE, make_private_dir
 
 
 class BatchLock:
@@ -44,14 +45,14 @@ class BatchLock:
         return ""
 
     def acquire(self, now: float | None = None) -> BatchLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(self.path.parent)
         payload = json.dumps({
             "pid": os.getpid(), "host": socket.gethostname(), "created": time.time() if now is None else now,
             "token": self._token,
         })
         for _ in range(2):
             try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
             except FileExistsError:
                 holder = self._holder()
                 why = self._stale(holder, time.time() if now is None else now)

@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from memoir.cards.config import Settings
+from memoir.cards.private import private_umask
 from memoir.flows.lock import LOCK_FILE, held_by_a_live_process, run_lock
 from memoir.flows.prefect_env import configure_prefect, hand_over
 from memoir.flows.progress import Display
@@ -48,13 +49,14 @@ def run_flow(name: str, settings: Settings, runner: str = "thread", logs: tuple[
     if lock_wait_s == 0 and held_by_a_live_process(Path(settings.state_dir) / LOCK_FILE):
         with run_lock(settings.state_dir, 0, what=f"{name} flow"):  # raises RunBusy, naming the holder
             pass
-    configure_prefect(settings.home)
-    from memoir.flows import nightly  # deferred: start-up (prefect, once its settings are chosen)
+    with private_umask():  # Prefect's own files under the home (its database, logs) are private too
+        configure_prefect(settings.home)
+        from memoir.flows import nightly  # deferred: start-up (prefect, once its settings are chosen)
 
-    if logs is not None:
-        params["logs"] = hand_over(list(logs))
-    flow = nightly.FLOWS[name].with_options(task_runner=nightly.task_runner(runner, settings))
-    return flow(home=str(settings.home), lock_wait_s=lock_wait_s, **params)
+        if logs is not None:
+            params["logs"] = hand_over(list(logs))
+        flow = nightly.FLOWS[name].with_options(task_runner=nightly.task_runner(runner, settings))
+        return flow(home=str(settings.home), lock_wait_s=lock_wait_s, **params)
 
 
 def print_summary(summary, settings: Settings | None = None) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from memoir.cards.private import private_umask
 from memoir.flows.cli.app import cli, pass_ctx
 from memoir.flows.cli.hook_settings import (
     hook_command,
@@ -32,7 +33,8 @@ def hook_claude_code(ctx):
     UserPromptSubmit recalls cards for the prompt; SessionStart prints the workspace brief. Always
     exits 0: an error means no context, never a blocked prompt.
     """
-    hook_main("claude-code", settings=ctx.settings)
+    with private_umask():  # it writes only under the home, as the installed hook command does
+        hook_main("claude-code", settings=ctx.settings)
 
 
 @hook_group.group("install")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from memoir.cards.private import private_umask
 from memoir.flows import recall_service
 from memoir.flows.cli.app import CommandError, cli, emit_json, pass_ctx
 from memoir.flows.hook_slow_path import request_settings
@@ -103,7 +104,8 @@ def recall_cmd(ctx, query, workspace, session, as_json, explain_, timeout_ms):
     from memoir.index.containers import immediate_context  # deferred: start-up (jinja2)
 
     workspace = str(Path(workspace).absolute()) if workspace else ""
-    result = recall_for_a_person(ctx.settings, query, workspace, session, timeout_ms)
+    with private_umask():  # the recall log and the session's file, whoever writes them
+        result = recall_for_a_person(ctx.settings, query, workspace, session, timeout_ms)
     if as_json:
         emit_json(result.to_json())
     elif result.cards:
@@ -168,4 +170,5 @@ def mcp_cmd(ctx):
         from memoir.flows.mcp_server import serve  # deferred: start-up (mcp)
     except ImportError as exc:
         raise CommandError(f"the MCP SDK is missing ({exc}); `pip install mcp`") from exc
-    serve(ctx.settings)
+    with private_umask():  # it writes only under the home (the recall log, session files)
+        serve(ctx.settings)

@@ -11,6 +11,7 @@ from datetime import datetime
 import click
 
 from memoir.cards.config import apply_process_environment
+from memoir.cards.private import private_umask
 from memoir.flows.cli.app import EXIT_FAILED, cli, emit_json, exit_with, pass_ctx
 from memoir.flows.prefect_env import configure_prefect
 
@@ -50,29 +51,31 @@ def serve_cmd(ctx, cron, timezone, replay_cron, port, show_status, as_json):
             sv.next_run(replay_cron, zone, datetime.now().astimezone())
     except (sv.BadTimezone, sv.BadSchedule) as exc:
         raise click.UsageError(str(exc)) from exc
-    configure_prefect(settings.home)
-    with sv.serve_lock(settings.state_dir), sv.stop_on_signals() as stopping:
-        # Written before Prefect starts, so --status never shows a former serve's pid meanwhile.
-        status = sv.ServeStatus(pid=os.getpid(), started=datetime.now().astimezone().isoformat(timespec="seconds"),
-                                api_url="(starting)", cron=cron, timezone=zone, replay_cron=replay_cron,
-                                last_run=last_run(settings))
-        sv.write_status(settings.state_dir, status)
-        click.echo(f"memoir serve (pid {os.getpid()}) for {settings.home}: starting Prefect "
-                   "(20-30 s the first time)...", err=True)
-        try:
-            if ctx.env.get("PREFECT_API_URL"):
-                serve_and_watch(settings, replace(status, api_url=ctx.env["PREFECT_API_URL"]), stopping)
-            else:
-                with sv.prefect_server(settings.home, port, stopping=stopping) as api_url:
-                    apply_process_environment({"PREFECT_API_URL": api_url})  # for Prefect's client here
-                    serve_and_watch(settings, replace(status, api_url=api_url), stopping)
-        except KeyboardInterrupt:
-            pass  # a signal while the server started
-        finally:
-            sv.stop_children()
-            final = sv.read_status(settings.state_dir) or status
-            sv.write_status(settings.state_dir, replace(final, stopped=datetime.now().astimezone()
-                                                        .isoformat(timespec="seconds")))
+    # serve, its Prefect server and the flows it runs write only under the home: all of it private
+    with private_umask():
+        configure_prefect(settings.home)
+        with sv.serve_lock(settings.state_dir), sv.stop_on_signals() as stopping:
+            # Written before Prefect starts, so --status never shows a former serve's pid meanwhile.
+            status = sv.ServeStatus(pid=os.getpid(), started=datetime.now().astimezone().isoformat(timespec="seconds"),
+                                    api_url="(starting)", cron=cron, timezone=zone, replay_cron=replay_cron,
+                                    last_run=last_run(settings))
+            sv.write_status(settings.state_dir, status)
+            click.echo(f"memoir serve (pid {os.getpid()}) for {settings.home}: starting Prefect "
+                       "(20-30 s the first time)...", err=True)
+            try:
+                if ctx.env.get("PREFECT_API_URL"):
+                    serve_and_watch(settings, replace(status, api_url=ctx.env["PREFECT_API_URL"]), stopping)
+                else:
+                    with sv.prefect_server(settings.home, port, stopping=stopping) as api_url:
+                        apply_process_environment({"PREFECT_API_URL": api_url})  # for Prefect's client here
+                        serve_and_watch(settings, replace(status, api_url=api_url), stopping)
+            except KeyboardInterrupt:
+                pass  # a signal while the server started
+            finally:
+                sv.stop_children()
+                final = sv.read_status(settings.state_dir) or status
+                sv.write_status(settings.state_dir, replace(final, stopped=datetime.now().astimezone()
+                                                            .isoformat(timespec="seconds")))
     click.echo("stopped", err=True)
 
 
