@@ -14,8 +14,10 @@ from memoir.index.plan import choose_fts_terms, fts_match_expression, fts_terms,
 
 KNN_K = 8  # nearest cards by vector; more only adds candidates the similarity gate rejects
 FTS_K = 8  # best lexical matches
-# Each path fetches POOL times its k: ranks are then counted over the cards recall may inject
-# (`recall_gates.rank_eligible`), so inactive or superseded cards cannot crowd those out.
+# The vector path fetches POOL times its k: ranks are then counted over the cards recall may inject
+# (`recall_gates.rank_eligible`), so held-back or superseded near-duplicates cannot crowd those out.
+# The lexical path keeps its k: past its top k, bm25 is too weak to count as a shared name or key
+# (a card found there only would escape the vector-only margin on a word or two).
 POOL = 3
 RRF_K = 60  # reciprocal-rank fusion constant (Cormack et al.): damps the weight of rank 1
 MAX_QUERY_INPUT = 50_000  # chars of prompt sanitized at most; a pasted log beyond this adds nothing
@@ -67,12 +69,20 @@ def subject_terms(terms: list[str]) -> list[str]:
 
 
 def lexical_coverage(terms: list[str], card_text: str) -> float:
-    """Share of query terms found in the card's retrieval text; 0 below `LEXICAL_MIN_TERMS` hits."""
+    """Share of query terms found in the card's text; 0 below `LEXICAL_MIN_TERMS` hits (or every
+    term, for a shorter query). An identifier's parts count too: `CELERY_BROKER_URL` holds "broker"."""
     if not terms:
         return 0.0
     words = set(_WORDS.findall(card_text.lower()))
+    words |= {part for w in words if "_" in w for part in w.split("_") if part}
     hits = sum(1 for t in terms if t in words)
-    return hits / len(terms) if hits >= LEXICAL_MIN_TERMS else 0.0
+    return hits / len(terms) if hits >= min(LEXICAL_MIN_TERMS, len(terms)) else 0.0
+
+
+def coverage_text(card, retrieval: str) -> str:
+    """What a question's terms are matched against: the retrieval text and the card's goal (the
+    question its session started from, in the asker's own words), never its evidence."""
+    return retrieval + "\n" + card.goal.strip()
 
 
 # --- the lexical-only index (no numpy, no torch, no sqlite-vec) ------------------------------------

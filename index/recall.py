@@ -30,7 +30,7 @@ from memoir.cards.signatures import error_signature
 from memoir.cards.store import CardFileError, CardStore
 from memoir.index.candidates import (
     FTS_K, KNN_K, MAX_QUERY_INPUT, POOL, READ_BUSY_MS, RRF_K, LexicalIndex, fuse, lexical_coverage, query_terms,
-    recent_card_ids, subject_terms,
+    coverage_text, recent_card_ids, subject_terms,
 )
 from memoir.index.errors import IndexFailure
 from memoir.index.files import INDEX_FILE
@@ -347,7 +347,7 @@ class Recaller:
             check("knn")
             knn = index.knn(vector, KNN_K * POOL)
             check("fts")
-            hits = fuse(knn, index.fts(text, FTS_K * POOL))
+            hits = fuse(knn, index.fts(text, FTS_K))
             check("similarity")
             # FTS-only hits get their true cosine too: the similarity gate judges every candidate
             # by meaning, so a lexical hit with low semantic similarity still faces the minimum.
@@ -360,7 +360,7 @@ class Recaller:
                     hits[card_id]["cosine"] = float(vec @ q)
         else:
             check("fts")
-            hits = fuse([], index.fts(text, FTS_K * POOL))
+            hits = fuse([], index.fts(text, FTS_K))
         check("read_cards")
         terms = subject_terms(query_terms(text))  # overlap on the subject, not on words every session uses
         candidates: list[Candidate] = []
@@ -373,8 +373,10 @@ class Recaller:
                 card_text = retrieval_text(card)
             except (OSError, UnicodeDecodeError, CardFileError):
                 continue  # a broken hand edit: `memoir index check` reports it, recall skips it
-            coverage = lexical_coverage(terms, card_text)
-            similarity = hit.get("cosine", 0.0) if self.embedder is not None else coverage
+            # Overlap on the subject counts the goal too (a question in the asker's words); without a
+            # model, similarity is the share of terms in what the card is found by, as FTS5 saw it.
+            coverage = lexical_coverage(terms, coverage_text(card, card_text))
+            similarity = hit.get("cosine", 0.0) if self.embedder is not None else lexical_coverage(terms, card_text)
             cards[card_id] = card
             candidates.append(candidate_from(card, dict(hit, coverage=coverage), similarity, now,
                                              self._renewed_by_hand(card)))

@@ -69,6 +69,7 @@ class Candidate:
     knn_rank: int | None = None
     fts_rank: int | None = None
     bm25: float | None = None
+    first_of_all: bool = True  # first on one path over every card found, eligible or not (`rank_eligible`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,18 +157,18 @@ def _gate(why: str) -> Callable[[Callable[[Candidate, RecallQuery, GatePolicy], 
 def SimilarityBelowMinimum(c: Candidate, q: RecallQuery, p: GatePolicy) -> bool:
     if q.lexical:
         return c.similarity < p.min_lexical
-    agreed = c.knn_rank == 1 and c.fts_rank == 1 and c.coverage >= p.agreed_min_coverage
-    # Another project's card for the same error is judged like any card there: it names the
-    # error, but its fix is about that project's code, so it gets no lowered floor.
+    # First on both paths over what may be injected (`rank_eligible`), and not a far-closer held-back card's neighbour.
+    agreed = c.knn_rank == 1 and c.fts_rank == 1 and c.first_of_all and c.coverage >= p.agreed_min_coverage
+    # Another project's card for the same error gets no lowered floor: its fix is about its own code.
     same_error = same_signature(c, q) and near(c, q)
     if agreed or same_error:
         # Both paths agree it is the best card, or it names the very error the prompt pastes: the
         # margins (about neighbours) do not apply, and a lower floor still keeps unrelated cards out.
         return c.similarity < p.agreed_min_similarity
     if q.signature_matched and c.error_signature.strip() and q.signature not in c.conclusion:
-        # Another card names the pasted error and this one names a different one, which its
-        # conclusion does not explain away (a signature is often an error met on the way).
-        return True
+        return True  # another card names the pasted error; this one another, and not as a way-side one
+    if not q.signature and not c.coverage and c.similarity < p.min_similarity + p.vector_only_margin:
+        return True  # a question in words that shares no subject term with the card: a neighbour in meaning
 
     floor = p.min_similarity + (p.vector_only_margin if c.fts_rank is None else 0.0)
     return c.similarity < max(floor, q.best_similarity - p.relative_margin)
@@ -439,27 +440,25 @@ def same_signature(c: Candidate, q: RecallQuery) -> bool:
     return bool(q.signature) and c.error_signature.strip() == q.signature
 
 
-def near(c: Candidate, q: RecallQuery) -> bool:
-    """The card comes from the query's workspace (or either side does not say)."""
+def near(c: Candidate, q: RecallQuery) -> bool:  # the card is of the query's workspace, or a side does not say
     return not (q.workspace and c.workspace) or workspaces_near(q.workspace, c.workspace)
 
 
-def rank_eligible(eligible: Sequence[Candidate], rrf_k: int,
-                  limits: tuple[int, int] | None = None) -> list[Candidate]:
-    """Each path's ranks and the fused score counted over `eligible` alone, best first.
-
-    An inactive, superseded or far card cannot hold rank 1 and so keep the card that may be
-    injected from the agreement of both paths. With `limits` (knn k, fts k) a rank past its
-    path's k is dropped, and a card left with none is no candidate: what an index of eligible
-    cards alone would have returned.
-    """
+def rank_eligible(eligible: Sequence[Candidate], rrf_k: int, limits: tuple[int, int] | None = None,
+                  closer: float = 1.0) -> list[Candidate]:
+    """Each path's ranks and the fused score counted over `eligible` alone, best first: an inactive,
+    superseded or far card cannot hold rank 1 and keep an injectable card from the agreement of both
+    paths. With `limits` (knn k, fts k) a rank past its path's k is dropped, and a card left with none
+    is no candidate: what an index of eligible cards alone would have returned. `first_of_all` stays
+    set where a card was first on a path over all cards, or no held-back card is `closer` than it."""
     def ranks(attr: str, k: int | None) -> dict[str, int]:
         found = sorted((c for c in eligible if getattr(c, attr) is not None), key=lambda c: (getattr(c, attr), c.id))
         return {c.id: i for i, c in enumerate(found, 1) if k is None or i <= k}
 
     knn, fts = ranks("knn_rank", limits and limits[0]), ranks("fts_rank", limits and limits[1])
     ranked = [replace(c, knn_rank=knn.get(c.id), fts_rank=fts.get(c.id),
-                      rrf=sum(1.0 / (rrf_k + r) for r in (knn.get(c.id), fts.get(c.id)) if r is not None))
+                      first_of_all=1 in (c.knn_rank, c.fts_rank) or c.similarity >= closer,
+                      rrf=sum(1.0 / (rrf_k + r) for r in (knn.get(c.id), fts.get(c.id)) if r))
               for c in eligible if c.id in knn or c.id in fts or limits is None]
     return sorted(ranked, key=lambda c: (-c.rrf, -c.similarity, c.id))
 
@@ -474,7 +473,8 @@ def judge(candidates: Sequence[Candidate], query: RecallQuery, policy: GatePolic
     """
     others = CANDIDATE_GATES[1:]
     passed = {c.id for c in candidates if not any(g(c, query, policy) for g in others)}
-    eligible = rank_eligible([c for c in candidates if c.id in passed], rrf_k, limits)
+    held = max((c.similarity for c in candidates if c.id not in passed), default=0.0) - policy.relative_margin
+    eligible = rank_eligible([c for c in candidates if c.id in passed], rrf_k, limits, held)
     candidates = eligible + [c for c in candidates if c.id not in passed]
     matched = any(same_signature(c, query) and near(c, query) for c in eligible)
     query = replace(query, best_similarity=max((c.similarity for c in eligible), default=0.0),

@@ -222,3 +222,17 @@ def test_the_recall_log_holds_no_secret_whatever_the_record_held(tmp_path):
     data = log_path(tmp_path).read_text()
     assert "10.42.7.19" not in data and "Xy9zHunter2k" not in data
     assert json.loads(data)["candidates"][0]["score"] == 0.5
+
+
+def test_held_back_near_duplicates_that_fill_both_paths_do_not_crowd_out_the_active_card(settings, embedder):
+    # Issue 24, mechanism 9: ten incomplete copies of the card sort before it on both paths (same
+    # text, ids first) and fill each path's k. The vector path fetches a wider pool and ranks are
+    # counted over what recall may inject, so the active card is found, first; the lexical path
+    # keeps its k, so the card is a vector-only find and clears that floor as a near-paraphrase.
+    copies = [variant(n, status="incomplete") for n in range(1, 11)]
+    index_cards(settings, embedder, copies + [BASE])
+    with Recaller(settings, embedder) as r:
+        result = r.recall(QUERY, workspace=WORKSPACE, now=NOW, budget_ms=30_000)
+    assert [c.id for c in result.cards] == [BASE.id]
+    assert (entry(result, BASE.id)["knn_rank"], entry(result, BASE.id)["fts_rank"]) == (1, None)
+    assert {entry(result, c.id)["gate"] for c in copies} == {"StatusNotActive"}

@@ -8,6 +8,7 @@ name exactly that gate.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -289,9 +290,9 @@ def _injected(out) -> list[str]:
 
 
 def test_an_ineligible_card_at_rank_one_does_not_keep_the_eligible_card_from_the_agreement():
-    # A held-back card tops both paths; the active card is second on both. Counted over what may
-    # be injected, the active card is first on both, so the agreed floor applies to it.
-    held = cand("c-held", status="candidate", gate="NoVerification", similarity=0.62, knn_rank=1, fts_rank=1)
+    # A held-back card tops both paths, no closer in meaning; the active card is second on both.
+    # Counted over what may be injected, the active card is first on both: the agreed floor applies.
+    held = cand("c-held", status="candidate", gate="NoVerification", similarity=0.40, knn_rank=1, fts_rank=1)
     active = cand("c-active", similarity=0.36, knn_rank=2, fts_rank=2, rrf=0.032)
     out = judge([held, active], RecallQuery(text="q", workspace=WORKSPACE), GatePolicy.from_settings(Settings()))
     assert _injected(out) == ["c-active"]
@@ -349,3 +350,40 @@ def test_a_card_whose_signature_is_an_error_met_on_the_way_is_not_about_another_
                 GatePolicy.from_settings(Settings(max_injected=5)))
     assert {j.candidate.id: j.gate for j in out} == {
         "c-right": INJECTED, "c-way": INJECTED, "c-other": "SimilarityBelowMinimum"}
+
+
+from memoir.index.candidates import coverage_text, lexical_coverage, subject_terms  # noqa: E402
+from memoir.index.plan import retrieval_text  # noqa: E402
+
+
+def test_a_question_in_words_needs_a_subject_term_in_common_with_the_card():
+    p = GatePolicy.from_settings(Settings())
+    question = RecallQuery(text="where do we keep uploaded avatars", best_similarity=0.5)
+    # A neighbour in meaning only (same stack, no shared subject term) stays out ...
+    assert SimilarityBelowMinimum(cand(similarity=0.5, fts_rank=3, coverage=0.0), question, p)
+    # ... unless it is a near-paraphrase, or the card shares the question's subject terms.
+    assert not SimilarityBelowMinimum(cand(similarity=0.72, fts_rank=3, coverage=0.0), question, p)
+    assert not SimilarityBelowMinimum(cand(similarity=0.5, fts_rank=3, coverage=0.5), question, p)
+    # A pasted error is judged by the error rules, not by this one.
+    pasted = RecallQuery(text="KeyError: <str>", signature="KeyError: <str>", best_similarity=0.5)
+    assert not SimilarityBelowMinimum(cand(similarity=0.5, fts_rank=3, coverage=0.0), pasted, p)
+    # Words every session uses are no subject; the card's goal (the asker's words) counts.
+    assert subject_terms(["fix", "error", "n", "uploaded", "avatars"]) == ["uploaded", "avatars"]
+    card = BASE.with_(goal="where do uploaded avatars end up?")
+    assert lexical_coverage(["uploaded", "avatars"], retrieval_text(card)) == 0.0
+    assert lexical_coverage(["uploaded", "avatars"], coverage_text(card, retrieval_text(card))) == 1.0
+    # An identifier's parts are terms of the card, and a one-term question needs that one term.
+    assert lexical_coverage(["broker"], "set CELERY_BROKER_URL to memory://") == 1.0
+
+
+def test_second_on_both_paths_to_a_held_back_card_is_its_neighbour_not_an_agreed_answer():
+    # The held-back card is what the question is about (far closer); the active card next to it on
+    # both paths must not come in at the agreed floor because the held-back one left rank 1 to it.
+    held = cand("c-held", status="incomplete", similarity=0.7, knn_rank=1, fts_rank=1)
+    neighbour = cand("c-near", similarity=0.36, knn_rank=2, fts_rank=2, rrf=0.032)
+    out = judge([held, neighbour], RecallQuery(text="q"), GatePolicy.from_settings(Settings()))
+    assert _injected(out) == []
+    # First on one path over every card, and first on both among eligible ones: agreed.
+    lexical_first = cand("c-lex", similarity=0.36, knn_rank=2, fts_rank=1, rrf=0.032)
+    out = judge([replace(held, fts_rank=2), lexical_first], RecallQuery(text="q"), GatePolicy.from_settings(Settings()))
+    assert _injected(out) == ["c-lex"]
