@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from memoir.cards.private import make_private_dir, open_private
 from memoir.index.files import RECALL_SESSIONS_DIR
 
 SESSION_TTL_S = 3 * 24 * 3600  # per-session injected ids are pruned after this long untouched
@@ -41,7 +42,7 @@ def remember_injected(state_dir: Path, session_id: str, ids: Iterable[str], now:
         return
     now = time.time() if now is None else now
     path = session_path(state_dir, session_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dir(path.parent)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -49,7 +50,9 @@ def remember_injected(state_dir: Path, session_id: str, ids: Iterable[str], now:
     injected = dict(data.get("injected", {}))
     injected.update({i: round(now, 3) for i in ids})
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"injected": injected}, sort_keys=True), encoding="utf-8")
+    fd = open_private(tmp, os.O_WRONLY | os.O_TRUNC)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps({"injected": injected}, sort_keys=True))
     os.replace(tmp, path)
     prune_sessions(state_dir, now)
 

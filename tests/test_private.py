@@ -19,6 +19,7 @@ from memoir.cards.private import make_private_dir, private_db_file, tighten_home
 from memoir.flows import hook_client
 from memoir.flows.cli.main import cli
 from memoir.flows.queue import OverflowQueue
+from memoir.index.recall_session import remember_injected, session_path
 from tests.user_cards import FEEDCLI_LOG, SHORTY_LOG
 
 
@@ -189,3 +190,10 @@ def test_a_run_as_a_prefect_flow_leaves_prefects_own_files_private_too(tmp_path,
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert any((home / "prefect").rglob("*")) and any((home / "cards").glob("*.md"))
     assert too_wide(home) == []
+
+
+def test_a_recall_session_file_written_outside_any_command_is_private(tmp_path, umask_022):
+    remember_injected(tmp_path / "state", "sess-1", ["c-1"], now=1_000.0)
+    path = session_path(tmp_path / "state", "sess-1")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
