@@ -102,26 +102,8 @@ class LexicalIndex:
         self.conn.set_busy_timeout(READ_BUSY_MS)
 
     def fts(self, text: str, k: int = FTS_K) -> list[tuple[str, float]]:
-        """`Index.fts` without sqlite-vec: the same rarer-terms selection, the same bm25 ranking."""
-        terms = fts_terms(text)
-        if not terms or k <= 0:
-            return []
-        try:
-            expr = quote_terms(choose_fts_terms([(t, self._doc_count(t)) for t in terms]))
-            if expr is None:
-                return []
-            sql = ("SELECT c.id, -f.rank FROM (SELECT rowid, rank FROM fts_cards WHERE fts_cards MATCH ? "
-                   "ORDER BY rank LIMIT ?) AS f JOIN cards AS c ON c.n = f.rowid ORDER BY f.rank, c.id")
-            return [(i, float(s)) for i, s in self.conn.execute(sql, (expr, k))]
-        except apsw.SQLError:
-            return []  # user text FTS5 still rejects: a lexical miss, never a failed recall
-
-    def _doc_count(self, term: str) -> int:
-        counts = []
-        for token in term_tokens(term):
-            row = self.conn.execute("SELECT doc FROM fts_vocab WHERE term = ?", (token,)).fetchall()
-            counts.append(row[0][0] if row else 0)
-        return min(counts, default=0)
+        """`Index.fts` without sqlite-vec: the one lexical search, on a read-only connection."""
+        return fts_search(self.conn, text, k)
 
     def close(self) -> None:
         self.conn.close()
@@ -136,3 +118,35 @@ def recent_card_ids(conn, workspace: str, limit: int) -> list[str]:
            "OR (workspace != '' AND substr(?, 1, length(workspace) + 1) = workspace || '/')) "
            "ORDER BY updated DESC, id LIMIT ?")
     return [i for (i,) in conn.execute(sql, (ws, like, ws, limit))]
+
+
+def fts_search(conn, text: str, k: int) -> list[tuple[str, float]]:
+    """Lexical matches by bm25 (higher is better) over `conn`'s cards; any user text is safe to pass.
+
+    Only the query's rarer terms are searched (`choose_fts_terms`), so a question full of common
+    words costs what its error code costs. `Index.fts` and `LexicalIndex.fts` both ask this.
+    """
+    terms = fts_terms(text)
+    if not terms or k <= 0:
+        return []
+    try:
+        expr = quote_terms(choose_fts_terms([(t, doc_count(conn, t)) for t in terms]))
+        if expr is None:
+            return []  # no term occurs in any card
+        # FTS5 picks the top k by rank itself only when the query is just `ORDER BY rank LIMIT`.
+        sql = ("SELECT c.id, -f.rank FROM (SELECT rowid, rank FROM fts_cards WHERE fts_cards MATCH ? "
+               "ORDER BY rank LIMIT ?) AS f JOIN cards AS c ON c.n = f.rowid ORDER BY f.rank, c.id")
+        return [(i, float(s)) for i, s in conn.execute(sql, (expr, k))]
+    except apsw.SQLError:
+        # Built from quoted terms only; if FTS5 still rejects it, a lexical miss is the right answer
+        # for a recall path that must never fail on user text.
+        return []
+
+
+def doc_count(conn, term: str) -> int:
+    """Cards holding a term (for a phrase: its rarest token, an upper bound)."""
+    counts = []
+    for token in term_tokens(term):
+        row = conn.execute("SELECT doc FROM fts_vocab WHERE term = ?", (token,)).fetchall()
+        counts.append(row[0][0] if row else 0)
+    return min(counts, default=0)

@@ -28,7 +28,8 @@ from memoir.index.errors import (
     ModelMismatch,
 )
 from memoir.index.files import INDEX_FILE
-from memoir.index.plan import choose_fts_terms, fts_terms, quote_terms, retrieval_text, term_tokens
+from memoir.index.candidates import fts_search
+from memoir.index.plan import retrieval_text
 from memoir.index.rows import COLUMNS, IndexRow, card_values, chunks, row_hash, row_of, schema_sql
 
 SCHEMA_VERSION = "2"  # bump when tables or retrieval_text change: a mismatch forces a rebuild (2: title)
@@ -192,34 +193,8 @@ class Index:
         return [(ids[j], float(scores[j])) for j in order]
 
     def fts(self, query: str, k: int = 10) -> list[tuple[str, float]]:
-        """Lexical matches by bm25 (higher is better); any user text is safe to pass.
-
-        Only the query's rarer terms are searched (`choose_fts_terms`), so a question full of
-        common words costs what its error code costs.
-        """
-        terms = fts_terms(query)
-        if not terms or k <= 0:
-            return []
-        expr = quote_terms(choose_fts_terms([(t, self._doc_count(t)) for t in terms]))
-        if expr is None:
-            return []  # no term occurs in any card
-        # FTS5 picks the top k by rank itself only when the query is just `ORDER BY rank LIMIT`.
-        sql = ("SELECT c.id, -f.rank FROM (SELECT rowid, rank FROM fts_cards WHERE fts_cards MATCH ? "
-               "ORDER BY rank LIMIT ?) AS f JOIN cards AS c ON c.n = f.rowid ORDER BY f.rank, c.id")
-        try:
-            return [(i, float(s)) for i, s in self.conn.execute(sql, (expr, k))]
-        except apsw.SQLError:
-            # The expression is built from quoted terms only; if FTS5 still rejects it, a lexical
-            # miss is the right answer for a recall path that must never fail on user text.
-            return []
-
-    def _doc_count(self, term: str) -> int:
-        """Cards holding a term (for a phrase: its rarest token, an upper bound)."""
-        counts = []
-        for token in term_tokens(term):
-            row = self.conn.execute("SELECT doc FROM fts_vocab WHERE term = ?", (token,)).fetchall()
-            counts.append(row[0][0] if row else 0)
-        return min(counts, default=0)
+        """Lexical matches by bm25 (higher is better); any user text is safe to pass."""
+        return fts_search(self.conn, query, k)
 
     # -- writes -------------------------------------------------------------------------------
 
