@@ -82,23 +82,29 @@ class ServiceEmbedder:
         self.fallback = fallback
         self.asked_service = 0  # encodes the service answered: a test and `--explain` can tell
 
-    def encode(self, texts):
+    def _from_service(self, texts: list[str]):
         import numpy as np  # deferred: start-up
 
+        if not texts or len(texts) > MAX_EMBED_TEXTS:
+            return None
+        answer = ask(self.state_dir, {"op": "embed", "texts": texts}, EMBED_TIMEOUT_S)
+        vectors = answer.get("vectors") if answer else None
+        if not (isinstance(vectors, list) and len(vectors) == len(texts)):
+            return None
+        self.asked_service += 1
+        return np.asarray(vectors, dtype=np.float32)
+
+    def encode(self, texts):
         texts = list(texts)
-        if texts and len(texts) <= MAX_EMBED_TEXTS:
-            answer = ask(self.state_dir, {"op": "embed", "texts": texts}, EMBED_TIMEOUT_S)
-            vectors = answer.get("vectors") if answer else None
-            if isinstance(vectors, list) and len(vectors) == len(texts):
-                self.asked_service += 1
-                return np.asarray(vectors, dtype=np.float32)
-        return self.fallback.encode(texts)
+        found = self._from_service(texts)
+        return found if found is not None else self.fallback.encode(texts)
 
     def encode_one(self, text):
-        return self.encode([text])[0]
+        found = self._from_service([text])
+        return found[0] if found is not None else self.fallback.encode_one(text)
 
     def thread_safe_one(self) -> bool:
-        return False
+        return self.fallback.thread_safe_one()
 
     def __getattr__(self, name):
         return getattr(self.fallback, name)
