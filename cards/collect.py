@@ -127,7 +127,7 @@ def _walk(root: str, host: str, skipped: Counter, roots: list[str], follow: bool
                 continue
             if not is_dir:
                 if companion(entry.name):
-                    skipped["session_part"] += 1  # a message or part file: read through its session file
+                    skipped["session_part"] += 1  # a host's file beside its sessions (a message part, metadata)
                 elif (better := shadowing_sibling(entry.name)) and os.path.exists(os.path.join(folder, better)):
                     skipped["shadowed_by_sibling"] += 1  # the sibling holds the same session, more fully
                 elif wants(entry.name, host) or (host == "auto" and entry.name.endswith(".json")):

@@ -37,7 +37,7 @@ RECALL_GATE_WORDS = {**{g.name: g.why for g in CANDIDATE_GATES},
 SKIP_WORDS = {
     "ignored_type": "bookkeeping lines (progress, snapshots, token counts): normal",
     "duplicate": "lines seen twice in one log: normal",
-    "session_part": "message/part files read through their session: normal",
+    "session_part": "files a host keeps beside its sessions (message parts, metadata): normal",
     "session_copy": "older copies of a session saved again under another name",
     "shadowed_by_sibling": "task files whose fuller sibling was read instead",
     "message_update": "messages saved again as they grew: normal",

@@ -29,6 +29,8 @@ def _folder(tmp: Path) -> Path:
     shutil.copy(HOSTS / "generic.jsonl", logs / "generic.jsonl")
     (logs / "notes.json").write_text(json.dumps({"todo": ["buy milk"], "version": 3}, indent=2))
     (logs / "metrics.jsonl").write_text('{"cpu": 0.4, "at": 1}\n{"cpu": 0.5, "at": 2}\n')
+    (logs / "gemini" / "logs.json").write_text('[{"sessionId": "x", "message": "hi"}]')  # Gemini's prompt list
+    (logs / "cline" / "task_metadata.json").write_text('{"files_in_context": []}')
     return logs
 
 
@@ -38,6 +40,7 @@ def test_every_host_is_counted_by_name_and_the_unknown_files_as_unknown_format(t
     assert summary["hosts"] == {"aider": 1, "claude-code": 1, "cline": 2, "codex": 1, "copilot-cli": 2,
                                 "gemini-cli": 4, "jsonl": 1, "opencode": 1}
     assert summary["skipped"]["unknown_format"] == 2  # notes.json and metrics.jsonl
+    assert summary["skipped"]["session_part"] == 13 + 2  # OpenCode's parts, Gemini's logs.json, Cline's metadata
     assert summary["skipped"]["session_copy"] == 2  # the Gemini chat saved under three names
     assert summary["skipped"]["shadowed_by_sibling"] == 1  # Cline's ui_messages beside its history
 

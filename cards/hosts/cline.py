@@ -175,13 +175,18 @@ def wants(name: str) -> bool:
     return name in (API_HISTORY, UI_MESSAGES)
 
 
+def companion(name: str) -> bool:
+    """The task folder's other files: its metadata and context tracking, no conversation."""
+    return name in ("task_metadata.json", "context_history.json")
+
+
 def sniff_lines(lines: list[str], path: PurePath) -> bool:
     """A task file by its name, holding a JSON array (the shapes are too plain to tell apart alone)."""
     return path.name in (API_HISTORY, UI_MESSAGES) and lines[0].startswith("[")
 
 
 RECORD = Host(
-    name=HOST, read=read, wants=wants, sniff_lines=sniff_lines, whole_file=True,
+    name=HOST, read=read, wants=wants, sniff_lines=sniff_lines, companion=companion, whole_file=True,
     root=".config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks",  # Roo Code: …/rooveterinaryinc.roo-cline/tasks
     shadowed_by=((UI_MESSAGES, API_HISTORY),),
     shell_tools=frozenset({"execute_command"}),

@@ -161,6 +161,11 @@ def wants(name: str) -> bool:
     return bool(_FILE_NAME.match(name))
 
 
+def companion(name: str) -> bool:
+    """`logs.json` beside the chats folder: the CLI's own list of prompts, a copy of what the chats hold."""
+    return name == "logs.json"
+
+
 def sniff_lines(lines: list[str], path: PurePath) -> bool:
     """A pretty-printed or one-line chat: its first lines hold `projectHash` beside `sessionId`."""
     head = "\n".join(lines[:8])
@@ -172,7 +177,7 @@ def sniff_record(obj: dict) -> int:
 
 
 RECORD = Host(
-    name=HOST, read=read, wants=wants, sniff_lines=sniff_lines, sniff_record=sniff_record,
+    name=HOST, read=read, wants=wants, sniff_lines=sniff_lines, sniff_record=sniff_record, companion=companion,
     root=".gemini/tmp", whole_file=True,
     shell_tools=frozenset({"run_shell_command"}),
     edit_tools=frozenset({"replace", "write_file", "edit"}),
