@@ -22,6 +22,7 @@ from memoir.cards.private import tighten_home, tightened_note
 from memoir.cards.status import count_cards, record_run
 from memoir.cards.store import CardStore
 from memoir.cards.values import Card, Experience
+from memoir.flows.alerts import alert_new_incidents
 from memoir.flows.distill_step import Neighbourhood, distill_cards
 from memoir.flows.index_step import IndexStep
 from memoir.flows.ingest import (
@@ -174,6 +175,10 @@ def record(run: Run) -> None:
                        counts=count_cards(cards_now), append_only_runs=run.settings.append_only_runs,
                        skipped=summary.skipped)
     record_model_run(run.settings.state_dir, entry.finished, summary.model, dict(summary.distill), summary.alerts)
+    alerted = alert_new_incidents(run.settings, summary.alerts, model_ran=summary.distill.get("sent", 0) > 0,
+                                  now=entry.finished)
+    summary.notes.extend(alerted.notes)
+    summary.notes.extend(f"new incident {name}: alert_command run" for name in alerted.new if run.settings.alert_command)
 
 
 @dataclass(frozen=True)

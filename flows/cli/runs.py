@@ -81,6 +81,8 @@ def print_summary(summary, settings: Settings | None = None) -> None:
     if d["index"]:
         click.echo("index     " + ", ".join(f"{k} {v}" for k, v in d["index"].items()))
     click.echo(f"model     {d['model']}")
+    for line in d["alerts"]:
+        click.echo(f"incident  {line}")
     for note in d["notes"]:
         click.echo(f"note      {note}")
     click.echo(f"took      {d['elapsed_s']:.2f} s")
