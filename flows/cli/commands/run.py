@@ -12,7 +12,7 @@ import click
 from memoir.cards.config import load_settings
 from memoir.cards.title import display_title
 from memoir.flows.cli.app import EXIT_INCIDENT, cli, emit_json, exit_with, pass_ctx
-from memoir.flows.cli.runs import execute_run, print_summary, run_flow
+from memoir.flows.cli.runs import RUNNER_HELP, execute_run, print_summary, run_flow
 
 
 class HostChoice(click.Choice):
@@ -53,8 +53,10 @@ def examples_dir() -> Path:
 @click.option("--flow", is_flag=True,
               help="Run the same work as the Prefect `nightly` flow (ephemeral API under "
                    "<home>/prefect, or the server at PREFECT_API_URL); slower to start.")
+@click.option("--runner", default=None, metavar="RUNNER",
+              help="With --flow (implied): where collection per file and the model per batch run. " + RUNNER_HELP)
 @pass_ctx
-def run_cmd(ctx, logs, host, no_index, follow_symlinks, as_json, wait, flow):
+def run_cmd(ctx, logs, host, no_index, follow_symlinks, as_json, wait, flow, runner):
     """Read new log lines, cut them into experiences and write experience cards.
 
     Host logs are only ever read. A second run over the same logs writes nothing new.
@@ -65,8 +67,9 @@ def run_cmd(ctx, logs, host, no_index, follow_symlinks, as_json, wait, flow):
     """
     settings = ctx.settings
     wait = settings.run_lock_timeout_s if wait is None else wait
-    if flow:
-        summary = run_flow("nightly", settings, logs=logs, host=host, with_index=not no_index, lock_wait_s=wait)
+    if flow or runner:
+        summary = run_flow("nightly", settings, runner or "thread", logs=logs, host=host, with_index=not no_index,
+                           lock_wait_s=wait)
         emit_json(summary.to_dict()) if as_json else print_summary(summary)
     else:
         settings = replace(settings, follow_symlinks=True) if follow_symlinks else settings
