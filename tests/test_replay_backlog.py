@@ -90,6 +90,11 @@ def test_redistill_sends_each_eligible_card_once_and_leaves_a_persons_cards_alon
 
 def test_redistill_without_a_model_reruns_the_rules_and_changes_nothing_already_current(library, memoir_home):
     before = cards(memoir_home)
+    since = json.loads(memoir(memoir_home, "replay", "--redistill", "--dry-run", "--json", "--since", "2026-10-03").stdout)
+    assert since["cards"] == 4 and since["skipped"] == {"before_since": 2} and since["model_calls"] == 0
+    one = json.loads(memoir(memoir_home, "replay", "--redistill", "--dry-run", "--json",
+                            "--workspace", "/home/dev/s00001").stdout)
+    assert one["cards"] == 1 and one["skipped"] == {"other_workspace": 5}
     first = json.loads(memoir(memoir_home, "replay", "--redistill", "--json").stdout)
     assert first["cards"] == 6 and first["model_calls"] == 0 and first["written"] == {"unchanged": 6}
     assert cards(memoir_home) == before

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from dataclasses import replace
+from datetime import date
 from pathlib import Path
 
 from memoir.flows.cli.app import EXIT_FAILED, EXIT_INCIDENT, CommandUsage, cli, emit_json, exit_with, pass_ctx
@@ -13,12 +14,23 @@ from memoir.flows.cli.runs import (RUNNER_HELP, execute_run, missing_paths, prin
 from memoir.flows.progress import Display
 
 
+def iso_date(value: str) -> str:
+    """A --since DATE as cards hold it (YYYY-MM-DD), or a usage error naming the shape."""
+    if not value:
+        return ""
+    try:
+        return date.fromisoformat(value).isoformat()
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a date; use YYYY-MM-DD") from None
+
+
 @cli.command("replay")
 @click.argument("paths", nargs=-1, type=click.Path(), metavar="[PATH]...")
 @click.option("--redistill", is_flag=True,
               help="Run today's rules, and the model stage when one is configured, over cards already in the "
                    "library (hand-edited and reviewed cards are left alone).")
-@click.option("--since", default="", metavar="DATE", help="--redistill: only cards created on or after DATE (2026-11-01).")
+@click.option("--since", default="", metavar="DATE", callback=lambda ctx, param, value: iso_date(value),
+              help="--redistill: only cards created on or after DATE (2026-11-01).")
 @click.option("--workspace", default="", metavar="DIR", help="--redistill: only cards of this workspace (and below it).")
 @click.option("--relog", is_flag=True,
               help="Read the log files or folders PATH... again from their first line, though the ledger holds them.")
