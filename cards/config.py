@@ -67,6 +67,9 @@ class Settings:
     model_timeout_s: float = 60.0
     # Alarms.
     append_only_runs: int = 5
+    # Run through `sh -c` once per new incident, the incident as JSON on stdin (runbooks/alerts.md).
+    alert_command: str = ""
+    alert_timeout_s: float = 30.0
 
     @property
     def cards_dir(self) -> Path:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from memoir.cards.config import Settings, environment
-from memoir.cards.distill.llm import distill_batch
+from memoir.cards.distill.llm import BatchReport, ask_model, settle_batch
 from memoir.cards.distill.llm_client import endpoints_from_settings
 from memoir.cards.distill.rules import RulesPlan, apply_rules
 from memoir.cards.forget import guard_library
@@ -37,6 +37,8 @@ class DistillReport:
     requeue: list[list[tuple[Experience, Card]]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     model: str = "off: rule stage only (no model endpoint configured)"
+    endpoints: tuple = ()
+    judged: dict[str, Card] = field(default_factory=dict)  # id -> the card as the model and gates left it
 
 
 def fresh_cards(plan: RulesPlan, library: Mapping[str, Card]) -> set[str]:
@@ -110,16 +112,16 @@ class Neighbourhood:
         return similarity
 
 
-def distill_cards(
+def plan_distill(
     drafted: list[tuple[Experience, Card]],
     library: list[Card],
     settings: Settings,
-    neighbourhood: Neighbourhood,
     env: Mapping[str, str] | None = None,
     store: CardStore | None = None,
-) -> tuple[RulesPlan, DistillReport]:
-    """The user's hand first (tombstones, hand edits), then rules (dedup, merge, disprove,
-    supersede), then the model stage and the quality gates.
+) -> tuple[RulesPlan, list[tuple[Experience, Card]], DistillReport]:
+    """The user's hand first (tombstones, hand edits), then rules (dedup, merge, disprove, supersede):
+    the plan, the (experience, card) pairs the model stage and the gates judge next
+    (`judge_batches`), and the report they fill. `memoir replay --dry-run` stops here.
 
     `store` defaults to the settings' card store; card files deleted by hand become tombstones here.
     """
@@ -140,31 +142,54 @@ def distill_cards(
     endpoints = endpoints_from_settings(settings, environment(settings.model_api_key_env) if env is None else env)
     outcome = DistillReport(cards=[], notes=[f"forgotten: {cid} (card file deleted by hand)" for cid in guard.deleted_by_hand]
                              + [f"unreadable tombstone: {p}" for p in guard.problems])
+    outcome.endpoints = endpoints
     if endpoints:
         outcome.model = f"on: {settings.model_name or 'model'} at {settings.model_base_url}"
-    judged: dict[str, Card] = {}
     pairs = []
     for card in plan.write:
         exp = experience_for(card, by_exp) if card.id in fresh and judgeable(card) else None
         if exp is not None:
             pairs.append((exp, card))
-    for start in range(0, len(pairs), max(1, settings.batch_size)):
-        batch = pairs[start:start + settings.batch_size]
-        active = neighbourhood.prepare([c for _, c in batch])
-        result = distill_batch(
-            batch, endpoints, timeout=settings.model_timeout_s, active_cards=active,
-            similarity=neighbourhood.similarity, min_conclusion_chars=settings.min_conclusion_chars,
-            batch_id=f"run-{batch[0][1].id}",
-        )
-        outcome.counts.update(result.counts)
-        outcome.alerts.extend(result.alerts)
-        if result.requeue and result.pending:
-            waiting = set(result.pending)
-            outcome.requeue.append([(exp, card) for exp, card in batch if card.id in waiting])
-        for card in result.cards:
-            judged[card.id] = card
-            if card.status == "active":
-                neighbourhood.active.append(card)
-                neighbourhood.by_id[card.id] = card
-    outcome.cards = [judged.get(c.id, c) for c in plan.write]
-    return plan, outcome
+    return plan, pairs, outcome
+
+
+def judge_batches(pairs: Sequence[tuple[Experience, Card]], settings: Settings, neighbourhood: Neighbourhood,
+                  outcome: DistillReport, prefix: str = "run") -> None:
+    """The model stage (when `outcome.endpoints`) and the quality gates, `batch_size` pairs at a time."""
+    for batch in batches_of(pairs, settings.batch_size):
+        judge_batch(batch, settings, neighbourhood, outcome, prefix)
+
+
+def batches_of(pairs: Sequence[tuple[Experience, Card]], size: int) -> list[list[tuple[Experience, Card]]]:
+    size = max(1, size)
+    return [list(pairs[i:i + size]) for i in range(0, len(pairs), size)]
+
+
+def judge_batch(batch: Sequence[tuple[Experience, Card]], settings: Settings, neighbourhood: Neighbourhood,
+                outcome: DistillReport, prefix: str = "run") -> None:
+    """One batch: the model's part, then the gates (the nightly flow asks batches in parallel instead)."""
+    settle(batch, ask_batch(batch, settings, outcome.endpoints, prefix), neighbourhood, outcome)
+
+
+def ask_batch(batch: Sequence[tuple[Experience, Card]], settings: Settings, endpoints: Sequence,
+              prefix: str = "run") -> BatchReport:
+    """The model's part of one batch: the requests, nothing that depends on another batch."""
+    return ask_model(batch, endpoints, timeout=settings.model_timeout_s,
+                     min_conclusion_chars=settings.min_conclusion_chars, batch_id=f"{prefix}-{batch[0][1].id}")
+
+
+def settle(batch: Sequence[tuple[Experience, Card]], asked: BatchReport, neighbourhood: Neighbourhood,
+           outcome: DistillReport) -> None:
+    """The gates over one asked batch, against the cards active so far: call in the batches' order."""
+    active = neighbourhood.prepare([c for _, c in batch])
+    result = settle_batch(batch, asked, bool(outcome.endpoints), active, neighbourhood.similarity)
+    outcome.counts.update(result.counts)
+    outcome.alerts.extend(result.alerts)
+    if result.requeue and result.pending:
+        waiting = set(result.pending)
+        outcome.requeue.append([(exp, card) for exp, card in batch if card.id in waiting])
+    for card in result.cards:
+        outcome.judged[card.id] = card
+        if card.status == "active":
+            neighbourhood.active.append(card)
+            neighbourhood.by_id[card.id] = card

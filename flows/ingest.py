@@ -89,11 +89,12 @@ def default_log_paths(user_home: Path | None = None, aider_repos: Iterable[str] 
     return [p for _, p in default_log_sources(aider_repos, user_home) if p.exists()]
 
 
-def collect_logs(paths: list[Path], host: str, ledger: Ledger, progress: Progress | None = None,
-                 follow_symlinks: bool = False) -> CollectReport:
+def collect_logs(paths: list[Path], host: str, ledger: Ledger | None, progress: Progress | None = None,
+                 follow_symlinks: bool = False, reread: bool = False) -> CollectReport:
     """Read each candidate log file in turn, so a long run can show progress per file.
 
     `collect_file` counts whatever one file or line raises under `skipped`; the batch goes on.
+    `reread` reads every file from its first line, whatever the ledger says (`memoir replay --relog`).
     """
     out = CollectReport()
     files = list(iter_candidates(paths, host, out.skipped, follow_symlinks))
@@ -101,7 +102,7 @@ def collect_logs(paths: list[Path], host: str, ledger: Ledger, progress: Progres
         reader_for(host)
     for i, path in enumerate(files):
         out.files_seen += 1
-        collect_file(path, host, ledger, out)
+        collect_file(path, host, None if reread else ledger, out)
         if progress:
             progress("collect", i + 1, len(files), f"{out.bytes_read / 1e6:.1f} MB")
     out.finish()

@@ -90,6 +90,22 @@ def run_lock(state_dir: Path, wait_s: float = 0.0, what: str = "run") -> Iterato
         os.close(fd)  # closing the descriptor releases the flock
 
 
+class Deadline:
+    """A step's deadline the work checks itself, between files or batches: it works in any thread
+    and any process (a Prefect task runner's worker), where a signal or Prefect's thread timeout
+    cannot interrupt blocking work. None or 0: no limit."""
+
+    def __init__(self, step: str, seconds: float | None):
+        self.step, self.seconds = step, seconds
+        self.started = time.monotonic()
+
+    def check(self) -> None:
+        """Raise `StepTimeout` once the step has run past its deadline."""
+        if self.seconds and self.seconds > 0 and time.monotonic() - self.started > self.seconds:
+            raise StepTimeout(f"step {self.step!r} ran past its {self.seconds:g} s deadline (step_timeout_s); "
+                              "the run stopped before committing, so rerunning it is safe")
+
+
 @contextmanager
 def step_deadline(step: str, seconds: float | None) -> Iterator[None]:
     """Raise `StepTimeout` in the main thread when the block runs past `seconds`.

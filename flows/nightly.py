@@ -3,9 +3,12 @@
 Import this module only after `flows.prefect_env.configure_prefect(home)`: Prefect reads its
 settings at import. Each flow takes the memoir home and resolves the settings in its body, so a
 served flow run reads the config file and `MEMOIR_*` as they are when it runs. `nightly` runs
-`flows.pipeline.STEPS`, one task each, in their order; `rebuild_index` is `index.rebuild`'s plan,
-chunks and install, with the chunks embedded in parallel. Tasks pass values in memory, so nothing
-is cached or persisted (a card batch is not worth hashing or writing twice).
+`flows.pipeline.STEPS` in their order, with collection (a task per log file) and the model stage
+(a task per batch) fanned out on the task runner (`flows/fan_out.py`); `rebuild_index` is
+`index.rebuild`'s plan, chunks and install, with the chunks embedded in parallel. Tasks pass
+values in memory, so nothing is cached or persisted (a card batch is not worth hashing or writing
+twice). Deadlines (step_timeout_s) are checked by the flows between files, batches and chunks,
+never by Prefect's `timeout_seconds`, which cannot interrupt blocking work in a thread.
 """
 
 from __future__ import annotations
@@ -21,11 +24,12 @@ from prefect.utilities.annotations import quote
 
 from memoir.cards.config import Settings, load_settings
 from memoir.cards.store import CardStore
-from memoir.flows import replay
+from memoir.cards.ledger import Ledger
+from memoir.flows import fan_out, replay
 from memoir.flows.errors import FlowError
 from memoir.flows.ingest import RunReport
-from memoir.flows.lock import run_lock
-from memoir.flows.pipeline import STEPS, Run, open_run
+from memoir.flows.lock import Deadline, run_lock, step_deadline
+from memoir.flows.pipeline import STEPS, Run, finish_distill, open_run, plan_distill_batches, settle_batch_of
 from memoir.flows.prefect_env import taken_over
 from memoir.index import rebuild
 from memoir.index.embed import default_embedder
@@ -40,27 +44,69 @@ class UnknownRunner(FlowError):
     """A task runner name memoir does not know."""
 
 
-def _timed(t: Task, settings: Settings) -> Task:
-    """The task with the configured step timeout (settings resolved in the flow body)."""
-    return t.with_options(timeout_seconds=settings.step_timeout_s)
-
-
-# --- nightly: the run's steps, one task each ------------------------------------------------------
+# --- nightly: the run's steps; collection per file and the model per batch fan out ---------------
 
 start = task(open_run, name="start", **TASK)
-STEP_TASKS: tuple[Task, ...] = tuple(task(s.fn, name=s.name, **TASK) for s in STEPS)
+STEP_TASKS: dict[str, Task] = {s.name: task(s.fn, name=s.name, **TASK) for s in STEPS}
+collect_file_task = task(fan_out.collect_one, name="collect-file", **TASK)
+ask_model_task = task(fan_out.ask_one, name="model-batch", **TASK)
+
+
+def collect_fanned(run: Run, deadline: Deadline) -> None:
+    """`pipeline.collect`, one task per log file; reports merge in the files' order."""
+    with Ledger.in_state_dir(run.settings.state_dir) as ledger:
+        files, collected = fan_out.plan_files(run.paths, run.host, ledger, run.settings.follow_symlinks, run.reread)
+    futures = [collect_file_task.submit(path, run.host, entry) for path, entry in files]
+    parts = []
+    for future in futures:
+        parts.append(future.result())
+        deadline.check()
+    fan_out.merge_collected(collected, parts)
+    summary = run.summary
+    summary.files_seen, summary.files_read = collected.files_seen, collected.files_read
+    summary.bytes_read = collected.bytes_read
+    summary.skipped.update(collected.skipped)
+    summary.turns, summary.sessions = collected.turn_count, len(collected.sessions)
+    run.collected = collected
+
+
+def distill_fanned(run: Run, deadline: Deadline) -> None:
+    """`pipeline.distill`: the rules here, the model's part of every batch as parallel tasks, then
+    the gates over the batches in order (a card gone active is one the next must not duplicate)."""
+    batches = plan_distill_batches(run)
+    model_on = bool(run.distilled.endpoints)
+    futures = [ask_model_task.submit(batch, run.settings) if model_on else None for batch in batches]
+    for batch, future in zip(batches, futures):
+        asked = future.result() if future is not None else fan_out.ask_one(batch, run.settings)
+        deadline.check()
+        settle_batch_of(run, batch, asked)
+    finish_distill(run)
+
+
+FANNED = {"collect": collect_fanned, "distill": distill_fanned}
 
 
 @flow(name="nightly", persist_result=False, log_prints=False)
 def nightly(home: str | None = None, logs: list[str] | None = None, host: str = "auto",
             lock_wait_s: float = 0.0, with_index: bool = True) -> RunReport:
-    """Collect new log lines, cut them into experiences, distill, write cards, update the index."""
+    """Collect new log lines, cut them into experiences, distill, write cards, update the index.
+
+    The steps run in `pipeline.STEPS` order in the flow's process; collection (one task per file)
+    and the model stage (one task per batch) fan out on the task runner (threads, or Dask workers
+    with `--runner dask`). Each step's deadline (step_timeout_s) is checked by the work itself,
+    between files and batches.
+    """
     started = time.monotonic()
     settings = load_settings(home=home)
     with run_lock(settings.state_dir, lock_wait_s, what="nightly flow"):
-        run: Run = _timed(start, settings)(settings, taken_over(logs or []), host, with_index)
-        for step_task in STEP_TASKS:
-            _timed(step_task, settings)(quote(run))
+        run: Run = start(settings, taken_over(logs or []), host, with_index)
+        for step in STEPS:
+            deadline = Deadline(step.name, settings.step_timeout_s if step.deadline else None)
+            with step_deadline(step.name, deadline.seconds):  # also interrupts a blocking read, in the main thread
+                if step.name in FANNED:
+                    FANNED[step.name](run, deadline)
+                else:
+                    STEP_TASKS[step.name](quote(run))
     run.summary.elapsed_s = time.monotonic() - started
     return run.summary
 
@@ -95,13 +141,15 @@ def replay_backlog(home: str | None = None, batch_size: int | None = None,
     started = time.monotonic()
     with run_lock(settings.state_dir, lock_wait_s, what="replay flow"):
         # Extract
-        names, reclaimed = _timed(plan_replay, settings)(settings, reclaim_after_s)
-        # Transform + Load, one batch of items at a time
+        deadline = Deadline("replay", settings.step_timeout_s)
+        names, reclaimed = plan_replay(settings, reclaim_after_s)
+        # Transform + Load, one batch of items at a time; the deadline is checked between batches
         outcomes: list[replay.Applied] = []
         for batch in replay.batches(names, batch_size or settings.batch_size):
-            futures = [_timed(apply_item, settings).submit(settings, name) for name in batch]
+            deadline.check()
+            futures = [apply_item.submit(settings, name) for name in batch]
             outcomes.extend(f.result() for f in futures)
-        return _timed(finish_replay, settings)(settings, quote(outcomes), reclaimed, started)
+        return finish_replay(settings, quote(outcomes), reclaimed, started)
 
 
 # --- rebuild-index: index.rebuild's plan, chunks and install -------------------------------------
@@ -135,17 +183,20 @@ def rebuild_index(home: str | None = None, lock_wait_s: float = 0.0) -> dict:
     workers = max(1, settings.rebuild_concurrency)
     with run_lock(settings.state_dir, lock_wait_s, what="rebuild flow"):
         # Extract
-        plan = _timed(plan_rebuild, settings)(settings)
+        deadline = Deadline("rebuild", settings.step_timeout_s)
+        plan = plan_rebuild(settings)
         # Transform: at most `workers` chunks in flight, results kept in the plan's order
         chunks: list[rebuild.EmbeddedChunk] = []
         in_flight: deque[PrefectFuture] = deque()
         for ids in plan.chunks:
             if len(in_flight) >= workers:
                 chunks.append(in_flight.popleft().result())
-            in_flight.append(_timed(embed_chunk, settings).submit(settings, ids))
+                deadline.check()
+            in_flight.append(embed_chunk.submit(settings, ids))
         chunks.extend(f.result() for f in in_flight)
+        deadline.check()
         # Load
-        return _timed(install_index, settings)(settings, quote(plan), quote(chunks), workers)
+        return install_index(settings, quote(plan), quote(chunks), workers)
 
 
 FLOWS = {"nightly": nightly, "replay-backlog": replay_backlog, "rebuild-index": rebuild_index}

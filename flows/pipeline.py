@@ -22,7 +22,9 @@ from memoir.cards.private import tighten_home, tightened_note
 from memoir.cards.status import count_cards, record_run
 from memoir.cards.store import CardStore
 from memoir.cards.values import Card, Experience
-from memoir.flows.distill_step import Neighbourhood, distill_cards
+from memoir.flows.alerts import alert_new_incidents
+from memoir.cards.distill.llm import BatchReport
+from memoir.flows.distill_step import DistillReport, Neighbourhood, ask_batch, batches_of, plan_distill, settle
 from memoir.flows.index_step import IndexStep
 from memoir.flows.ingest import (
     RunReport,
@@ -59,6 +61,9 @@ class Run:
     changed: list[str] = field(default_factory=list)  # ids whose files the store step changed
     plan: RulesPlan | None = None  # the rules plan, for the run record
     library: dict[str, Card] = field(default_factory=dict)  # id -> Card as on disk, kept current by `store`
+    reread: bool = False  # read every log from its first line (`memoir replay --relog`)
+    neighbourhood: Neighbourhood | None = None  # the distill step's active cards, for the duplicate gate
+    distilled: DistillReport | None = None  # what the model stage and the gates decided so far
 
 
 def open_run(settings: Settings, logs: list[str], host: str = "auto", with_index: bool = True,
@@ -95,7 +100,7 @@ def collect(run: Run) -> None:
     """Read what was appended to each log since the ledger's last commit."""
     summary = run.summary
     with Ledger.in_state_dir(run.settings.state_dir) as ledger:
-        collected = collect_logs(run.paths, run.host, ledger, run.progress, run.settings.follow_symlinks)
+        collected = collect_logs(run.paths, run.host, ledger, run.progress, run.settings.follow_symlinks, run.reread)
     summary.files_seen, summary.files_read = collected.files_seen, collected.files_read
     summary.bytes_read = collected.bytes_read
     summary.hosts.update(collected.hosts)
@@ -112,15 +117,36 @@ def transform(run: Run) -> None:
 
 def distill(run: Run) -> None:
     """Rules, model stage and gates; batches the model could not take go to the queue."""
+    for batch in plan_distill_batches(run):
+        settle_batch_of(run, batch, ask_batch(batch, run.settings, run.distilled.endpoints))
+    finish_distill(run)
+
+
+def plan_distill_batches(run: Run) -> list[list[tuple[Experience, Card]]]:
+    """The user's hand and the rules; the batches the model stage and the gates take next.
+
+    The nightly flow asks the model for these batches in parallel, then settles them in order.
+    """
     summary = run.summary
     library, unreadable = run.store.load_all()
     run.library = {c.id: c for c in library}
     summary.notes.extend(f"unreadable card file: {p}" for p in unreadable)
     index_open = run.index.open() if run.index else None
-    neighbourhood = Neighbourhood(library, index_open, run.index.embedder if index_open else None)
-    plan, distilled = distill_cards(run.drafted, library, run.settings, neighbourhood, store=run.store)
+    run.neighbourhood = Neighbourhood(library, index_open, run.index.embedder if index_open else None)
+    run.plan, pairs, run.distilled = plan_distill(run.drafted, library, run.settings, store=run.store)
+    return batches_of(pairs, run.settings.batch_size)
+
+
+def settle_batch_of(run: Run, batch: list[tuple[Experience, Card]], asked: BatchReport) -> None:
+    """The gates over one asked batch; call in the order `plan_distill_batches` gave."""
+    settle(batch, asked, run.neighbourhood, run.distilled)
+
+
+def finish_distill(run: Run) -> None:
+    """The cards to write, the counts in the summary, and the batches a model incident sends to the queue."""
+    summary, distilled, plan = run.summary, run.distilled, run.plan
+    run.cards = [distilled.judged.get(c.id, c) for c in plan.write]
     summary.notes.extend(distilled.notes)
-    run.plan = plan
     summary.rules.update({k: v for k, v in plan.counters.items() if v})
     summary.model = distilled.model
     summary.distill.update(distilled.counts)
@@ -128,7 +154,6 @@ def distill(run: Run) -> None:
     for pairs in distilled.requeue:
         queue_distill_batch(run.queue, f"run-{pairs[0][1].id}", pairs, reason="model stage timed out or was down")
         summary.queued["distill_batch"] += 1
-    run.cards = distilled.cards
 
 
 def store(run: Run) -> None:
@@ -175,6 +200,10 @@ def record(run: Run) -> None:
                        counts=count_cards(cards_now), append_only_runs=run.settings.append_only_runs,
                        skipped=summary.skipped)
     record_model_run(run.settings.state_dir, entry.finished, summary.model, dict(summary.distill), summary.alerts)
+    alerted = alert_new_incidents(run.settings, summary.alerts, model_ran=summary.distill.get("sent", 0) > 0,
+                                  now=entry.finished)
+    summary.notes.extend(alerted.notes)
+    summary.notes.extend(f"new incident {name}: alert_command run" for name in alerted.new if run.settings.alert_command)
 
 
 @dataclass(frozen=True)
@@ -231,9 +260,11 @@ def run_pipeline(
     progress: Progress | None = None,
     lock_wait_s: float | None = None,
     with_index: bool = True,
+    reread: bool = False,
 ) -> RunReport:
     """One idempotent run over `paths` (default: host log folders on this machine): every step in order.
 
+    `reread=True` reads every log from its first line, whatever the ledger says (`replay --relog`).
     `with_index=False` skips the derived index (check, duplicate look-ups, sync); card files are
     the source of truth and `memoir index rebuild` or the next run catches the index up.
     Holds the home's run lock (waits `lock_wait_s`, default settings.run_lock_timeout_s, then
@@ -243,6 +274,7 @@ def run_pipeline(
     with run_lock(settings.state_dir, wait, what="run"):
         started = time.monotonic()
         run = open_run(settings, [str(p) for p in paths or []], host, with_index, progress)
+        run.reread = reread
         for step in STEPS:
             run_step(run, step)
         run.summary.elapsed_s = time.monotonic() - started

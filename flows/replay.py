@@ -239,6 +239,7 @@ def sync_pending_index(settings: Settings, written_ids: list[str]) -> dict:
     store = CardStore(settings.cards_dir, settings.state_dir)
     outcome = index_or_queue(store, settings.index_dir, default_embedder(), sorted(set(written_ids) | set(pending.ids())),
                              pending)
+    pending.discard(outcome.indexed)  # indexed now: off the list, so `index check` sees the index current
     return {"indexed": len(outcome.indexed), "queued": len(outcome.queued), "error": outcome.error}
 
 

@@ -177,3 +177,18 @@ def test_replay_never_brings_back_a_card_forgotten_or_confirmed_meanwhile(tmp_pa
     replay_queue(settings)
     assert not store.path_for(gone).exists()
     assert store.path_for(kept).read_bytes() == before_kept
+
+
+@pytest.mark.slow
+def test_replay_takes_the_ids_it_indexed_off_the_pending_list_so_index_check_is_healthy(tmp_path, settings, memoir_home):
+    from memoir.index.pending import PendingIndex
+
+    logs = write_corpus(tmp_path / "logs", sessions=1, loops=2)
+    memoir(memoir_home, "run", "--logs", str(logs))
+    ids = sorted(p.stem for p in settings.cards_dir.glob("*.md"))
+    PendingIndex(settings.state_dir).add(ids)  # as `memoir review` leaves them when the index was busy
+    assert memoir(memoir_home, "index", "check", check=False).returncode == 6  # stale: ids wait
+    report = json.loads(memoir(memoir_home, "replay", "--json").stdout)
+    assert report["index"]["indexed"] == len(ids)
+    assert PendingIndex(settings.state_dir).ids() == []
+    assert memoir(memoir_home, "index", "check").returncode == 0

@@ -38,6 +38,7 @@ class BatchReport:
     alerts: list[str] = field(default_factory=list)
     verdicts: dict[str, Verdict] = field(default_factory=dict)
     usage: Counter = field(default_factory=Counter)
+    asked: list[tuple[Card, bool | None]] = field(default_factory=list)  # ask_model -> settle_batch
     pending: list[str] = field(default_factory=list)  # card ids not distilled because of an incident
 
 
@@ -63,40 +64,71 @@ def distill_batch(
         similarity: embedding similarity for the duplicate gate.
         batch_id: names the batch in alert lines.
     """
+    asked = ask_model(experiences_and_cards, endpoints, timeout=timeout, min_conclusion_chars=min_conclusion_chars,
+                      max_input_chars=max_input_chars, batch_id=batch_id)
+    return settle_batch(experiences_and_cards, asked, bool(endpoints), active_cards, similarity)
+
+
+def settle_batch(experiences_and_cards: Sequence[tuple[Experience, Card]], asked: BatchReport, model_enabled: bool,
+                 active_cards: Sequence[Card] = (), similarity: Similarity | None = None) -> BatchReport:
+    """The gates over what `ask_model` left, in the batch's order: a card gone active here is one
+    the next card must not duplicate. Pure; the order, not the timing, decides."""
+    out = asked
+    active = [c for c in active_cards if c.status == "active"]
+    evidence = {card.id: exp for exp, card in experiences_and_cards}
+    for card, distilled in asked.asked:
+        if distilled is None:
+            out.cards.append(card)
+            continue
+        verdict = judge_card(card, EvidenceView.of_experience(evidence[card.id]), active, similarity)
+        decided = decide_status(card, verdict, model_enabled, distilled)
+        out.verdicts[card.id] = verdict
+        out.cards.append(decided)
+        out.counts[decided.status] += 1
+        if decided.status == "active":
+            active.append(decided)  # later cards in this batch must not duplicate it
+        elif distilled and not verdict.passed:
+            out.counts["gate_rejected"] += 1
+    out.asked = []
+    return out
+
+
+def ask_model(
+    experiences_and_cards: Sequence[tuple[Experience, Card]],
+    endpoints: Sequence[Endpoint],
+    *,
+    timeout: float,
+    min_conclusion_chars: int = Settings.min_conclusion_chars,
+    max_input_chars: int = MAX_INPUT_CHARS,
+    batch_id: str = "",
+) -> BatchReport:
+    """The model's part of a batch, and its only I/O: what each card became and whether the model
+    distilled it (`asked`), with counts, usage and alerts. Batches may be asked in parallel; the
+    gates (`settle_batch`) then run in order."""
     model_enabled = bool(endpoints)
     counts: Counter = Counter()
     usage: Counter = Counter()
     out = BatchReport(cards=[], counts=counts, usage=usage)
-    active = [c for c in active_cards if c.status == "active"]
     name = batch_id or (experiences_and_cards[0][1].id if experiences_and_cards else "empty")
     stop_reason = ""
 
-    def settle(card: Card, evidence: EvidenceView, distilled: bool) -> None:
-        verdict = judge_card(card, evidence, active, similarity)
-        decided = decide_status(card, verdict, model_enabled, distilled)
-        out.verdicts[card.id] = verdict
-        out.cards.append(decided)
-        counts[decided.status] += 1
-        if decided.status == "active":
-            active.append(decided)  # later cards in this batch must not duplicate it
-        elif distilled and not verdict.passed:
-            counts["gate_rejected"] += 1
+    def keep(card: Card, distilled: bool) -> None:
+        out.asked.append((card, distilled))
 
     for exp, card in experiences_and_cards:
-        evidence = EvidenceView.of_experience(exp)
         if not model_enabled or card.status in ("superseded", "forgotten"):
-            settle(card, evidence, distilled=False)
+            keep(card, distilled=False)
             continue
         if stop_reason:
             counts["not_sent"] += 1
             out.pending.append(card.id)
-            settle(card, evidence, distilled=False)
+            keep(card, distilled=False)
             continue
         prompt = build_prompt(exp, card, max_input_chars)
         if prompt.empty:
             # Refuse to send: an empty experience can only make the model invent.
             counts["empty_input"] += 1
-            settle(card, evidence, distilled=False)
+            keep(card, distilled=False)
             continue
         usage["chars_in"] += prompt.chars
         usage["max_chars_in"] = max(usage["max_chars_in"], prompt.chars)
@@ -119,7 +151,7 @@ def distill_batch(
                 f"batch {name}: {exc}; {len(experiences_and_cards)} experiences requeued, "
                 "rule cards stay candidate",
             ))
-            settle(card, evidence, distilled=False)
+            keep(card, distilled=False)
             continue
         except EndpointUnavailable as exc:
             counts["http_error"] += 1
@@ -128,25 +160,25 @@ def distill_batch(
             out.alerts.append(raise_alert(
                 "endpoints_unavailable", f"batch {name}: every endpoint failed before answering: {exc}; batch requeued",
             ))
-            settle(card, evidence, distilled=False)
+            keep(card, distilled=False)
             continue
         except BrokenResponse:
             counts["broken"] += 1
-            settle(card, evidence, distilled=False)
+            keep(card, distilled=False)
             continue
         except InvalidOutput as exc:
             counts[exc.kind] += 1
-            settle(card, evidence, distilled=False)
+            keep(card, distilled=False)
             continue
         counts["ok"] += 1
         distilled = apply_slots(card, slots, reply_model(endpoints, reply))
         problem = conclusion_problem(distilled.conclusion, min_conclusion_chars)
         if problem:
             counts["incomplete_output"] += 1
-            out.cards.append(distilled.with_(status="incomplete", gate=problem))
+            out.asked.append((distilled.with_(status="incomplete", gate=problem), None))
             counts["incomplete"] += 1
             continue
-        settle(distilled.with_(status="candidate"), evidence, distilled=True)
+        keep(distilled.with_(status="candidate"), distilled=True)
 
     out.requeue = bool(stop_reason)
     if counts["empty_input"]:

@@ -34,6 +34,7 @@ EXIT_CANNOT_OPEN = 4  # `index check`: memoir cannot get at the index (permissio
 EXIT_MISSING = 5  # `index check`: no memoir home, or no index there yet
 EXIT_STALE = 6  # `index check`: rows behind the card files, or built for another model or schema
 EXIT_CORRUPT = 7  # `index check`: the file is damaged
+EXIT_INCIDENT = 8  # `run`: done and the cards are safe, but the model stage raised an incident (runbooks/alerts.md)
 
 # `memoir index check`: each verdict has its own code, none shared with a failure of the check itself.
 CHECK_EXIT = {"healthy": EXIT_OK, "busy": EXIT_BUSY, "cannot_open": EXIT_CANNOT_OPEN, "missing": EXIT_MISSING,

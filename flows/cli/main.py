@@ -29,6 +29,7 @@ COMMAND_MODULES = {
     "report": "report",
     "review": "review",
     "run": "run",
+    "schedule": "schedule",
     "search": "search",
     "serve": "serve",
     "serve-recall": "recall",

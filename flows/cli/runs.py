@@ -26,7 +26,7 @@ def missing_paths(paths: tuple[str, ...]) -> list[str]:
 
 
 def execute_run(settings: Settings, logs: tuple[str, ...], host: str, as_json: bool, env: dict[str, str],
-                with_index: bool = True, lock_wait_s: float | None = None):
+                with_index: bool = True, lock_wait_s: float | None = None, reread: bool = False):
     """One direct run (no Prefect) with its progress drawn on stderr; returns the pipeline's RunReport."""
     from memoir.flows.pipeline import run_pipeline  # deferred: start-up (the whole run)
 
@@ -34,7 +34,7 @@ def execute_run(settings: Settings, logs: tuple[str, ...], host: str, as_json: b
         raise click.UsageError(f"no such file or folder: {', '.join(missing)} (check --logs)")
     with Display(as_json, env=env) as progress:
         return run_pipeline(settings, [Path(p) for p in logs] or None, host=host, progress=progress,
-                            lock_wait_s=lock_wait_s, with_index=with_index)
+                            lock_wait_s=lock_wait_s, with_index=with_index, reread=reread)
 
 
 def run_flow(name: str, settings: Settings, runner: str = "thread", logs: tuple[str, ...] | None = None,
@@ -83,6 +83,8 @@ def print_summary(summary, settings: Settings | None = None) -> None:
     if d["index"]:
         click.echo("index     " + ", ".join(f"{k} {v}" for k, v in d["index"].items()))
     click.echo(f"model     {d['model']}")
+    for line in d["alerts"]:
+        click.echo(f"incident  {line}")
     for note in d["notes"]:
         click.echo(f"note      {note}")
     click.echo(f"took      {d['elapsed_s']:.2f} s")
@@ -127,4 +129,23 @@ def print_replay(report) -> None:
         click.echo(f"error     {err}")
     if d["index"]:
         click.echo("index     " + ", ".join(f"{k} {v}" for k, v in d["index"].items() if v != ""))
+    click.echo(f"took      {d['elapsed_s']:.2f} s")
+
+
+def print_backlog(report) -> None:
+    """`replay --redistill` / `--relog --dry-run` in a few lines (a RedistillReport)."""
+    d = report.to_dict()
+    verb = "would take" if d["dry_run"] else "took"
+    click.echo(f"cards     {verb} {d['cards']}" + (f"; model {d['model']}" if d["model"] else ""))
+    click.echo(f"model     {d['model_calls']} calls" + (" would be made" if d["dry_run"] else " made"))
+    if d["written"]:
+        click.echo("written   " + ", ".join(f"{v} {k}" for k, v in d["written"].items()))
+    if d["skipped"]:
+        click.echo("left      " + ", ".join(f"{v} {k}" for k, v in d["skipped"].items()))
+    if d["index"]:
+        click.echo("index     " + ", ".join(f"{k} {v}" for k, v in d["index"].items() if v != ""))
+    for line in d["alerts"]:
+        click.echo(f"incident  {line}")
+    for note in d["notes"]:
+        click.echo(f"note      {note}")
     click.echo(f"took      {d['elapsed_s']:.2f} s")

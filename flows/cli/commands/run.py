@@ -14,8 +14,8 @@ import click
 
 from memoir.cards.config import load_settings
 from memoir.cards.title import display_title
-from memoir.flows.cli.app import cli, emit_json, pass_ctx
-from memoir.flows.cli.runs import execute_run, print_summary, run_flow
+from memoir.flows.cli.app import EXIT_INCIDENT, cli, emit_json, exit_with, pass_ctx
+from memoir.flows.cli.runs import RUNNER_HELP, execute_run, print_summary, run_flow
 
 
 class HostChoice(click.Choice):
@@ -56,21 +56,30 @@ def examples_dir() -> Path:
 @click.option("--flow", is_flag=True,
               help="Run the same work as the Prefect `nightly` flow (ephemeral API under "
                    "<home>/prefect, or the server at PREFECT_API_URL); slower to start.")
+@click.option("--runner", default=None, metavar="RUNNER",
+              help="With --flow (implied): where collection per file and the model per batch run. " + RUNNER_HELP)
 @pass_ctx
-def run_cmd(ctx, logs, host, no_index, follow_symlinks, as_json, wait, flow):
+def run_cmd(ctx, logs, host, no_index, follow_symlinks, as_json, wait, flow, runner):
     """Read new log lines, cut them into experiences and write experience cards.
 
     Host logs are only ever read. A second run over the same logs writes nothing new.
+
+    Exit codes: 0 done; 1 failed; 3 another run held the home; 8 done, but the model stage
+    raised an incident (model_alive_no_output, endpoints_unavailable, ...): the cards are safe,
+    the summary names the incident and its runbook, and `alert_command` ran once for each new one.
     """
     settings = ctx.settings
     wait = settings.run_lock_timeout_s if wait is None else wait
-    if flow:
-        summary = run_flow("nightly", settings, logs=logs, host=host, with_index=not no_index, lock_wait_s=wait)
+    if flow or runner:
+        summary = run_flow("nightly", settings, runner or "thread", logs=logs, host=host, with_index=not no_index,
+                           lock_wait_s=wait)
         emit_json(summary.to_dict()) if as_json else print_summary(summary)
-        return
-    settings = replace(settings, follow_symlinks=True) if follow_symlinks else settings
-    summary = execute_run(settings, logs, host, as_json, ctx.env, with_index=not no_index, lock_wait_s=wait)
-    emit_json(summary.to_dict()) if as_json else print_summary(summary, settings)
+    else:
+        settings = replace(settings, follow_symlinks=True) if follow_symlinks else settings
+        summary = execute_run(settings, logs, host, as_json, ctx.env, with_index=not no_index, lock_wait_s=wait)
+        emit_json(summary.to_dict()) if as_json else print_summary(summary, settings)
+    if summary.alerts:
+        exit_with(EXIT_INCIDENT)
 
 
 def memoir_command() -> str:
