@@ -100,7 +100,7 @@ def test_a_retraction_that_names_no_subject_of_the_older_card_supersedes_nothing
                  .says("Done, committed. This replaces the earlier per-request price query with a 60-second "
                        "`lru_cache` on `price_for(sku)` in `shop/prices.py`; tests pass."))
     drafts = _drafts(unrelated)
-    assert retractions(drafts[0][1])  # it does say something was replaced: the price query
+    assert retractions(drafts[0][1].conclusion)  # it does say something was replaced: the price query
     plan = apply_rules(_drafts(env_flags_session()) + drafts, [])
     assert plan.superseded == []
 
@@ -112,8 +112,7 @@ def _card(cid: str, conclusion: str, *, created: str, session: str = "", turns=(
 
 
 def test_the_from_to_shape_names_what_was_left():
-    (r,) = retractions(_card("c-new", "We switched reqwest from `native-tls` to `rustls-tls`; the musl build "
-                                      "links now.", created="2026-10-01T00:00:00Z"))
+    (r,) = retractions("We switched reqwest from `native-tls` to `rustls-tls`; the musl build links now.")
     assert r.subject == subject_terms("`native-tls`")
     older = [_card("c-tls", "Keep reqwest on `native-tls` and install `libssl-dev` in the build image.",
                    created="2026-09-01T00:00:00Z"),
@@ -151,4 +150,4 @@ def test_ordinary_sentences_are_no_retraction():
                  "Replace the token in `.env` and restart the server.",
                  "The earlier fix still holds; this adds a retry on 503.",
                  "Tests moved green after the change."):
-        assert retractions(_card("c-x", text, created="2026-10-01T00:00:00Z")) == [], text
+        assert retractions(text) == [], text

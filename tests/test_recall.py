@@ -202,6 +202,19 @@ def test_a_superseded_hit_brings_the_card_that_replaced_it_and_never_itself(sett
     assert entry(result, older.id)["gate"] != "injected"
 
 
+def test_a_card_another_hit_says_it_supersedes_is_never_injected_even_when_its_own_file_was_not_marked(
+        settings, embedder):
+    # Only the newer file was written (a run stopped between the two writes, or a hand edit): the
+    # older card still says `active`, yet it is stale.
+    newer = variant(42, conclusion=BASE.conclusion + " Since compose 2.22, `develop.watch` replaces the polling.",
+                    supersedes=(BASE.id,))
+    index_cards(settings, embedder, [BASE, newer])
+    with Recaller(settings, embedder) as r:
+        result = r.recall(QUERY, workspace=WORKSPACE, now=NOW, budget_ms=10_000)
+    assert [c.id for c in result.cards] == [newer.id]
+    assert entry(result, BASE.id)["gate"] == "Superseded"
+
+
 def test_a_long_lived_recaller_sees_a_hand_edit_of_a_card_it_has_parsed(settings, embedder):
     store = index_cards(settings, embedder, [BASE])
     with Recaller(settings, embedder) as r:

@@ -96,10 +96,10 @@ def _code_terms(text: str) -> frozenset[str]:
     return frozenset().union(*(subject_terms(m.group(0)) for m in _CODE.finditer(text)))
 
 
-def retractions(card: Card) -> list[Retraction]:
-    """Each sentence of the card's conclusion that retracts or moves an earlier decision."""
+def retractions(conclusion: str) -> list[Retraction]:
+    """Each sentence of a conclusion that retracts or moves an earlier decision."""
     out: list[Retraction] = []
-    for sentence in _SENTENCE.split(card.conclusion):
+    for sentence in _SENTENCE.split(conclusion):
         shape = _FROM_TO.search(sentence)
         said = _RETRACTION.search(sentence)
         if not (shape or said):
@@ -110,6 +110,15 @@ def retractions(card: Card) -> list[Retraction]:
         out.append(Retraction(sentence.strip(), subject, _MONTHS[month.group(1).lower()] if month else 0,
                               pointer=len(subject) < POINTER_TERMS))
     return out
+
+
+def shared_subject(r: Retraction, text: str) -> int:
+    """How many of a retraction's subject terms `text` holds: 0 below `MIN_SHARED`, or when fewer than
+    three are shared and none of them inside a code-shaped token (a name, a key, a path)."""
+    shared = r.subject & subject_terms(text)
+    if len(shared) < MIN_SHARED or (len(shared) < 3 and not shared & _code_terms(text)):
+        return 0
+    return len(shared)
 
 
 def _month(card: Card) -> int:
@@ -126,24 +135,20 @@ def retracted(new: Card, older: Iterable[Card]) -> list[Card]:
     is matched on the whole card and needs `MIN_SHARED_POINTER`. A named month must be the older
     card's. Each sentence takes the card (or cards) that share the most with it.
     """
-    said = retractions(new)
+    said = retractions(new.conclusion)
     if not said:
         return []
-    pool = [(c, subject_terms(f"{c.title}\n{c.conclusion}"), _code_terms(f"{c.title}\n{c.conclusion}"))
-            for c in older if c.id != new.id]
+    pool = [(c, f"{c.title}\n{c.conclusion}") for c in older if c.id != new.id]
     whole = subject_terms(f"{new.title}\n{new.conclusion}")
     found: dict[str, tuple[int, Card]] = {}
     for r in said:
-        subject = whole if r.pointer else r.subject
-        need = MIN_SHARED_POINTER if r.pointer else MIN_SHARED
         scored: list[tuple[int, Card]] = []
-        for card, terms, code in pool:
+        for card, text in pool:
             if r.month and _month(card) != r.month:
                 continue
-            shared = subject & terms
-            if len(shared) < need or (not r.pointer and len(shared) < 3 and not shared & code):
-                continue
-            scored.append((len(shared), card))
+            n = len(whole & subject_terms(text)) if r.pointer else shared_subject(r, text)
+            if n >= (MIN_SHARED_POINTER if r.pointer else MIN_SHARED):
+                scored.append((n, card))
         if not scored:
             continue
         best = max(n for n, _ in scored)

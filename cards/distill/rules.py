@@ -252,7 +252,7 @@ def _decisions_changed(lib: _Library, fresh: Sequence[str], frozen: frozenset[st
     fresh_ids = set(fresh)
     saying = sorted((lib.get(cid) for ids in by_workspace.values() for cid in ids
                      if (cid in fresh_ids or lib.get(cid).created >= oldest[lib.get(cid).workspace])
-                     and is_resolution(lib.get(cid)) and retractions(lib.get(cid))), key=_order)
+                     and is_resolution(lib.get(cid)) and retractions(lib.get(cid).conclusion)), key=_order)
     for card in saying:
         card = lib.get(card.id)
         if not is_resolution(card):
