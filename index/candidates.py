@@ -80,6 +80,30 @@ def lexical_coverage(terms: list[str], card_text: str) -> float:
     return hits / len(terms) if hits >= min(LEXICAL_MIN_TERMS, len(terms)) else 0.0
 
 
+# A term at most this share of the cards hold (and never fewer than `DISTINCT_MIN_DOCS`) can name a
+# subject; a word in more of them names the stack every card of a project shares ("helm", "api").
+DISTINCT_SHARE = 0.10
+DISTINCT_MIN_DOCS = 3
+
+
+def distinctive_terms(conn, terms: list[str]) -> list[str]:
+    """The query's terms few cards hold, by the index's own counts; the rarest found term always counts,
+    so a question whose every word is common still has a subject."""
+    if not terms:
+        return []
+    counts = {t: doc_count(conn, t) for t in terms}
+    total = conn.execute("SELECT count(*) FROM cards").fetchall()[0][0]
+    limit = max(DISTINCT_MIN_DOCS, DISTINCT_SHARE * total, min((n for n in counts.values() if n), default=0))
+    return [t for t, n in counts.items() if n <= limit]
+
+
+def holds_any(terms: list[str], text: str) -> bool:
+    """Does `text` hold one of `terms` as a word (or as a part of an identifier)?"""
+    words = set(_WORDS.findall(text.lower()))
+    words |= {part for w in words if "_" in w for part in w.split("_") if part}
+    return any(t in words for t in terms)
+
+
 def coverage_text(card, retrieval: str) -> str:
     """What a question's terms are matched against: the retrieval text and the card's goal (the
     question its session started from, in the asker's own words), never its evidence."""

@@ -30,7 +30,7 @@ from memoir.cards.signatures import error_signature
 from memoir.cards.store import CardFileError, CardStore
 from memoir.index.candidates import (
     FTS_K, KNN_K, MAX_QUERY_INPUT, POOL, READ_BUSY_MS, RRF_K, LexicalIndex, fuse, lexical_coverage, query_terms,
-    coverage_text, names_pasted_error, pasted_error, recent_card_ids, subject_terms,
+    coverage_text, distinctive_terms, holds_any, names_pasted_error, pasted_error, recent_card_ids, subject_terms,
 )
 from memoir.index.errors import IndexFailure
 from memoir.index.files import INDEX_FILE
@@ -363,6 +363,7 @@ class Recaller:
             hits = fuse([], index.fts(text, FTS_K))
         check("read_cards")
         terms = subject_terms(query_terms(text))  # overlap on the subject, not on words every session uses
+        rare = distinctive_terms(index.conn, terms)  # ... nor on words most cards of the library hold
         signature = error_signature(clean).strip()
         pasted = pasted_error(signature)
         candidates: list[Candidate] = []
@@ -377,10 +378,12 @@ class Recaller:
                 continue  # a broken hand edit: `memoir index check` reports it, recall skips it
             # Overlap on the subject counts the goal too (a question in the asker's words); without a
             # model, similarity is the share of terms in what the card is found by, as FTS5 saw it.
-            coverage = lexical_coverage(terms, coverage_text(card, card_text))
+            about = coverage_text(card, card_text)
+            coverage = lexical_coverage(terms, about)
             similarity = hit.get("cosine", 0.0) if self.embedder is not None else lexical_coverage(terms, card_text)
             cards[card_id] = card
-            candidates.append(candidate_from(card, dict(hit, coverage=coverage), similarity, now,
+            candidates.append(candidate_from(card, dict(hit, coverage=coverage, subject=holds_any(rare, about)),
+                                             similarity, now,
                                              self._renewed_by_hand(card), names_pasted_error(pasted, _about(card))))
         self._follow_supersession(candidates, cards, hits, now, pasted)
         candidates = prefer_newer(candidates)
@@ -429,7 +432,8 @@ class Recaller:
             at = next((i for i, c in enumerate(candidates) if c.id == card.id), None)
             if at is None:
                 cards[card.id] = card
-                candidates.append(candidate_from(card, dict(hits.get(old.id, {}), coverage=old.coverage),
+                candidates.append(candidate_from(card, dict(hits.get(old.id, {}), coverage=old.coverage,
+                                                            subject=old.shares_subject),
                                                  old.similarity, now, self._renewed_by_hand(card),
                                                  names_pasted_error(pasted, _about(card)) or old.names_error))
             else:

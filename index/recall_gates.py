@@ -72,6 +72,7 @@ class Candidate:
     bm25: float | None = None
     first_of_all: bool = True  # first on one path over every card found, eligible or not (`rank_eligible`)
     names_error: bool = True  # its own words name the error the prompt pastes (or the prompt pastes none)
+    shares_subject: bool = True  # it holds one of the query's distinctive terms (`candidates.distinctive_terms`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,12 +156,13 @@ def _gate(why: str) -> Callable[[Callable[[Candidate, RecallQuery, GatePolicy], 
 
 
 @_gate("too far from the query in meaning, far below the best match, or about another error than the one "
-       "the prompt pastes (lexical-only: too few query terms)")
+       "the prompt pastes, or sharing none of its distinctive terms (lexical-only: too few query terms)")
 def SimilarityBelowMinimum(c: Candidate, q: RecallQuery, p: GatePolicy) -> bool:
     if q.lexical:
         return c.similarity < p.min_lexical
-    if not c.names_error:
-        return c.similarity < p.min_similarity + p.vector_only_margin  # about another error: a near-paraphrase at best
+    if not (c.names_error and c.shares_subject):
+        # About another error, or holding only words most cards hold: a near-paraphrase at best.
+        return c.similarity < p.min_similarity + p.vector_only_margin
     # First on both paths over what may be injected (`rank_eligible`), and not a far-closer held-back card's neighbour.
     # Another project's card gets no lowered floor, agreed or for the same error: its fix is about its own code.
     agreed = (c.knn_rank == 1 and c.fts_rank == 1 and c.first_of_all and c.coverage >= p.agreed_min_coverage
@@ -298,6 +300,7 @@ def take_place(new: Candidate, old: Candidate) -> Candidate:
 
     return replace(new, similarity=max(new.similarity, old.similarity), rrf=max(new.rrf, old.rrf),
                    coverage=max(new.coverage, old.coverage), names_error=new.names_error or old.names_error,
+                   shares_subject=new.shares_subject or old.shares_subject,
                    knn_rank=best(new.knn_rank, old.knn_rank), fts_rank=best(new.fts_rank, old.fts_rank))
 
 
@@ -399,9 +402,9 @@ def judge(candidates: Sequence[Candidate], query: RecallQuery, policy: GatePolic
     so a superseded or inactive near-duplicate cannot push the card that replaced it out.
     """
     others = CANDIDATE_GATES[1:]
-    # A card about another error than the one pasted is no rival either, unless a near-paraphrase.
+    # A card about another error than the one pasted, or off the subject, is no rival either, unless a near-paraphrase.
     passed = {c.id for c in candidates if not any(g(c, query, policy) for g in others)
-              and (c.names_error or c.similarity >= policy.min_similarity + policy.vector_only_margin)}
+              and (c.names_error and c.shares_subject or c.similarity >= policy.min_similarity + policy.vector_only_margin)}
     held = max((c.similarity for c in candidates if c.id not in passed), default=0.0) - policy.relative_margin
     eligible = rank_eligible([c for c in candidates if c.id in passed], rrf_k, limits, held)
     candidates = eligible + [c for c in candidates if c.id not in passed]

@@ -453,3 +453,11 @@ def test_two_cards_with_opposite_advice_and_no_retraction_are_never_injected_tog
     b = cand("c-b", age_days=3.0, rrf=0.029, conclusion="Use `sync.Map` for the limiter's per-host buckets.")
     out = judge([a, b], RecallQuery(text="limiter map", workspace=WORKSPACE), GatePolicy.from_settings(Settings()))
     assert _injected(out) == []
+
+
+def test_a_card_holding_none_of_the_querys_distinctive_terms_needs_a_near_paraphrase():
+    p, q = GatePolicy.from_settings(Settings()), RecallQuery(text="spec.selector is immutable on helm upgrade",
+                                                             workspace=WORKSPACE, best_similarity=0.5)
+    assert not SimilarityBelowMinimum(cand(similarity=0.48), q, p)
+    assert SimilarityBelowMinimum(cand(similarity=0.48, shares_subject=False), q, p)  # agreed, but only "helm"
+    assert not SimilarityBelowMinimum(cand(similarity=0.72, shares_subject=False), q, p)
