@@ -32,7 +32,8 @@ _RETRACTION = re.compile(
     r"|(?:is|are|was|were)\s+no\s+longer\s+(?:used|needed|the|how|where|in|valid|true|right)"
     r"|no\s+longer\s+(?:use|uses|used|need|needs|keep|keeps|store|stores|live|lives|read|reads|handle|handles)\b"
     r"|not\s+(?:used|needed|stored|kept)\s+(?:\w+\s+){0,3}?any\s*more"
-    r"|(?:was|were)\s+(?:wrong|incorrect|mistaken|a\s+red\s+herring|not\s+the\s+(?:cause|fix|problem|reason))\b"
+    r"|(?<!what\s)(?<!thing\s)(?:was|were)\s+(?:wrong|incorrect|mistaken|a\s+red\s+herring|"
+    r"not\s+the\s+(?:cause|fix|problem|reason))\b"  # "what was wrong:" names today's fault, no earlier one
     r"|for\s+real\s+this\s+time"
     r")"
 )
