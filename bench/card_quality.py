@@ -13,6 +13,12 @@ copy of the logs (rule stage, no index) and the bench prints:
 - settled share: active cards whose conclusion is a settled statement;
 - junk share: active cards that are a greeting, warm-up, hidden reasoning, a mid-work sentence
   or a question, or that cover only what the labels say deserves no card.
+
+Then, for every labelled set (the real fixtures, the second set, and `../shared/eval/`'s real labels
+and recall set when this checkout has that folder), active precision and coverage side by side:
+each active card counts for the labelled experience its sources overlap most; precision = active
+cards on an experience worth a card / active cards; coverage = experiences worth a card (and not
+superseded by a later one) with an active card / those experiences.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from pathlib import Path
 
 SLACK = 2
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "real"
+SECOND_SET = FIXTURES.parent / "second_set"
 
 
 @dataclass(frozen=True)
@@ -202,11 +209,90 @@ def evaluate(fixtures: Path = FIXTURES, show_cards: bool = False) -> Report:
     return report
 
 
+# --- active precision and coverage, every labelled set ------------------------------------------------
+
+
+@dataclass
+class SetFigures:
+    name: str
+    active: int = 0
+    active_on_card: int = 0  # active cards whose experience is worth a card
+    worth: int = 0  # experiences worth a card, not superseded
+    covered: int = 0
+
+    @property
+    def precision(self) -> float:
+        return self.active_on_card / self.active if self.active else 1.0
+
+    @property
+    def coverage(self) -> float:
+        return self.covered / self.worth if self.worth else 1.0
+
+
+def _labelled_sets(shared: Path | None) -> list[tuple[str, Path, list[dict], list[str]]]:
+    """(name, log folder, labels, label paths to copy from) for every set this checkout has."""
+    from bench.shared_eval import read_jsonl
+
+    out = [("real", FIXTURES, read_jsonl(FIXTURES / "labels.jsonl"), []),
+           ("second_set", SECOND_SET, read_jsonl(SECOND_SET / "labels.jsonl"), [])]
+    if shared is not None:
+        real = read_jsonl(shared / "eval" / "real-labels.jsonl")
+        out.append(("eval real-labels", shared / "samples", real, sorted({lb["file"] for lb in real})))
+        recall_set = shared / "eval" / "recall-set"
+        out.append(("eval recall-set", recall_set / "sessions",
+                    read_jsonl(recall_set / "labels" / "experiences.jsonl"), []))
+    return out
+
+
+def set_figures(name: str, folder: Path, labels: list[dict], only: list[str]) -> SetFigures:
+    """Run memoir (rules, no index) over a copy of `folder` (or of the files `only` names in it)."""
+    from bench.shared_eval import best_label, superseded_keys
+    from memoir.cards.config import load_settings
+    from memoir.cards.store import CardStore
+    from memoir.flows.pipeline import run_pipeline
+
+    figures = SetFigures(name)
+    with tempfile.TemporaryDirectory() as tmp:
+        logs = Path(tmp) / "logs"
+        if only:
+            for rel in only:
+                (logs / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(folder / rel, logs / rel)
+        else:
+            shutil.copytree(folder, logs, ignore=shutil.ignore_patterns(
+                "*.jsonl.labels", "labels.jsonl", "questions.jsonl", "*.md.labels", "LABELS.md", "README.md", "build.py"))
+        settings = load_settings(home=Path(tmp) / "home")
+        run_pipeline(settings, [logs], with_index=False)
+        cards, _ = CardStore(settings.cards_dir, settings.state_dir).load_all()
+        placed = [(c, best_label(c, labels, logs)) for c in cards if c.status == "active"]
+    stale = superseded_keys(labels)
+    worth = [lb for lb in labels if lb["card"] and (lb["file"], lb["start_line"]) not in stale]
+    figures.active = len(placed)
+    figures.active_on_card = sum(1 for _, lb in placed if lb is not None and lb["card"])
+    figures.worth = len(worth)
+    hit = {(lb["file"], lb["start_line"]) for _, lb in placed if lb is not None}
+    figures.covered = sum(1 for lb in worth if (lb["file"], lb["start_line"]) in hit)
+    return figures
+
+
+def print_sets(shared: Path | None) -> None:
+    print("set                active  active precision (by labels)  coverage of experiences worth a card")
+    for name, folder, labels, only in _labelled_sets(shared):
+        f = set_figures(name, folder, labels, only)
+        print(f"{name:18} {f.active:6}  {f.precision:.3f} ({f.active_on_card}/{f.active}){'':14}"
+              f"{f.coverage:.3f} ({f.covered}/{f.worth})")
+    if shared is None:
+        print("(no ../shared/eval here: memoir's own sets only)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--fixtures", type=Path, default=FIXTURES, help="folder of real logs with labels.jsonl")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--cards", action="store_true", help="also list every card memoir made")
+    parser.add_argument("--shared", type=Path, default=None,
+                        help="the shared folder holding eval/ and samples/ (default: ../shared when it exists)")
+    parser.add_argument("--no-sets", action="store_true", help="skip the per-set precision and coverage table")
     args = parser.parse_args(argv)
     report = evaluate(args.fixtures, args.cards)
     if args.json:
@@ -225,6 +311,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  missed: {line}")
     for line in report.extra:
         print(f"  extra: {line}")
+    if not args.no_sets:
+        from bench.shared_eval import shared_dir
+
+        print()
+        print_sets(shared_dir(args.shared))
     return 0
 
 

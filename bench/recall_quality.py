@@ -14,6 +14,12 @@ right injected / injected; recall@2 = answerable questions whose right card was 
 correct-empty = questions expecting nothing that got nothing; stale = injected cards that are
 superseded or older than a labelled replacement. `--sweep` reruns the questions over a grid of
 `min_similarity`, `agreed_min_similarity` and `relative_margin` (what `index/recall_gates.py` picked from).
+
+Beside them, when this checkout has `../shared/eval/recall-set` (written apart from the team), that
+set is built and scored the way its own `score_recall.py` scores it: as built (held-back cards stay
+held), a card right when a source overlaps the labelled experience (or an accepted near-duplicate),
+stale when it overlaps a `must_not_return` one. A fresh clone without `../shared` skips it. Its
+figures are printed, never pinned: it is for measuring, not tuning.
 """
 
 from __future__ import annotations
@@ -201,6 +207,49 @@ def evaluate(name: str, home: Path, embedder, *, as_built: bool = False,
     return out
 
 
+def score_eval_recall_set(folder: Path, work: Path, embedder) -> Figures:
+    """`../shared/eval/recall-set` built in `work` and scored as its `score_recall.py` does, in process."""
+    from bench.shared_eval import read_jsonl, rel_file
+    from memoir.flows.pipeline import run_pipeline
+
+    exps = read_jsonl(folder / "labels" / "experiences.jsonl")
+    span = {(e["file"], e["start_line"]): (e["start_line"], e["end_line"]) for e in exps}
+    logs = work / "logs"
+    shutil.copytree(folder / "sessions", logs)
+    settings = load_settings(home=work / "home")
+    run_pipeline(settings, [logs])
+    store = CardStore(settings.cards_dir, settings.state_dir)
+
+    def answers(card_id: str, target: dict) -> bool:
+        a, b = span.get((target["file"], target["start_line"]), (target["start_line"], target["start_line"]))
+        return any(rel_file(s.file, logs) == target["file"] and s.lines[0] <= b and s.lines[1] >= a
+                   for s in store.read(card_id).sources)
+
+    f = Figures(name="eval recall-set")
+    with Recaller(settings, embedder) as recaller:
+        for q in read_jsonl(folder / "labels" / "queries.jsonl"):
+            f.questions += 1
+            got = [c.id for c in recaller.recall(q["query"], workspace=q["workspace"], session_id="score-" + q["id"],
+                                                 budget_ms=30_000).cards]
+            targets = [q, *(q.get("also_accept") or [])] if q["expect"] == "card" else []
+            right = [i for i in got if any(answers(i, t) for t in targets)]
+            stale = [i for i in got if any(answers(i, t) for t in q.get("must_not_return") or [])]
+            f.injected += len(got)
+            f.injected_right += len(right)
+            f.stale += len(stale)
+            tag = f"{q['id']} {q['kind']:>13} {q['query'][:60]!r}"
+            if q["expect"] == "card":
+                f.answerable += 1
+                f.answerable_hit += bool(right)
+                if not right:
+                    f.notes.append(f"miss   {tag}: got {got}")
+            else:
+                f.unanswerable += 1
+                f.unanswerable_empty += not got
+            f.notes.extend(f"wrong  {tag}: injected {i}{' (stale)' if i in stale else ''}" for i in got if i not in right)
+    return f
+
+
 def print_figures(f: Figures, verbose: bool) -> None:
     print(f"[{f.name}] {f.questions} questions ({f.answerable} answerable, {f.unanswerable} expecting nothing)")
     print(f"  precision        {f.precision:.3f}  ({f.injected_right}/{f.injected})")
@@ -228,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sweep", action="store_true", help="score a grid of similarity floors and margins")
     ap.add_argument("--as-built", action="store_true",
                     help="keep the quality gates' verdicts (default: activate held-back cards to measure recall alone)")
+    ap.add_argument("--shared", type=Path, default=None,
+                    help="the shared folder holding eval/recall-set (default: ../shared when it exists)")
     args = ap.parse_args(argv)
     embedder = default_embedder()
     for name in args.set or ["examples", "second_set"]:
@@ -246,6 +297,18 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print_figures(results[0][1], args.verbose)
         print(f"  ({took:.0f} s)")
+    if not args.sweep and not args.set:
+        from bench.shared_eval import shared_dir
+
+        shared = shared_dir(args.shared)
+        if shared is None or not (shared / "eval" / "recall-set").is_dir():
+            print("[eval recall-set] not here (no ../shared/eval/recall-set): memoir's own sets only")
+            return 0
+        with tempfile.TemporaryDirectory(prefix="memoir-eval-recall-") as tmp:
+            t = time.perf_counter()
+            f = score_eval_recall_set(shared / "eval" / "recall-set", Path(tmp), embedder)
+            print_figures(f, args.verbose)
+            print(f"  (as built, written apart from the team; {time.perf_counter() - t:.0f} s)")
     return 0
 
 

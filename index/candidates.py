@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from memoir.cards.signals import names_failure
 from memoir.index.apsw_errors import apsw, translate
 from memoir.index.plan import choose_fts_terms, fts_match_expression, fts_terms, quote_terms, term_tokens
 
@@ -79,10 +80,71 @@ def lexical_coverage(terms: list[str], card_text: str) -> float:
     return hits / len(terms) if hits >= min(LEXICAL_MIN_TERMS, len(terms)) else 0.0
 
 
+# A term at most this share of the cards hold (and never fewer than `DISTINCT_MIN_DOCS`) can name a
+# subject; a word in more of them names the stack every card of a project shares ("helm", "api").
+DISTINCT_SHARE = 0.10
+DISTINCT_MIN_DOCS = 3
+
+
+def distinctive_terms(conn, terms: list[str]) -> list[str]:
+    """The query's terms few cards hold, by the index's own counts; the rarest found term always counts,
+    so a question whose every word is common still has a subject."""
+    if not terms:
+        return []
+    counts = {t: doc_count(conn, t) for t in terms}
+    total = conn.execute("SELECT count(*) FROM cards").fetchall()[0][0]
+    limit = max(DISTINCT_MIN_DOCS, DISTINCT_SHARE * total, min((n for n in counts.values() if n), default=0))
+    return [t for t, n in counts.items() if n <= limit]
+
+
+def holds_any(terms: list[str], text: str) -> bool:
+    """Does `text` hold one of `terms` as a word (or as a part of an identifier)?"""
+    words = set(_WORDS.findall(text.lower()))
+    words |= {part for w in words if "_" in w for part in w.split("_") if part}
+    return any(t in words for t in terms)
+
+
 def coverage_text(card, retrieval: str) -> str:
     """What a question's terms are matched against: the retrieval text and the card's goal (the
     question its session started from, in the asker's own words), never its evidence."""
     return retrieval + "\n" + card.goal.strip()
+
+
+# A failure's kind that names no class: the message alone says which error it is.
+GENERIC_KINDS = frozenset("error fatal failed failure exception".split())
+_PLACEHOLDER = re.compile(r"<[A-Za-z]+>")
+_MESSAGE_WORD = re.compile(r"[a-z][a-z0-9_]{2,}")
+_MESSAGE_STOP = frozenset("the and for not was with from into this that are can any".split())
+
+
+def pasted_error(signature: str) -> tuple[str, tuple[str, ...]] | None:
+    """The error a prompt pastes, from its signature: the kind when it names a class ('' when it is a
+    bare "error:") and the words of its message; None when the signature is no error line at all
+    (a sentence in words, a log prefix such as "go:")."""
+    kind, colon, message = signature.strip().partition(":")
+    kind = kind.strip()
+    named = names_failure(kind)
+    if not colon or not (named or kind.lower() in GENERIC_KINDS):
+        return None
+    words = tuple(dict.fromkeys(w for w in _MESSAGE_WORD.findall(_PLACEHOLDER.sub(" ", message).lower())
+                                if w not in _MESSAGE_STOP))
+    return (kind if named else "", words)
+
+
+def names_pasted_error(pasted: tuple[str, tuple[str, ...]] | None, text: str) -> bool:
+    """Do a card's own words name the error the prompt pastes: its class, and most of its message?
+
+    `text` is what the card says it is about (title, goal, conclusion, failure conditions), never
+    its signature alone: a signature is often an error met on the way, not the card's subject.
+    """
+    if pasted is None:
+        return True
+    kind, words = pasted
+    low = text.lower()
+    if kind and kind.lower() not in low:
+        return False
+    found = set(_MESSAGE_WORD.findall(low))
+    return not words or 2 * sum(1 for w in words if w in found) > len(words)
 
 
 # --- the lexical-only index (no numpy, no torch, no sqlite-vec) ------------------------------------

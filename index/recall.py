@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -30,7 +30,7 @@ from memoir.cards.signatures import error_signature
 from memoir.cards.store import CardFileError, CardStore
 from memoir.index.candidates import (
     FTS_K, KNN_K, MAX_QUERY_INPUT, POOL, READ_BUSY_MS, RRF_K, LexicalIndex, fuse, lexical_coverage, query_terms,
-    coverage_text, recent_card_ids, subject_terms,
+    coverage_text, distinctive_terms, holds_any, names_pasted_error, pasted_error, recent_card_ids, subject_terms,
 )
 from memoir.index.errors import IndexFailure
 from memoir.index.files import INDEX_FILE
@@ -363,6 +363,9 @@ class Recaller:
             hits = fuse([], index.fts(text, FTS_K))
         check("read_cards")
         terms = subject_terms(query_terms(text))  # overlap on the subject, not on words every session uses
+        rare = distinctive_terms(index.conn, terms)  # ... nor on words most cards of the library hold
+        signature = error_signature(clean).strip()
+        pasted = pasted_error(signature)
         candidates: list[Candidate] = []
         cards: dict[str, Card] = {}
         for card_id, hit in hits.items():
@@ -375,18 +378,20 @@ class Recaller:
                 continue  # a broken hand edit: `memoir index check` reports it, recall skips it
             # Overlap on the subject counts the goal too (a question in the asker's words); without a
             # model, similarity is the share of terms in what the card is found by, as FTS5 saw it.
-            coverage = lexical_coverage(terms, coverage_text(card, card_text))
+            about = coverage_text(card, card_text)
+            coverage = lexical_coverage(terms, about)
             similarity = hit.get("cosine", 0.0) if self.embedder is not None else lexical_coverage(terms, card_text)
             cards[card_id] = card
-            candidates.append(candidate_from(card, dict(hit, coverage=coverage), similarity, now,
-                                             self._renewed_by_hand(card)))
-        self._follow_supersession(candidates, cards, hits, now)
+            candidates.append(candidate_from(card, dict(hit, coverage=coverage, subject=holds_any(rare, about)),
+                                             similarity, now,
+                                             self._renewed_by_hand(card), names_pasted_error(pasted, _about(card))))
+        self._follow_supersession(candidates, cards, hits, now, pasted)
         candidates = prefer_newer(candidates)
         candidates.sort(key=lambda c: (-c.rrf, -c.similarity, c.id))
         check("gates")
         rq = RecallQuery(text=text, task_type=task_type, workspace=workspace,
                          injected=injected_in_session(self.settings.state_dir, session_id),
-                         lexical=self.embedder is None, signature=error_signature(clean).strip())
+                         lexical=self.embedder is None, signature=signature)
         judgements = judge(candidates, rq, self.policy, RRF_K, (KNN_K, FTS_K))  # ranks over eligible cards
         progress.mark("done")
         reason = "" if candidates else "no candidates from either path"
@@ -409,11 +414,17 @@ class Recaller:
         return CardStore(self.settings.cards_dir, self.settings.state_dir).is_hand_edited(card.id)
 
     def _follow_supersession(self, candidates: list[Candidate], cards: dict[str, Card], hits: dict[str, dict],
-                             now: datetime) -> None:
+                             now: datetime, pasted: tuple[str, tuple[str, ...]] | None) -> None:
         """A superseded hit brings the card that replaced it, with the older one's similarity and
         ranks when those are better: the newer card answers what the older one answered (the rules
         found the same failure with another cause) even when its own words match the question less
-        closely. The older one is then rejected by `Superseded`, so the two are never injected together."""
+        closely. The older one is then rejected by `Superseded`, so the two are never injected together.
+        A card another hit names in its `supersedes` is stale too, even where its own file was never
+        marked (a write that stopped halfway, a hand edit)."""
+        replaced = {old: card.id for card in cards.values() if card.status != "superseded" for old in card.supersedes}
+        for i, c in enumerate(candidates):
+            if c.id in replaced and not c.superseded_by.strip():
+                candidates[i] = replace(c, superseded_by=replaced[c.id])
         for old in list(candidates):
             card = newest_successor(old, self._readable)
             if card is None:
@@ -421,9 +432,10 @@ class Recaller:
             at = next((i for i, c in enumerate(candidates) if c.id == card.id), None)
             if at is None:
                 cards[card.id] = card
-                candidates.append(candidate_from(card, dict(hits.get(old.id, {}), coverage=old.coverage),
-                                                 old.similarity, now,
-                                                 self._renewed_by_hand(card)))
+                candidates.append(candidate_from(card, dict(hits.get(old.id, {}), coverage=old.coverage,
+                                                            subject=old.shares_subject),
+                                                 old.similarity, now, self._renewed_by_hand(card),
+                                                 names_pasted_error(pasted, _about(card)) or old.names_error))
             else:
                 candidates[at] = take_place(candidates[at], old)
 
@@ -464,6 +476,11 @@ class Recaller:
         rejected = tuple((j.candidate.id, j.gate) for j in judgements if j.gate != INJECTED)
         return RecallResult(progress.query, cards, rejected, elapsed, outcome, record["reason"], record)
 
+
+
+def _about(card: Card) -> str:
+    """What a card says it is about, in its own words: never its evidence, nor its signature alone."""
+    return "\n".join((card.title, card.goal, card.conclusion, card.counterexamples))
 
 
 def recall(settings: Settings, query: str, *, embedder=None, workspace: str = "", session_id: str = "",

@@ -17,6 +17,7 @@ from typing import Protocol
 
 from memoir.cards.config import Settings
 from memoir.cards.sanitize.scan import contains_sensitive
+from memoir.index.advice import assignments, contradiction, retraction
 
 ACTIVE = "active"
 QUALITIES = ("rule", "model")
@@ -70,6 +71,8 @@ class Candidate:
     fts_rank: int | None = None
     bm25: float | None = None
     first_of_all: bool = True  # first on one path over every card found, eligible or not (`rank_eligible`)
+    names_error: bool = True  # its own words name the error the prompt pastes (or the prompt pastes none)
+    shares_subject: bool = True  # it holds one of the query's distinctive terms (`candidates.distinctive_terms`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,13 +156,17 @@ def _gate(why: str) -> Callable[[Callable[[Candidate, RecallQuery, GatePolicy], 
 
 
 @_gate("too far from the query in meaning, far below the best match, or about another error than the one "
-       "the prompt pastes while a card names that one (lexical-only: too few query terms)")
+       "the prompt pastes, or sharing none of its distinctive terms (lexical-only: too few query terms)")
 def SimilarityBelowMinimum(c: Candidate, q: RecallQuery, p: GatePolicy) -> bool:
     if q.lexical:
         return c.similarity < p.min_lexical
+    if not (c.names_error and c.shares_subject):
+        # About another error, or holding only words most cards hold: a near-paraphrase at best.
+        return c.similarity < p.min_similarity + p.vector_only_margin
     # First on both paths over what may be injected (`rank_eligible`), and not a far-closer held-back card's neighbour.
-    agreed = c.knn_rank == 1 and c.fts_rank == 1 and c.first_of_all and c.coverage >= p.agreed_min_coverage
-    # Another project's card for the same error gets no lowered floor: its fix is about its own code.
+    # Another project's card gets no lowered floor, agreed or for the same error: its fix is about its own code.
+    agreed = (c.knn_rank == 1 and c.fts_rank == 1 and c.first_of_all and c.coverage >= p.agreed_min_coverage
+              and near(c, q))
     same_error = same_signature(c, q) and near(c, q)
     if agreed or same_error:
         # Both paths agree it is the best card, or it names the very error the prompt pastes: the
@@ -292,7 +299,8 @@ def take_place(new: Candidate, old: Candidate) -> Candidate:
         return min((r for r in (a, b) if r is not None), default=None)
 
     return replace(new, similarity=max(new.similarity, old.similarity), rrf=max(new.rrf, old.rrf),
-                   coverage=max(new.coverage, old.coverage),
+                   coverage=max(new.coverage, old.coverage), names_error=new.names_error or old.names_error,
+                   shares_subject=new.shares_subject or old.shares_subject,
                    knn_rank=best(new.knn_rank, old.knn_rank), fts_rank=best(new.fts_rank, old.fts_rank))
 
 
@@ -321,101 +329,22 @@ def project_bound(text: str, workspace: str) -> bool:
 
 # --- contradiction --------------------------------------------------------------------------------
 
-_ASSIGN = re.compile(
-    r"(?i)\bset(?:ting)?\s+`?([A-Za-z_][\w.\-]{2,})`?\s+to\s+[`'\"]?([\w.\-]+)[`'\"]?"
-    r"|`?([A-Za-z_][\w.\-]{2,})`?\s*=\s*[`'\"]?([\w.\-]+)[`'\"]?"
-)
-_NEG = r"(?:don'?t|do\s+not|never|should\s+not|shouldn'?t|must\s+not|no\s+need\s+to)"
-_POS_VERB = r"(?:use|enable|add|keep|call|install|prefer|pass)"
-_NEG_ONLY = r"(?:avoid|disable|remove|drop|stop\s+using)"
-_OBJ = r"(?:the\s+|a\s+|an\s+)?(`[^`\n]{1,60}`|[A-Za-z_][\w.\-]*)"
-_NEGATED = re.compile(rf"(?i)\b{_NEG}\s+{_POS_VERB}\s+{_OBJ}|\b{_NEG_ONLY}\s+{_OBJ}")
-_AFFIRMED = re.compile(rf"(?i)(?<!\bt )(?<!not )(?<!never )\b{_POS_VERB}\s+{_OBJ}")
-_UP = frozenset("raise raising increase increasing bump higher longer larger bigger more grow extend".split())
-_DOWN = frozenset("lower lowering decrease decreasing reduce reducing shorter short smaller less shrink".split())
-_WORD = re.compile(r"[a-z_][a-z0-9_]*")
-_DIRECTION_WINDOW = 5  # tokens between a direction word and the thing it moves
-_SKIP_OBJECTS = frozenset("it this that them a an the to of in on for and or".split())
-
-
-def _clean(obj: str) -> str:
-    return obj.strip("`'\".,;:()").lower()
-
-
-def assignments(text: str) -> dict[str, str]:
-    """`KEY=VALUE` / `set KEY to VALUE` pairs in a conclusion, lowercased; a key stated twice keeps its
-    last value (the state found comes before the one left or advised: "because of X=1 ... set X=2")."""
-    out: dict[str, str] = {}
-    for m in _ASSIGN.finditer(text):
-        key, value = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
-        if _clean(value):
-            out[key.lower()] = _clean(value)
-    return out
-
-
-def polarities(text: str) -> dict[str, bool]:
-    """Objects a conclusion says to use (True) or not to use (False)."""
-    out: dict[str, bool] = {}
-    negated_spans = []
-    for m in _NEGATED.finditer(text):
-        obj = _clean(m.group(1) or m.group(2) or "")
-        if obj and obj not in _SKIP_OBJECTS:
-            out[obj] = False
-        negated_spans.append(m.span())
-    for m in _AFFIRMED.finditer(text):
-        if any(s <= m.start() < e for s, e in negated_spans):
-            continue
-        obj = _clean(m.group(1))
-        if obj and obj not in _SKIP_OBJECTS:
-            out.setdefault(obj, True)
-    return out
-
-
-def directions(text: str) -> dict[str, int]:
-    """Words a conclusion says to move up (+1) or down (-1): "raise the timeout" -> {"timeout": 1}."""
-    out: dict[str, int] = {}
-    for sentence in re.split(r"(?<=[.;!?])\s+|\n", text.lower()):
-        words = _WORD.findall(sentence)
-        for i, w in enumerate(words):
-            sign = 1 if w in _UP else -1 if w in _DOWN else 0
-            if not sign:
-                continue
-            lo, hi = max(0, i - _DIRECTION_WINDOW), i + _DIRECTION_WINDOW + 1
-            for near in words[lo:hi]:
-                if len(near) >= 4 and near not in _UP and near not in _DOWN:
-                    out.setdefault(near, sign)
-    return out
-
-
-def contradiction(a: Candidate, b: Candidate) -> str:
-    """Why two conclusions disagree ('' if they do not): opposite values, polarity or direction."""
-    va, vb = assignments(a.conclusion), assignments(b.conclusion)
-    for key in sorted(va.keys() & vb.keys()):
-        if va[key] != vb[key]:
-            return f"{key}={va[key]} vs {key}={vb[key]}"
-    pa, pb = polarities(a.conclusion), polarities(b.conclusion)
-    for obj in sorted(pa.keys() & pb.keys()):
-        if pa[obj] != pb[obj]:
-            return f"use {obj} vs do not use {obj}"
-    # Direction words are vague on their own; only trust them about the same failure.
-    if a.error_signature and a.error_signature == b.error_signature:
-        da, db = directions(a.conclusion), directions(b.conclusion)
-        for word in sorted(da.keys() & db.keys()):
-            if da[word] != db[word]:
-                return f"{'raise' if da[word] > 0 else 'lower'} {word} vs " \
-                       f"{'raise' if db[word] > 0 else 'lower'} {word}"
-    return ""
-
 
 def ContradictsCandidate(survivors: Sequence[Candidate]) -> dict[str, str]:
     """The set gate: card id -> what it contradicts, for every survivor of a disagreeing pair.
 
     Both cards of a pair go: recall cannot tell which one is right, and one wrong card in the
-    context costs more than a missing one.
+    context costs more than a missing one. Only when the newer card takes the older one's advice
+    back in so many words (`advice.retraction`) does the newer one stay.
     """
     out: dict[str, str] = {}
     for i, a in enumerate(survivors):
         for b in survivors[i + 1:]:
+            if a.age_days is not None and b.age_days is not None and a.age_days != b.age_days:
+                old, new = (a, b) if a.age_days > b.age_days else (b, a)
+                if why := retraction(old, new):
+                    out.setdefault(old.id, f"{new.id}: {why}")
+                    continue
             why = contradiction(a, b)
             if why:
                 out.setdefault(a.id, f"{b.id}: {why}")
@@ -467,12 +396,15 @@ def judge(candidates: Sequence[Candidate], query: RecallQuery, policy: GatePolic
           limits: tuple[int, int] | None = None) -> list[Judgement]:
     """Run every gate over every candidate; at most `policy.max_injected` come out "injected".
 
-    Ranks are counted over the candidates no gate but similarity rejects (`rank_eligible`), and
+    Ranks are counted over the candidates no gate but similarity rejects, nor the error they are
+    about (`rank_eligible`), and
     they come first, best first. The relative similarity floor is measured from the best of them,
     so a superseded or inactive near-duplicate cannot push the card that replaced it out.
     """
     others = CANDIDATE_GATES[1:]
-    passed = {c.id for c in candidates if not any(g(c, query, policy) for g in others)}
+    # A card about another error than the one pasted, or off the subject, is no rival either, unless a near-paraphrase.
+    passed = {c.id for c in candidates if not any(g(c, query, policy) for g in others)
+              and (c.names_error and c.shares_subject or c.similarity >= policy.min_similarity + policy.vector_only_margin)}
     held = max((c.similarity for c in candidates if c.id not in passed), default=0.0) - policy.relative_margin
     eligible = rank_eligible([c for c in candidates if c.id in passed], rrf_k, limits, held)
     candidates = eligible + [c for c in candidates if c.id not in passed]

@@ -26,7 +26,8 @@ def age_days(card: Card, now: datetime) -> float | None:
     return None if t is None else max(0.0, (now - t).total_seconds() / 86400)
 
 
-def candidate_from(card: Card, hit: dict, similarity: float, now: datetime, hand_edited: bool = False) -> Candidate:
+def candidate_from(card: Card, hit: dict, similarity: float, now: datetime, hand_edited: bool = False,
+                   names_error: bool = True) -> Candidate:
     return Candidate(
         id=card.id, status=card.status, quality=card.quality, gate=card.gate, task_type=card.task_type,
         workspace=card.workspace, topics=card.topics, error_signature=card.error_signature,
@@ -34,8 +35,8 @@ def candidate_from(card: Card, hit: dict, similarity: float, now: datetime, hand
         body="\n".join(card.section(s) for s in SECTIONS),
         age_days=age_days(card, now), similarity=similarity, confirmed_by=card.confirmed_by,
         hand_edited=hand_edited, verified=bool(card.verified_by.strip()), coverage=hit.get("coverage", 0.0),
-        rrf=hit.get("rrf", 0.0),
-        knn_rank=hit.get("knn_rank"), fts_rank=hit.get("fts_rank"), bm25=hit.get("bm25"),
+        rrf=hit.get("rrf", 0.0), shares_subject=hit.get("subject", True),
+        knn_rank=hit.get("knn_rank"), fts_rank=hit.get("fts_rank"), bm25=hit.get("bm25"), names_error=names_error,
     )
 
 
@@ -65,5 +66,6 @@ def candidate_record(j: Judgement) -> dict:
         "id": c.id, "gate": j.gate, "failed": list(j.failed), "detail": j.detail,
         "similarity": r(c.similarity), "rrf": r(c.rrf, 5), "knn_rank": c.knn_rank, "fts_rank": c.fts_rank,
         "bm25": r(c.bm25), "coverage": r(c.coverage, 3), "age_days": r(c.age_days, 1), "status": c.status,
-        "task_type": c.task_type,
+        "task_type": c.task_type, "names_error": c.names_error,
+        "shares_subject": c.shares_subject,
     }

@@ -202,6 +202,19 @@ def test_a_superseded_hit_brings_the_card_that_replaced_it_and_never_itself(sett
     assert entry(result, older.id)["gate"] != "injected"
 
 
+def test_a_card_another_hit_says_it_supersedes_is_never_injected_even_when_its_own_file_was_not_marked(
+        settings, embedder):
+    # Only the newer file was written (a run stopped between the two writes, or a hand edit): the
+    # older card still says `active`, yet it is stale.
+    newer = variant(42, conclusion=BASE.conclusion + " Since compose 2.22, `develop.watch` replaces the polling.",
+                    supersedes=(BASE.id,))
+    index_cards(settings, embedder, [BASE, newer])
+    with Recaller(settings, embedder) as r:
+        result = r.recall(QUERY, workspace=WORKSPACE, now=NOW, budget_ms=10_000)
+    assert [c.id for c in result.cards] == [newer.id]
+    assert entry(result, BASE.id)["gate"] == "Superseded"
+
+
 def test_a_long_lived_recaller_sees_a_hand_edit_of_a_card_it_has_parsed(settings, embedder):
     store = index_cards(settings, embedder, [BASE])
     with Recaller(settings, embedder) as r:
@@ -236,3 +249,36 @@ def test_held_back_near_duplicates_that_fill_both_paths_do_not_crowd_out_the_act
     assert [c.id for c in result.cards] == [BASE.id]
     assert (entry(result, BASE.id)["knn_rank"], entry(result, BASE.id)["fts_rank"]) == (1, None)
     assert {entry(result, c.id)["gate"] for c in copies} == {"StatusNotActive"}
+
+
+def _infra_cards() -> list:
+    """Six cards of one infra project: every one says helm; one is about an immutable selector."""
+    topics = ["a pending release lock cleared with a rollback", "an ingress-nginx chart bump to 4.11.3",
+              "the tfstate bucket versioning", "an atomic rollout that rolled back a migrated schema",
+              "a release timeout raised to 10m"]
+    cards = [variant(60 + i, workspace="/work/infra", topics=("helm",), goal=f"Deal with {t}.",
+                     conclusion=f"For {t}, the helm release of the api chart in staging was changed and applied.",
+                     counterexamples="") for i, t in enumerate(topics)]
+    cards.append(variant(70, workspace="/work/infra", topics=("helm",), goal="api chart upgrade fails on selector.",
+                         conclusion="A Deployment's spec.selector is immutable: keep the version label out of "
+                                    "selectorLabels in the helm chart, then upgrade again.", counterexamples=""))
+    return cards
+
+
+def test_a_question_sharing_only_the_projects_stack_words_with_a_card_has_no_subject_in_common(settings, embedder):
+    from memoir.index.candidates import LexicalIndex, distinctive_terms
+
+    index_cards(settings, embedder, _infra_cards())
+    index = LexicalIndex(settings.index_dir / "index.db")
+    try:
+        # "helm" is in every card: it names the stack; "selector" names one card's subject.
+        assert distinctive_terms(index.conn, ["helm", "selector", "staging"]) == ["selector"]
+        # A question whose every word is common still has its rarest one as a subject.
+        assert distinctive_terms(index.conn, ["helm", "api"]) != []
+    finally:
+        index.close()
+    with Recaller(settings, embedder) as r:
+        result = r.recall("spec.selector field is immutable on helm upgrade", workspace="/work/infra", now=NOW,
+                          budget_ms=10_000)
+    assert [c.id for c in result.cards] == [variant(70).id]
+    assert all(c["shares_subject"] is False for c in result.record["candidates"] if c["id"] != variant(70).id)

@@ -387,3 +387,77 @@ def test_second_on_both_paths_to_a_held_back_card_is_its_neighbour_not_an_agreed
     lexical_first = cand("c-lex", similarity=0.36, knn_rank=2, fts_rank=1, rrf=0.032)
     out = judge([replace(held, fts_rank=2), lexical_first], RecallQuery(text="q"), GatePolicy.from_settings(Settings()))
     assert _injected(out) == ["c-lex"]
+
+
+# --- issue 24, mechanism 9: the subject of a card, opposite advice, stale links (pure) -------------
+
+from memoir.index.candidates import names_pasted_error, pasted_error  # noqa: E402
+
+
+def test_a_pasted_error_is_its_class_and_message_and_a_sentence_is_none():
+    assert pasted_error("ConnectionError: Error -<n> connecting to redis:<n>. Name or service not known.") == (
+        "ConnectionError", ("error", "connecting", "redis", "name", "service", "known"))
+    assert pasted_error("error: future cannot be sent between threads safely")[0] == ""  # a bare "error:"
+    assert pasted_error("vitest tests in a new workspace package can't find the DOM") is None
+    assert pasted_error("go: modernc.org/sqlite@v<n> requires go >= <n>") is None  # a log prefix, no failure kind
+
+
+def test_a_card_names_the_pasted_error_by_its_class_and_most_of_its_message():
+    pasted = pasted_error("ReferenceError: window is not defined")
+    assert names_pasted_error(pasted, "vitest ran in node, where `window` is not defined (ReferenceError)")
+    assert not names_pasted_error(pasted, "ReferenceError: document is not defined: run vitest in jsdom")
+    assert not names_pasted_error(pasted, "Next compiles the ui package once transpilePackages names it")
+    assert names_pasted_error(None, "anything at all")
+
+
+def test_a_card_about_another_error_is_neither_agreed_nor_a_rival_for_rank():
+    # Both paths rank the neighbour first (same stack, same words); it never names the pasted class.
+    # Counted without it, the card that does name it is first on both paths and clears the agreed floor.
+    sig = "ReferenceError: document is not defined"
+    neighbour = cand("c-neighbour", similarity=0.45, knn_rank=1, fts_rank=None, names_error=False)
+    right = cand("c-right", similarity=0.41, knn_rank=2, fts_rank=1, coverage=0.43)
+    out = judge([neighbour, right], RecallQuery(text=sig, workspace=WORKSPACE, signature=sig),
+                GatePolicy.from_settings(Settings()))
+    assert _injected(out) == ["c-right"]
+    assert {j.candidate.id: j.gate for j in out}["c-neighbour"] == "SimilarityBelowMinimum"
+
+
+def test_an_error_the_card_only_met_on_the_way_earns_no_lowered_floor():
+    # The card's signature field holds the pasted error, but its own words are about something else.
+    sig = "panicked: Cannot drop a runtime in a context where blocking is not allowed."
+    p, q = GatePolicy.from_settings(Settings()), RecallQuery(text=sig, workspace=WORKSPACE, signature=sig)
+    assert SimilarityBelowMinimum(cand(error_signature=sig, similarity=0.5, names_error=False), q, p)
+    assert not SimilarityBelowMinimum(cand(error_signature=sig, similarity=0.5), q, p)
+
+
+def test_another_projects_card_gets_no_agreed_floor():
+    p, q = GatePolicy.from_settings(Settings()), RecallQuery(text="helm upgrade field is immutable", workspace=WORKSPACE)
+    assert not SimilarityBelowMinimum(cand(similarity=0.35), q, p)
+    assert SimilarityBelowMinimum(cand(similarity=0.35, workspace="/work/other-infra"), q, p)
+
+
+def test_a_newer_card_that_takes_an_older_ones_advice_back_is_injected_without_it():
+    older = cand("c-env", age_days=60.0, conclusion="Per-store flags live in env vars: set `SHOP_FLAG_GIFT_WRAP` "
+                                                    "in the web and worker deployments.")
+    newer = cand("c-table", age_days=2.0, rrf=0.029, conclusion="Per-store flags moved from the `SHOP_FLAG_*` env "
+                                                                "vars to table `shop_storefeatureflag`; flip them "
+                                                                "in the admin.")
+    out = judge([older, newer], RecallQuery(text="where do we turn a store flag on", workspace=WORKSPACE),
+                GatePolicy.from_settings(Settings()))
+    gates = {j.candidate.id: j.gate for j in out}
+    assert gates == {"c-env": "ContradictsCandidate", "c-table": INJECTED}
+
+
+def test_two_cards_with_opposite_advice_and_no_retraction_are_never_injected_together():
+    a = cand("c-a", age_days=30.0, conclusion="Don't use `sync.Map` for the limiter; a plain mutex is simpler.")
+    b = cand("c-b", age_days=3.0, rrf=0.029, conclusion="Use `sync.Map` for the limiter's per-host buckets.")
+    out = judge([a, b], RecallQuery(text="limiter map", workspace=WORKSPACE), GatePolicy.from_settings(Settings()))
+    assert _injected(out) == []
+
+
+def test_a_card_holding_none_of_the_querys_distinctive_terms_needs_a_near_paraphrase():
+    p, q = GatePolicy.from_settings(Settings()), RecallQuery(text="spec.selector is immutable on helm upgrade",
+                                                             workspace=WORKSPACE, best_similarity=0.5)
+    assert not SimilarityBelowMinimum(cand(similarity=0.48), q, p)
+    assert SimilarityBelowMinimum(cand(similarity=0.48, shares_subject=False), q, p)  # agreed, but only "helm"
+    assert not SimilarityBelowMinimum(cand(similarity=0.72, shares_subject=False), q, p)

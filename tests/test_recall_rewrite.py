@@ -5,10 +5,8 @@ from __future__ import annotations
 import pytest
 
 from memoir.cards.config import Settings
-from memoir.index.recall_gates import (
-    Candidate, GatePolicy, RecallQuery, assignments, contradiction, directions, judge, polarities,
-    project_bound, workspaces_near,
-)
+from memoir.index.advice import assignments, contradiction, directions, polarities
+from memoir.index.recall_gates import Candidate, GatePolicy, RecallQuery, judge, project_bound, workspaces_near
 from memoir.index.candidates import fuse, lexical_coverage, query_terms
 from memoir.index.rewrite import query_task_type, rewrite_query
 

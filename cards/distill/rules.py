@@ -2,7 +2,8 @@
 
 `apply_rules` dedups, merges by error signature and sets supersession or conflict, returning a
 `RulesPlan` the pipeline applies with the card store. The keys and the merging are
-`cards.distill.merge`; what one experience concluded is `cards.distill.extract`.
+`cards.distill.merge`; what one experience concluded is `cards.distill.extract`; a decision a later
+card changes, whatever the signatures, is `cards.distill.decisions`.
 
 Cost stays near-linear in the library size: every comparison goes through a hash map keyed by
 dedup key, (workspace, signature) or (workspace, identifier), never through all pairs.
@@ -14,6 +15,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from memoir.cards.distill.decisions import retracted, retractions
 from memoir.cards.distill.merge import (
     LIVE, MAX_TOPIC_BUCKET, TOPIC_LOOKUPS, absorb_duplicate, can_refresh, dedup_keys, identifiers, is_resolution,
     mark_conflict, merge_cards, merge_signature, newer_card, related_workspaces, same_fix, same_topic,
@@ -220,6 +222,49 @@ def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Ca
             for ident in idents:
                 by_ident.setdefault((card.workspace, ident), []).append(new_id)
 
+    # Rule 5 — a decision changed: a new card that retracts or moves an earlier decision ("this
+    # replaces the env-var flags", "the earlier fix can't help here", "moved from A to B")
+    # supersedes the older card of its workspace about that subject, whatever their signatures.
+    _decisions_changed(lib, [c.id for c in fresh], frozen, counters)
+
     write = lib.changed()
     counters["written"] = len(write)
     return RulesPlan(write=write, dropped=dropped, conflicts=sorted(set(conflicts)), counters=counters)
+
+
+def _decisions_changed(lib: _Library, fresh: Sequence[str], frozen: frozenset[str], counters: Counter) -> None:
+    """Rule 5: retractions (`cards.distill.decisions`) supersede the older cards they name.
+
+    Asked of every new card, and of the cards on disk that came after a new card of their workspace
+    (an older session read late is superseded by the newer one already on disk), oldest first.
+    """
+    oldest: dict[str, str] = {}
+    for cid in fresh:
+        card = lib.get(cid)
+        if card.workspace:
+            oldest[card.workspace] = min(oldest.get(card.workspace, card.created), card.created)
+    if not oldest:
+        return
+    by_workspace: dict[str, list[str]] = {}
+    for card in lib.cards.values():
+        if card.workspace in oldest and card.id not in frozen:
+            by_workspace.setdefault(card.workspace, []).append(card.id)
+    fresh_ids = set(fresh)
+    saying = sorted((lib.get(cid) for ids in by_workspace.values() for cid in ids
+                     if (cid in fresh_ids or lib.get(cid).created >= oldest[lib.get(cid).workspace])
+                     and is_resolution(lib.get(cid)) and retractions(lib.get(cid).conclusion)), key=_order)
+    for card in saying:
+        card = lib.get(card.id)
+        if not is_resolution(card):
+            continue  # superseded itself earlier in this loop
+        # Scored against every older card it could name, the ones it already replaced included, so the
+        # choice does not depend on which run read which session; only pairs with a new card change.
+        older = [other for cid in by_workspace[card.workspace] if cid != card.id
+                 and (is_resolution(other := lib.get(cid)) or other.superseded_by == card.id)
+                 and newer_card(other, card) is card and not same_fix(other, card)]
+        for old in retracted(card, older):
+            if old.superseded_by or not (card.id in fresh_ids or old.id in fresh_ids):
+                continue
+            old, new = supersede(lib.get(old.id), lib.get(card.id))
+            lib.put(old), lib.put(new)
+            counters["superseded"] += 1
