@@ -41,7 +41,7 @@ URL_CREDENTIAL = re.compile(
     r"|[^\s:/?#@\"'<>]+:" + _NOT_MARKER + r"(?!\$)(?P<password>[^\s/?#\"'<>]+)@(?=[^\s@/?#\"'<>]))"
 )
 BEARER = re.compile(r"earer(?<=[Bb]earer)\s+" + _NOT_MARKER + r"(?P<body>[A-Za-z0-9._~+/-]{16,}=*)")
-CURL_USER = re.compile(r"-u(?<![^\s\"']-u)[ \t]+[\"']?[^\s:\"']+:" + _NOT_MARKER + r"(?P<password>[^\s\"']{3,})")
+CURL_USER = re.compile(r"-u(?<![^\s\"']-u)[ \t]+[\"']?[^\s:\"']+:" + _NOT_MARKER + r"(?![$%{<])(?P<password>[^\s\"']{3,})")
 
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 PRIVATE_V4 = re.compile(
@@ -278,6 +278,12 @@ KINDS = (
     "netrc_password",
     "auth_token",
     "secret_assignment",
+    "provider_token",
+    "command_password",
+    "keyword_secret",
+    "encoded_secret",
+    "webhook_token",
+    "entropy_token",
     "card_number",
     "iban",
     "phone_number",

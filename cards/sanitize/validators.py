@@ -119,4 +119,4 @@ def documented_value(value: str) -> bool:
     if value in DOCUMENTED:
         return True
     cut = value.rstrip("…")
-    return cut != value and len(cut) >= 8 and any(d.startswith(cut) for d in DOCUMENTED)
+    return (cut != value and len(cut) >= 8 or len(cut) >= 16) and any(d.startswith(cut) for d in DOCUMENTED)
