@@ -60,8 +60,8 @@ def _header(kind_key: str, text: str, pos: int) -> Finding | None:
 def _assignments(text: str, lower: str) -> Iterator[Finding]:
     for start in _keyword_hits(text, lower):
         key_match = KEY_NAME.match(text, start)
-        if key_match is None or not names_secret(key_match.group()):
-            continue
+        if key_match is None or not names_secret(key_match.group()) or text.endswith("[REDACTED:", 0, start):
+            continue  # a marker's kind (`[REDACTED:url_token]:@host`) is no key
         m = ASSIGNMENT.match(text, start)
         if m is None:
             continue
@@ -111,7 +111,8 @@ def _emails(text: str) -> Iterator[Finding]:
         start = at
         while start > 0 and text[start - 1] in EMAIL_LOCAL_CHARS:
             start -= 1
-        local = text[start:at]
+        local = text[start:at].lstrip("+")  # `+@decorator` is a diff's added line
+        start = at - len(local)
         if not local.strip(".") or local.lower() in NOT_PERSONAL_LOCAL or documentation_domain(m.group()[1:]):
             continue
         if start > 0 and (text[start - 1] == "@" or text[start - 1] in ":/" and url_userinfo(text, start)):

@@ -387,9 +387,13 @@ def url_tokens(text: str) -> Iterator[tuple[str, int, int]]:
         hook = WEBHOOK_PATH.search(path)
         if hook:
             rest_start = m.start("path") + hook.end()
-            rest = text[rest_start:m.end("path")].split("?")[0].split("#")[0]
-            if any(random_looking(seg) or len(seg) >= 24 for seg in re.split(r"[/@]", rest) if seg):
-                yield "webhook_token", rest_start, rest_start + len(rest.rstrip("/.,)"))
+            rest = text[rest_start:m.end("path")].split("?")[0].split("#")[0].rstrip("/.,)")
+            pos = 0
+            for seg in re.split(r"([/@])", rest):
+                if len(seg) > 1 and (random_looking(seg) or len(seg) >= 24):
+                    yield "webhook_token", rest_start + pos, rest_start + len(rest)  # from the first token on
+                    break
+                pos += len(seg)
         for q in QUERY_SECRET.finditer(text, m.start("path"), m.end("path")):
             value = q.group("value").rstrip(".,)")
             if random_looking(value) or len(value) >= 24 and entropy(value) >= 3.5:
