@@ -349,7 +349,7 @@ def find_spans(text: str, raw: bytes, runs: bytes, generic: bool = True) -> list
         found.extend(Finding(kind, s, e) for kind, s, e in generic_spans(text, lower_ascii, runs, _holds_secret))
     if found and ("[REDACTED:" in text or "[BLOB " in text):
         found = _outside_markers(text, found)
-    if found and ("EXAMPLE" in text or "wJalrXUt" in text or "AKIAIOSF" in text):
+    if found and ("EXAMPLE" in text or "wJalrXUt" in text or "AKIAIOSF" in text or "…" in text):
         found = [f for f in found if not documented_value(text[f.start : f.end])]
     return found
 
