@@ -393,7 +393,6 @@ def run_hook(payload: object, caller: Caller, started: float) -> tuple[str, str,
             detail = ("the recall service is still loading the model" if pid is None else
                       f"started the recall service in the background (pid {pid}; its log: {STATE_DIR}/{SERVICE_LOG})")
         except OSError as exc:
-            # An OSError names paths under the home: sanitized like an error's text (record_call).
             detail = _scrubbed(f"cannot start the recall service: {exc}; run `memoir serve-recall` to see why")
         if event == "SessionStart" and workspace:
             return hook_output(event, _slow_path().lexical_brief(caller.resolved(), workspace)), event, "cold_start", detail

@@ -122,7 +122,8 @@ def test_a_webhook_url_loses_its_token_and_keeps_its_host_and_id():
     out = sanitize("https://chat.example.com/hooks/7g3kq9xz1m5b2n8c4v6f0d2s9a", CAP)
     assert out == "https://chat.example.com/hooks/[REDACTED:webhook_token]"
     for kept in ("https://github.com/acme/app/settings/hooks/new", "chmod +x .git/hooks/pre-commit",
-                 "https://github.com/acme/app/settings/hooks/481516234"):
+                 "https://github.com/acme/app/settings/hooks/481516234",
+                 "https://github.com/acme/tool/blob/main/examples/hooks/bash_command_validator_example.py"):
         assert sanitize(kept, CAP) == kept
 
 

@@ -390,7 +390,7 @@ def url_tokens(text: str) -> Iterator[tuple[str, int, int]]:
             rest = text[rest_start:m.end("path")].split("?")[0].split("#")[0].rstrip("/.,)")
             pos = 0
             for seg in re.split(r"([/@])", rest):
-                if len(seg) > 1 and (random_looking(seg) or len(seg) >= 24):
+                if len(seg) > 1 and (random_looking(seg) or UUID.fullmatch(seg)):  # Teams: tenant@group ids
                     yield "webhook_token", rest_start + pos, rest_start + len(rest)  # from the first token on
                     break
                 pos += len(seg)
