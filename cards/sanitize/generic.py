@@ -75,6 +75,8 @@ TOOL_RE = re.compile(
     r"(?<![\w.-])(?P<tool>" + "|".join(sorted(map(re.escape, TOOL_FLAGS), key=len, reverse=True))
     + r")(?![\w.-])"
 )
+# The flags above, as they open: ` -p`, ` -storepass`, ` --creds`; `-q`, `-3` and `--oneline` are not.
+FLAG_ANCHOR = re.compile(r" -(?:-(?:creds|src-creds|dest-creds|user|proxy-user|pass)|[pPawAXUubknsdw])")
 COMMAND_END = re.compile(r"\n|\|\||&&|[|;]|\\n")
 WORD = re.compile(r"\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s\"']+(?:[\"'][^\"'\n]*[\"'][^\s\"']*)*")
 REFERENCE = re.compile(r"[$<{%`-]|env:|file:|fd:|stdin$")
@@ -145,16 +147,20 @@ def _command_values(text: str, tool: str, start: int, end: int) -> Iterator[tupl
 
 def command_credentials(text: str) -> Iterator[tuple[str, int, int]]:
     """Credentials in commands: only lines holding a flag (` -`, `/p:`) or `sqlplus` are read."""
-    for start, end in _lines_with(text, (" -", "/p:", "sqlplus")):
+    for start, end in _lines_with(text, ("/p:", "sqlplus"), FLAG_ANCHOR):
         for m in matches(TOOL_RE, text[start:end]):
             stop = COMMAND_END.search(text, start + m.end(), end)
             for s, e in _command_values(text, m.group("tool"), start + m.end(), stop.start() if stop else end):
                 yield "command_password", s, e
 
 
-def _lines_with(text: str, anchors: tuple[str, ...]) -> list[tuple[int, int]]:
-    """(start, end) of each line holding one of `anchors`, in order, each line once."""
+def _lines_with(text: str, anchors: tuple[str, ...], pattern: re.Pattern[str] | None = None) -> list[tuple[int, int]]:
+    """(start, end) of each line holding one of `anchors` (or a match of `pattern`), in order, each line once."""
     lines: set[tuple[int, int]] = set()
+    for m in matches(pattern, text) if pattern else ():
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        lines.add((start, len(text) if end == -1 else end))
     for anchor in anchors:
         pos = text.find(anchor)
         while pos != -1:
