@@ -11,7 +11,9 @@ import base64
 import pytest
 
 from memoir.cards.config import Settings
+from memoir.cards.hosts.base import tool_call_text
 from memoir.cards.sanitize import sanitize
+from memoir.cards.sanitize.fields import sanitize_value
 from memoir.cards.sanitize.generic import decoded_text, random_looking
 from memoir.cards.sanitize.scan import sanitize_with_report
 
@@ -153,3 +155,10 @@ def test_sanitizing_twice_changes_nothing_more():
             "https://Zk81mPq0xW3yTr5v:@api.example.com/v1 https://chat.example.com/hooks/7g3kq9xz1m5b2n8c4v6f0d2s9a")
     once = sanitize(text, CAP)
     assert sanitize(once, CAP) == once
+
+
+def test_a_password_in_a_command_given_as_an_argument_list_is_redacted():
+    argv = ["mysql", "-uroot", "-pQp4vX9kTz2", "shop"]
+    assert sanitize_value({"command": argv}) == {"command": ["mysql", "-uroot", "-p[REDACTED:command_password]", "shop"]}
+    assert "Qp4vX9kTz2" not in tool_call_text("shell", {"command": argv})
+    assert sanitize_value(["ssh", "-p", "2222", "web1"]) == ["ssh", "-p", "2222", "web1"]

@@ -172,6 +172,22 @@ def _lines_with(text: str, anchors: tuple[str, ...], pattern: re.Pattern[str] | 
     return sorted(lines)
 
 
+def argv_credentials(argv: list[str]) -> list[tuple[int, int, int]]:
+    """(item, start, end) of each credential in a command given as an argument list
+    (`["mysql", "-uroot", "-pX"]`): the words read as one command line."""
+    joined = " ".join(argv)
+    starts, pos = [], 0
+    for item in argv:
+        starts.append(pos)
+        pos += len(item) + 1
+    found = []
+    for _, s, e in command_credentials(joined):
+        i = max(k for k, at in enumerate(starts) if at <= s)
+        if e <= starts[i] + len(argv[i]):
+            found.append((i, s - starts[i], e - starts[i]))
+    return found
+
+
 # --- what a value looks like -----------------------------------------------------------------------
 
 UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
