@@ -1,5 +1,7 @@
 """Micro-bench for cards/sanitize/: MB/s over ~50 MB of turn-sized, session-like text, or the
-secrets corpus counts (what is redacted, what leaks, which near-misses survive).
+secrets corpora's counts (what is redacted, what leaks, which near-misses survive). Each number is
+printed twice, measured in the same run: "before" is the provider-table detector alone
+(`generic=False`, the detector as it was), "after" adds the provider-independent rules.
 
 Run: .venv/bin/python bench/sanitize.py [megabytes]
      .venv/bin/python -m bench.sanitize --corpus
@@ -17,8 +19,10 @@ from pathlib import Path
 
 from memoir.cards.config import Settings
 from memoir.cards.sanitize import sanitize
+from memoir.cards.sanitize.scan import sanitize_with_report
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "secrets" / "corpus.jsonl"
+UNLISTED = CORPUS.with_name("unlisted.jsonl")  # shapes no provider table names
 
 PROSE = (
     "I'll look at the failing test first. The error says the token budget was exceeded when the "
@@ -67,13 +71,17 @@ def _turn(rng: random.Random) -> str:
 
 
 def _measure(name: str, turns: list[str]) -> None:
-    """Wall and CPU time: CPU time is the fairer number on a shared machine."""
+    """Wall and CPU time: CPU time is the fairer number on a shared machine. "before" is the
+    provider-table detector alone (`generic=False`), "after" adds the provider-independent rules."""
     size = sum(map(len, turns))
-    w0, c0 = time.perf_counter(), time.process_time()
-    for t in turns:
-        sanitize(t, Settings.blob_cap)
-    wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-    print(f"{name:8s} {len(turns):6d} turns {size / 1e6:5.1f} MB  wall {size / 1e6 / wall:4.0f} MB/s  cpu {size / 1e6 / cpu:4.0f} MB/s")
+    line = f"{name:8s} {len(turns):6d} turns {size / 1e6:5.1f} MB"
+    for label, generic in (("before", False), ("after", True)):
+        w0, c0 = time.perf_counter(), time.process_time()
+        for t in turns:
+            sanitize_with_report(t, Settings.blob_cap, generic)
+        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+        line += f"  {label}: wall {size / 1e6 / wall:4.0f} MB/s cpu {size / 1e6 / cpu:4.0f} MB/s"
+    print(line)
 
 
 def main(megabytes: float = 50.0) -> None:
@@ -90,7 +98,7 @@ def main(megabytes: float = 50.0) -> None:
 
 @dataclass(frozen=True)
 class CorpusCounts:
-    """What `sanitize` did to the secrets corpus, one line at a time."""
+    """What `sanitize` did to a secrets corpus, one line at a time."""
 
     secrets: int
     shapes: int
@@ -101,15 +109,16 @@ class CorpusCounts:
     eaten: list[str]  # ids of near-miss lines that did not come out unchanged
 
 
-def corpus_counts(path: Path = CORPUS) -> CorpusCounts:
+def corpus_counts(path: Path = CORPUS, generic: bool = True) -> CorpusCounts:
     entries = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     secrets = [e for e in entries if "secret" in e]
     near = [e for e in entries if "near_miss" in e]
-    leaked = [
-        e["id"] for e in secrets
-        if any(s in sanitize(e["line"], Settings.blob_cap) for s in [e["secret"], *e.get("also", [])])
-    ]
-    eaten = [e["id"] for e in near if sanitize(e["line"], Settings.blob_cap) != e["line"]]
+
+    def clean(line: str) -> str:
+        return sanitize_with_report(line, Settings.blob_cap, generic).text
+
+    leaked = [e["id"] for e in secrets if any(s in clean(e["line"]) for s in [e["secret"], *e.get("also", [])])]
+    eaten = [e["id"] for e in near if clean(e["line"]) != e["line"]]
     return CorpusCounts(
         secrets=len(secrets),
         shapes=len({e["shape"] for e in secrets}),
@@ -121,14 +130,21 @@ def corpus_counts(path: Path = CORPUS) -> CorpusCounts:
     )
 
 
-def print_corpus(counts: CorpusCounts) -> None:
-    print(f"secrets {counts.secrets} of {counts.shapes} shapes, near-misses {counts.near_misses}")
-    print(f"redacted {counts.redacted}  leaked {len(counts.leaked)}" + (f" ({', '.join(counts.leaked)})" if counts.leaked else ""))
-    print(f"near-misses intact {counts.intact}  eaten {len(counts.eaten)}" + (f" ({', '.join(counts.eaten)})" if counts.eaten else ""))
+def print_corpus(counts: CorpusCounts, label: str = "") -> None:
+    print(f"{label}secrets {counts.secrets} of {counts.shapes} shapes, near-misses {counts.near_misses}")
+    print(f"{label}redacted {counts.redacted}  leaked {len(counts.leaked)}" + (f" ({', '.join(counts.leaked)})" if counts.leaked else ""))
+    print(f"{label}near-misses intact {counts.intact}  eaten {len(counts.eaten)}" + (f" ({', '.join(counts.eaten)})" if counts.eaten else ""))
+
+
+def print_corpora() -> None:
+    """Both corpora, before (the provider table alone) and after (with the provider-independent rules)."""
+    for path in (CORPUS, UNLISTED):
+        for label, generic in (("before", False), ("after", True)):
+            print_corpus(corpus_counts(path, generic), f"{path.name} {label}: ")
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--corpus"]:
-        print_corpus(corpus_counts())
+        print_corpora()
     else:
         main(float(sys.argv[1]) if len(sys.argv) > 1 else 50.0)

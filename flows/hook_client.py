@@ -393,7 +393,7 @@ def run_hook(payload: object, caller: Caller, started: float, host: str = "claud
             detail = ("the recall service is still loading the model" if pid is None else
                       f"started the recall service in the background (pid {pid}; its log: {STATE_DIR}/{SERVICE_LOG})")
         except OSError as exc:
-            detail = f"cannot start the recall service: {exc}; run `memoir serve-recall` to see why"
+            detail = _scrubbed(f"cannot start the recall service: {exc}; run `memoir serve-recall` to see why")
         if op == "brief" and workspace:
             return hook_output(event, _slow_path().lexical_brief(caller.resolved(), workspace)), event, "cold_start", detail
         return "", event, "cold_start", detail

@@ -1,9 +1,10 @@
 """Nothing leaks: the secrets corpus planted in every place a session holds text, then every byte under the home searched.
 
 The sessions are built at test time (tests/fixtures/secrets/build_sessions.py) from
-tests/fixtures/secrets/corpus.jsonl; memoir's real CLI runs over them with the real index and
-model (`run`, `recall` with a secret-bearing prompt, deep `search`, lexical `search --turns`,
-`status`, `report`), and once more into a home whose card folder refuses writes (`chattr +i`), so every
+tests/fixtures/secrets/corpus.jsonl (provider shapes) and unlisted.jsonl (shapes no provider
+table names); memoir's real CLI runs over them with the real index and model (`run`, `recall`
+with a secret-bearing prompt, deep `search`, lexical `search --turns`, `status`, `report`), the
+Claude Code hook asks the warm recall service with the same prompt, and memoir runs once more into a home whose card folder refuses writes (`chattr +i`), so every
 card becomes a queue item. Then every file under both homes is read as bytes (card files, the
 index databases, the ledger, queue items, every .jsonl and .log), and SQLite files are also read row
 by row, so a value split over database pages is still found. A secret counts as found in its
@@ -13,8 +14,12 @@ plain, JSON-escaped or lower-cased form; a failure names the corpus id, its shap
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import signal
 import sqlite3
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -22,12 +27,16 @@ from click.testing import CliRunner
 
 from memoir.cards.config import Settings
 from memoir.cards.sanitize import sanitize
+from memoir.flows import hook_client
+from memoir.flows.cli.hook_settings import hook_command
 from memoir.flows.cli.main import cli
-from tests.fixtures.secrets.build_sessions import CORPUS, build_sessions, load_corpus, path_safe
+from memoir.flows.recall_service import ask
+from memoir.flows.hook_calls import read_calls
+from tests.fixtures.secrets.build_sessions import CORPUS, UNLISTED, build_sessions, load_corpus, path_safe
 
 CAP = Settings.blob_cap  # the sanitizer takes the user's cap from its caller; the default one here
 
-ENTRIES = load_corpus() if CORPUS.exists() else []
+ENTRIES = [*load_corpus(CORPUS), *load_corpus(UNLISTED)] if CORPUS.exists() and UNLISTED.exists() else []
 SECRETS = [e for e in ENTRIES if "secret" in e]
 NEAR_MISSES = [e for e in ENTRIES if "near_miss" in e]
 PARTIAL = 16  # a run this long of a secret's own characters is a partial leak (a redaction cut short)
@@ -63,6 +72,30 @@ def _sqlite_text(path: Path) -> str:
     return "\n".join(parts)
 
 
+def _hook_asks(home: Path, prompt: str, workspace: str) -> None:
+    """The installed hook command asks with `prompt`: once cold (it starts the recall service), once warm."""
+    hook = shlex.split(hook_command(None))
+    env = {**os.environ, "MEMOIR_HOME": str(home), "MEMOIR_SYNC_TIMEOUT_MS": "60000"}
+    event = json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": prompt, "session_id": "sess-leak",
+                        "cwd": workspace, "transcript_path": "/tmp/t.jsonl"})
+    state = home / "state"
+    subprocess.run(hook, input=event, capture_output=True, text=True, env=env, timeout=120, check=True)
+    pid = int((state / hook_client.LOCK_NAME).read_text())
+    try:
+        deadline = time.monotonic() + 240
+        while ask(state, {"op": "ping"}, 1.0) is None:
+            assert Path(f"/proc/{pid}").exists() and time.monotonic() < deadline, "the recall service did not start"
+            time.sleep(0.2)
+        subprocess.run(hook, input=event, capture_output=True, text=True, env=env, timeout=120, check=True)
+        outcome = read_calls(str(state))[-1]["outcome"]
+        assert outcome in ("injected", "empty"), f"the warm hook's call ended {outcome}"
+    finally:
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 60
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+
+
 def _standalone(secret: str) -> bool:
     """A secret the sanitizer knows without its context (a token, an e-mail, an address) can be planted in a path."""
     return path_safe(secret) and secret not in sanitize(f"/srv/{secret}/app", CAP)
@@ -82,6 +115,7 @@ def attacked(tmp_path_factory):
     _cli(home, "recall", prompt, "--json", "--workspace", workspace, "--timeout-ms", "60000")
     _cli(home, "search", prompt, "--json")
     _cli(home, "search", "--turns", prompt, "--json")
+    _hook_asks(home, prompt, workspace)
     _cli(home, "status", "--json")
     _cli(home, "report")  # HOME/report.html, made from the cards and every log above
     # A second home whose card folder refuses writes: every card becomes a queue item instead.
@@ -148,7 +182,7 @@ def _intact(after: str, near: str) -> bool:
     if after == near:
         return True
     cut = after.find("…")
-    return cut > 0 and near.startswith(after[:cut])
+    return cut >= 0 and near.startswith(after[:cut])  # at 0: the card's line was cut right before it
 
 
 @pytest.mark.parametrize("entry", NEAR_MISSES, ids=[f"{e['id']}-{e['shape']}" for e in NEAR_MISSES])

@@ -357,7 +357,7 @@ def tool_call_text(name: str, args: object, limit: int = TOOL_CALL_CHARS) -> str
         # quote: a backslash) or where the cut below could split a secret. Otherwise the rendered
         # text shows every value as it is, and the pipeline's pass over it finds the same; most
         # calls (a file path, a short command) skip a second sanitizer pass this way.
-        if "\\" in body or len(body) > limit:
+        if "\\" in body or len(body) > limit or '","-' in body:  # `","-`: an argument list with a flag
             body = compact_json(sanitize_value(args), limit)
     return f"{name} {clip(body, limit)}".strip()
 

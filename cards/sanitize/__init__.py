@@ -1,14 +1,16 @@
 """Scrub secrets, private addresses, e-mail addresses and pasted blobs before anything is stored.
 
-Named shapes only, never a "looks random" heuristic on its own: git SHAs, content hashes, UUIDs,
-asset names and paths are legitimate things for a card to mention, and corrupting a true fact is
-a worse failure than missing an exotic token shape.
+Named shapes first: git SHAs, content hashes, UUIDs, asset names and paths are legitimate things
+for a card to mention, and corrupting a true fact is a worse failure than missing an exotic token.
+"Looks random" counts only where a value stands as a credential stands: after a secret word, a
+key word or `=`, as a tool's password flag, in a webhook path, or base64 that decodes to one.
 
 The package, lowest first: `patterns` (the provider-prefix table, the regexes), `validators`
-(Luhn, IBAN mod 97, secret key names, documentation values), `detect` (every sensitive span),
-`scan` (the one pass that finds spans and blobs and writes the markers: `sanitize`,
-`sanitize_with_report`, `find_secrets`, `contains_sensitive`) and `fields` (structured values
-and every field a writer stores).
+(Luhn, IBAN mod 97, secret key names, documentation values), `generic` (the rules that need no
+provider table, with detect-secrets' provider rules for the few providers memoir has no row for),
+`detect` (every sensitive span), `scan` (the one pass that finds spans and blobs and writes the
+markers: `sanitize`, `sanitize_with_report`, `find_secrets`, `contains_sensitive`) and `fields`
+(structured values and every field a writer stores).
 
 Rules (each decision pinned by tests/test_sanitize.py and the corpus in tests/test_sanitize_corpus.py):
 - A secret becomes `[REDACTED:<kind>]`; only the secret part is replaced (`password=` keeps its
@@ -49,6 +51,16 @@ Rules (each decision pinned by tests/test_sanitize.py and the corpus in tests/te
   longer than `blob_cap` (minified JS, one-line JSON dumps) keeps a short head and tail around
   the marker. Length and hash describe the original text the marker replaced. A long text made
   of ordinary lines is not cut here: which part of a long log matters is the distiller's call.
+- Without a provider table (`generic`): a password given to mysql, sshpass, docker/podman/helm
+  login, keytool, jarsigner, openssl (`pass:`), redis-cli, mongo, ldap*, zip/7z, sqlcmd, ipmitool,
+  smbclient, snmp*, xfreerdp, lftp, curl, skopeo, sqlplus and htpasswd goes (`-p 2222` to ssh or
+  docker run, `-passin env:X`, `$VAR` stay); a value after `password`, `passwd`, `pwd`, `pw`,
+  `passphrase`, `secret` in any case, mid-sentence too, goes when it holds a digit or a symbol
+  ("the password is wrong" stays); a random-looking token (digits among short letter runs) after a
+  key, token, secret, bearer or password word, or a 24+ character mixed-case one after `=`, goes
+  (hex after a plain "key" or `=` is a hash, a UUID an id); base64 that decodes to `user:password`
+  or to text holding a secret goes (base64 of ordinary text stays); the path after `/hooks/`,
+  `/webhooks/`, `/webhookb2/` and a secret query parameter (`sig=`, `access_token=`) go.
 - Markers are never re-detected, so `sanitize(sanitize(x)) == sanitize(x)`.
 """
 

@@ -26,6 +26,7 @@ from dataclasses import replace
 from functools import lru_cache
 
 from memoir.cards.values import Turn
+from memoir.cards.sanitize.generic import argv_credentials
 from memoir.cards.sanitize.patterns import MARKER_RE
 from memoir.cards.sanitize.scan import sanitize_with_report
 from memoir.cards.sanitize.validators import names_secret
@@ -67,6 +68,8 @@ def sanitize_value(value: object, counts: Counter | None = None, blob_cap: int =
     stack = [(value, top)] if isinstance(value, (dict, list, tuple)) else []
     while stack:
         src, dst = stack.pop()
+        if isinstance(src, (list, tuple)) and len(src) > 1 and all(isinstance(v, str) for v in src):
+            src = _argv_redacted(list(src), counts)  # a command as an argument list: its words read together
         pairs = src.items() if isinstance(src, dict) else enumerate(src)
         for key, v in pairs:
             if isinstance(dst, dict):
@@ -76,6 +79,14 @@ def sanitize_value(value: object, counts: Counter | None = None, blob_cap: int =
             if isinstance(v, (dict, list, tuple)):
                 stack.append((v, new))
     return top
+
+
+def _argv_redacted(argv: list[str], counts: Counter) -> list[str]:
+    """`argv` with the credentials its words give a tool (`["mysql", "-pX"]`) replaced by markers."""
+    for i, start, end in sorted(argv_credentials(argv), reverse=True):
+        argv[i] = argv[i][:start] + "[REDACTED:command_password]" + argv[i][end:]
+        counts["command_password"] += 1
+    return argv
 
 
 def sanitize_json_text(text: str, counts: Counter | None = None) -> str:

@@ -38,10 +38,10 @@ GCP = re.compile(r'"private_key"\s*:\s*"(-----BEGIN[^"]*)"')
 URL_CREDENTIAL = re.compile(
     r"://(?:(?<=https://)hooks\.slack\.com/(?:services|workflows|triggers)/(?P<slack>[A-Za-z0-9_/-]+)"
     r"|(?P<user>[A-Za-z0-9_-]{20,})@(?=[^\s@/?#\"'<>])"
-    r"|[^\s:/?#@\"'<>]+:" + _NOT_MARKER + r"(?!\$)(?P<password>[^\s/?#\"'<>]+)@(?=[^\s@/?#\"'<>]))"
+    r"|[^\s:/?#@\"'<>\[\]]+:" + _NOT_MARKER + r"(?!\$)(?P<password>[^\s/?#\"'<>]+)@(?=[^\s@/?#\"'<>]))"
 )
 BEARER = re.compile(r"earer(?<=[Bb]earer)\s+" + _NOT_MARKER + r"(?P<body>[A-Za-z0-9._~+/-]{16,}=*)")
-CURL_USER = re.compile(r"-u(?<![^\s\"']-u)[ \t]+[\"']?[^\s:\"']+:" + _NOT_MARKER + r"(?P<password>[^\s\"']{3,})")
+CURL_USER = re.compile(r"-u(?<![^\s\"']-u)[ \t]+[\"']?[^\s:\"']+:" + _NOT_MARKER + r"(?![$%{<])(?P<password>[^\s\"']{3,})")
 
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 PRIVATE_V4 = re.compile(
@@ -278,6 +278,12 @@ KINDS = (
     "netrc_password",
     "auth_token",
     "secret_assignment",
+    "provider_token",
+    "command_password",
+    "keyword_secret",
+    "encoded_secret",
+    "webhook_token",
+    "entropy_token",
     "card_number",
     "iban",
     "phone_number",
@@ -312,6 +318,7 @@ NOT_SECRET_KEY = re.compile(
     r"|path|dir|name|header|prefix|format|mode|method|provider|policy|budget|version|scope|usage"
     r"|used|remaining|enabled|required|ref)s?$"
     r"|[_.-](?:id|len|env|var|ms|sec|secs|seconds|at|in)$"
+    r"|^(?:no|skip|disable|enable|use|with|without)[_.-]|warning$|(?:database|db|mechanism|source)$"
 )
 PLACEHOLDER_VALUES = frozenset(
     "true false null none nil yes no on off str int bool bytes float string number boolean any "
@@ -338,7 +345,7 @@ FLAG_VALUE = re.compile(
     r"--(?<![\w-]--)(?P<key>[A-Za-z][\w-]{0,63})[ \t]+" + _NOT_MARKER + r"(?P<uq>[^\s'\"\-<$%`[{(][^\s'\"]{0,1023})"
 )
 ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")  # keeps offsets
-LINE_LEAD = re.compile(r"[\s#>*-]*(?:export\s+)?")
+LINE_LEAD = re.compile(r"[\s#>*+-]*(?:export\s+)?")  # `+` and `-`: a diff's added and removed lines
 
 EMAIL_DOMAIN = re.compile(
     r"@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+(?P<tld>[A-Za-z]{2,24})(?![A-Za-z0-9-])"

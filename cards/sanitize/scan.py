@@ -94,10 +94,10 @@ def _marker(kind: str, original: str) -> str:
     return f"[REDACTED:{kind}]"
 
 
-def _once(text: str, blob_cap: int, counts: Counter[str]) -> tuple[str, bool]:
+def _once(text: str, blob_cap: int, counts: Counter[str], generic: bool) -> tuple[str, bool]:
     raw = text.encode("ascii", "replace")  # non-ASCII becomes "?": one byte a character
     runs = raw.translate(RUN_TABLE)
-    found = find_spans(text, raw, runs)
+    found = find_spans(text, raw, runs, generic)
     if len(text) >= BLOB_RUN_MIN:
         found.extend(_blob_runs(text, runs))
     cut = False
@@ -118,7 +118,7 @@ def _once(text: str, blob_cap: int, counts: Counter[str]) -> tuple[str, bool]:
     return "".join(out), cut
 
 
-def sanitize_with_report(text: str, blob_cap: int) -> Sanitized:
+def sanitize_with_report(text: str, blob_cap: int, generic: bool = True) -> Sanitized:
     """Sanitize `text` and count the markers written, by kind.
 
     Args:
@@ -128,7 +128,7 @@ def sanitize_with_report(text: str, blob_cap: int) -> Sanitized:
     """
     counts: Counter[str] = Counter()
     for _ in range(MAX_PASSES):
-        text, cut = _once(text, blob_cap, counts)
+        text, cut = _once(text, blob_cap, counts, generic)
         if not cut:
             break
     return Sanitized(text, counts)

@@ -113,10 +113,11 @@ def number_boundary(text: str, start: int, end: int) -> bool:
 
 
 def documented_value(value: str) -> bool:
-    """AWS's documented example key or secret, also at a sentence's end ("…EXAMPLEKEY. The") or cut
-    short where memoir shortened a long line ("wJalrXUtnFEMI/K7MDENG/bPx…")."""
+    """AWS's documented example key or secret, also at a sentence's end ("…EXAMPLEKEY. The"), cut
+    short where memoir shortened a long line ("wJalrXUtnFEMI/K7MDENG/bPx…", "wJ…"), or its first
+    16+ characters where a line ends inside it."""
     value = value.rstrip(".,;:!?)'\"`")
     if value in DOCUMENTED:
         return True
     cut = value.rstrip("…")
-    return cut != value and len(cut) >= 8 and any(d.startswith(cut) for d in DOCUMENTED)
+    return (cut != value and cut or len(cut) >= 16) and any(d.startswith(cut) for d in DOCUMENTED)
