@@ -39,6 +39,7 @@ from memoir.flows.progress import Progress, announced, stage
 from memoir.flows.queue import OverflowQueue
 from memoir.flows.replay import queue_distill_batch
 from memoir.index.embed import default_embedder
+from memoir.index.rebuild import remove_leftovers
 
 
 @dataclass
@@ -72,6 +73,7 @@ def open_run(settings: Settings, logs: list[str], host: str = "auto", with_index
     store = CardStore(settings.cards_dir, settings.state_dir)
     queue = OverflowQueue(settings.queue_dir)
     clean_leftovers(settings, queue)
+    remove_leftovers(settings.index_dir)  # a rebuild killed half way: under this run's lock, none is running
     index = IndexStep(settings, store, embedder=announced(default_embedder(), progress)) if with_index else None
     paths = [Path(p) for p in logs] or default_log_paths(aider_repos=settings.aider_repos)
     run = Run(settings, store, queue, paths, host, index, progress)
