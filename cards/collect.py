@@ -19,7 +19,7 @@ from pathlib import Path
 
 from memoir.cards.hosts.detect import detect_host, undetected_reason
 from memoir.cards.hosts.registry import HEADER_SESSIONS, READERS, reader_for, wants
-from memoir.cards.ledger import FileStat, Ledger, LedgerEntry, ReadPlan, plan_read
+from memoir.cards.ledger import FileStat, Ledger, LedgerEntry, ReadPlan, plan_read, sample_spans
 from memoir.cards.values import Turn
 
 HEAD_BYTES = 65536
@@ -38,6 +38,7 @@ class CollectReport:
     files_read: int = 0
     bytes_read: int = 0
     pending: list[LedgerEntry] = field(default_factory=list)
+    rewritten: set[str] = field(default_factory=set)  # paths whose bytes changed under what was read
 
     @property
     def turn_count(self) -> int:
@@ -214,6 +215,14 @@ class _PrefixHasher:
         return self.state(n).hexdigest()
 
 
+def _sample_hash(fd: int, size: int) -> str:
+    """sha256 of the file's sampled blocks (`ledger.sample_spans`), with the size they were taken at."""
+    h = hashlib.sha256(str(size).encode())
+    for start, length in sample_spans(size):
+        h.update(os.pread(fd, length, start))
+    return h.hexdigest()
+
+
 def _read_all(fd: int, start: int, end: int) -> bytes:
     parts: list[bytes] = []
     pos = start
@@ -292,10 +301,12 @@ def _read_open_file(fd: int, path: str, fstat: FileStat, host: str, ledger: Ledg
     file_host = detected if host == "auto" else host
     hasher = _PrefixHasher(fd)
     entry = ledger.get(path) if ledger is not None else None
-    plan: ReadPlan = plan_read(entry, fstat, hasher.hexdigest, file_host)
+    plan: ReadPlan = plan_read(entry, fstat, hasher.hexdigest, file_host, lambda n: _sample_hash(fd, n))
     out.plans[plan.reason] += 1
     if plan.skip:
         return
+    if plan.reason == "rewritten":
+        out.rewritten.add(path)
     data = _read_all(fd, plan.start_offset, fstat.size)
     result = reader_for(file_host)(data, path, plan.start_line, plan.carry)
     out.files_read += 1
@@ -306,7 +317,9 @@ def _read_open_file(fd: int, path: str, fstat: FileStat, host: str, ledger: Ledg
         out.sessions.setdefault((file_host, turn.session_id), []).append(turn)
     prefix = hasher.state(plan.start_offset)
     prefix.update(memoryview(data)[: result.consumed])
-    resume = result.resume_at if file_host in HEADER_SESSIONS else result.consumed
+    # Where an appended read starts again: the last session's header, or (one session a file) the
+    # start, so an experience cut off by the end of the file is read whole once it is finished.
+    whole = file_host not in HEADER_SESSIONS
     out.pending.append(
         LedgerEntry(
             path=path,
@@ -315,12 +328,14 @@ def _read_open_file(fd: int, path: str, fstat: FileStat, host: str, ledger: Ledg
             mtime_ns=fstat.mtime_ns,
             offset=plan.start_offset + result.consumed,
             lines=plan.start_line + result.lines,
-            resume_offset=plan.start_offset + resume,
-            resume_line=plan.start_line + (result.resume_line if file_host in HEADER_SESSIONS else result.lines),
+            resume_offset=0 if whole else plan.start_offset + result.resume_at,
+            resume_line=0 if whole else plan.start_line + result.resume_line,
             next_seq=result.carry.next_seq(result.session_id),
             prefix_sha256=prefix.hexdigest(),
             session_ids=tuple(dict.fromkeys((entry.session_ids if entry and plan.reason == "appended" else ()) + result.session_ids)),
             carry=result.carry,
+            sample_sha256=_sample_hash(fd, fstat.size),
+            card_ids=entry.card_ids if entry is not None else (),  # the pipeline puts this read's in
         )
     )
 

@@ -1,6 +1,6 @@
 """One run of memoir: its steps, in the one order both `memoir run` and the Prefect `nightly` flow use.
 
-index check → collect → transform → distill → store → index → commit → record. Each step is a
+index check → collect → transform → retire → distill → store → index → commit → record. Each step is a
 function of the `Run` alone: it reads what the steps before it left on the run and leaves its
 own result there. `run_pipeline` calls `STEPS` in order; `flows/nightly.py` wraps each of the
 same `STEPS` as a task. The work inside the steps is in `flows/ingest.py`, `flows/distill_step.py`
@@ -20,6 +20,8 @@ from memoir.cards.distill.rules import RulesPlan
 from memoir.cards.ledger import Ledger
 from memoir.cards.private import tighten_home, tightened_note
 from memoir.cards.status import count_cards, record_run
+from memoir.cards.errors import CardsError
+from memoir.cards.review import user_owned
 from memoir.cards.store import CardStore
 from memoir.cards.values import Card, Experience
 from memoir.flows.distill_step import Neighbourhood, distill_cards
@@ -30,6 +32,7 @@ from memoir.flows.ingest import (
     collect_logs,
     default_log_paths,
     plan_experiences,
+    rederive,
     store_cards,
     write_cause,
 )
@@ -109,6 +112,29 @@ def transform(run: Run) -> None:
     """Sanitize, segment and draft: one (experience, card) per problem loop."""
     run.drafted = plan_experiences(run.collected.sessions, run.settings, run.summary.redacted, run.summary.skipped)
     run.summary.experiences = len(run.drafted)
+
+
+def retire(run: Run) -> None:
+    """Remove the cards a log that changed no longer gives (a half-written task's, a truncated file's).
+
+    A card a person owns (edited, confirmed or rejected) stays, and the summary names it.
+    """
+    retired, redrawn = rederive(run.collected, run.drafted)
+    owned = {i for i in retired + redrawn if _person_owned(run.store, i)}
+    removed, edited = run.store.retire(i for i in retired + redrawn if i not in owned)
+    if gone := [i for i in removed if i in set(retired)]:
+        run.summary.cards["retired"] += len(gone)
+    kept = sorted((owned | set(edited)) & set(retired))
+    if kept:
+        run.summary.notes.append(f"{len(kept)} cards a person owns no longer match their logs and were kept: "
+                                 + ", ".join(kept[:5]))
+
+
+def _person_owned(store: CardStore, card_id: str) -> bool:
+    try:
+        return user_owned(store.read(card_id))
+    except (OSError, ValueError, CardsError):
+        return False  # unreadable or gone: nothing of a person's to keep
 
 
 def distill(run: Run) -> None:
@@ -204,6 +230,7 @@ STEPS: tuple[Step, ...] = (
     # Transform
     Step("transform", transform, before=lambda r: f"{r.collected.turn_count} turns",
          after=lambda r: f"{len(r.drafted)} experiences"),
+    Step("retire", retire, drawn=False),
     Step("distill", distill, after=lambda r: f"{len(r.cards)} cards"),
     # Load
     Step("store", store, before=lambda r: f"{len(r.cards)} cards", after=lambda r: f"{len(r.changed)} changed"),
