@@ -34,7 +34,7 @@ import numpy as np
 
 from memoir.cards.store import CardFileError, CardStore, fsync_dir
 from memoir.cards.values import Card
-from memoir.cards.private import make_private_dir, open_private
+from memoir.cards.private import make_private_dir
 from memoir.index.check import CORRUPT, IndexHealth, check_index
 from memoir.index.apsw_errors import translate
 from memoir.index.db import connect, now_utc, open_index
@@ -49,7 +49,6 @@ from memoir.index.sync import CardFile, read_card_file, sync_index
 # length keeps padding (and so the overhead against one bare encode of all texts) small.
 REBUILD_CHUNK = 2048
 PREFETCH = 2  # chunks read ahead of the one being embedded
-WRITE_LOCK = f"{INDEX_FILE}.lock"  # in the index folder: held by a card's index write and a swap
 
 
 @dataclass(frozen=True)
@@ -209,11 +208,12 @@ def index_write_lock(index_dir: Path) -> Iterator[None]:
     """Hold the index's write lock for the block: no rebuild swaps the file while a write is in it.
 
     A writer opens the index inside the block, so it writes to the file that is current, never to
-    one a swap has just put aside. The kernel drops the lock when its holder dies.
+    one a swap has just put aside. The lock is an flock on the index folder itself (no file to
+    leave behind); the kernel drops it when its holder dies.
     """
     index_dir = Path(index_dir)
     make_private_dir(index_dir)
-    fd = open_private(index_dir / WRITE_LOCK, os.O_RDWR)
+    fd = os.open(index_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

@@ -133,4 +133,4 @@ def test_a_kill_between_moving_the_old_file_aside_and_the_swap_puts_it_back(tmp_
     assert len(done) == 2
     _leave(index_dir, f"{INDEX_FILE}.bak", f"{INDEX_FILE}.bak-wal")
     remove_leftovers(index_dir)  # a current file exists: the old copy is only a leftover
-    assert sorted(p.name for p in index_dir.iterdir() if not p.name.endswith(".lock")) == [INDEX_FILE]
+    assert sorted(p.name for p in index_dir.iterdir()) == [INDEX_FILE]
