@@ -59,7 +59,7 @@ CREATE TABLE IF NOT EXISTS files (
 )
 """
 ADDED_COLUMNS = {"sample_sha256": "TEXT NOT NULL DEFAULT ''", "card_ids": "TEXT NOT NULL DEFAULT '[]'"}
-SAMPLE_BLOCK = 4096  # bytes per sampled block
+SAMPLE_BLOCK = 1024  # bytes per sampled block
 SAMPLE_BLOCKS = 8  # the first block, the last, and evenly spaced ones between
 
 
