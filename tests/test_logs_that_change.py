@@ -212,3 +212,17 @@ def test_an_untouched_file_is_not_read_again(tmp_path):
     again = _run(home, logs)
     assert (again.files_read, again.cards.get("retired", 0)) == (0, 0)
     shutil.rmtree(logs)
+
+
+def test_a_partial_card_a_person_edited_stays_when_its_task_is_finished(tmp_path):
+    logs, log = _log(tmp_path, FULL[:CUT_AT])
+    home = _home(tmp_path, "edited")
+    _run(home, logs)
+    partial = next(p for p in home.cards_dir.glob("*.md") if b"--verbose" in p.read_bytes())
+    partial.write_bytes(partial.read_bytes() + b"\nMy own note on this half-done task.\n")
+    with log.open("ab") as fh:
+        fh.write(FULL[CUT_AT:])
+    second = _run(home, logs)
+    assert partial.exists() and b"My own note" in partial.read_bytes()
+    assert second.cards.get("retired", 0) == 0 and any(partial.stem in n for n in second.notes)
+    assert set(_cards(home)) - {partial.name} == set(_clean(tmp_path, logs))
