@@ -33,6 +33,7 @@ class RunReport:
 
     files_seen: int = 0
     files_read: int = 0
+    hosts: Counter = field(default_factory=Counter)
     bytes_read: int = 0
     turns: int = 0
     sessions: int = 0
@@ -54,6 +55,7 @@ class RunReport:
         return {
             "files_seen": self.files_seen,
             "files_read": self.files_read,
+            "hosts": dict(sorted(self.hosts.items())),
             "bytes_read": self.bytes_read,
             "sessions": self.sessions,
             "turns": self.turns,
@@ -102,8 +104,7 @@ def collect_logs(paths: list[Path], host: str, ledger: Ledger, progress: Progres
         collect_file(path, host, ledger, out)
         if progress:
             progress("collect", i + 1, len(files), f"{out.bytes_read / 1e6:.1f} MB")
-    for turns in out.sessions.values():
-        turns.sort(key=lambda t: (t.seq, t.line))
+    out.finish()
     return out
 
 
@@ -183,8 +184,8 @@ def rederive(collected: CollectReport, drafted: list[tuple[Experience, Card]]) -
     A file read again (grown, truncated, replaced) derives its cards from what it holds now. The
     ids its earlier read derived and this one did not (a half-written task's partial card, turns
     the file lost) are retired, unless another file's turns derived them now. The ids a rewritten
-    file derives again are redrawn: the old card goes first, so the new draft replaces it whole
-    (the rules keep a card already in the library as it is).
+    file derives again are redrawn: the new draft replaces the old card whole (the rules would keep
+    a card already in the library as it is).
     """
     by_file = derived_by_file(collected.sessions, drafted)
     retired: set[str] = set()

@@ -63,6 +63,7 @@ class Run:
     changed: list[str] = field(default_factory=list)  # ids whose files the store step changed
     plan: RulesPlan | None = None  # the rules plan, for the run record
     library: dict[str, Card] = field(default_factory=dict)  # id -> Card as on disk, kept current by `store`
+    redrawn: set[str] = field(default_factory=set)  # ids a rewritten log drafts again: not in distill's library
 
 
 def open_run(settings: Settings, logs: list[str], host: str = "auto", with_index: bool = True,
@@ -103,6 +104,7 @@ def collect(run: Run) -> None:
         collected = collect_logs(run.paths, run.host, ledger, run.progress, run.settings.follow_symlinks)
     summary.files_seen, summary.files_read = collected.files_seen, collected.files_read
     summary.bytes_read = collected.bytes_read
+    summary.hosts.update(collected.hosts)
     summary.skipped.update(collected.skipped)
     summary.turns, summary.sessions = collected.turn_count, len(collected.sessions)
     run.collected = collected
@@ -121,10 +123,13 @@ def retire(run: Run) -> None:
     """
     retired, redrawn = rederive(run.collected, run.drafted)
     owned = {i for i in retired + redrawn if _person_owned(run.store, i)}
-    removed, edited = run.store.retire(i for i in retired + redrawn if i not in owned)
-    if gone := [i for i in removed if i in set(retired)]:
-        run.summary.cards["retired"] += len(gone)
-    kept = sorted((owned | set(edited)) & set(retired))
+    removed, edited = run.store.retire(i for i in retired if i not in owned)
+    if removed:
+        run.summary.cards["retired"] += len(removed)
+    # A rewritten file's cards drafted again under their old ids: distill leaves the old version out
+    # of the library, so the new draft replaces it (written as updated, or unchanged when the same).
+    run.redrawn = {i for i in redrawn if i not in owned and not run.store.is_hand_edited(i)}
+    kept = sorted(owned & set(retired) | set(edited))
     if kept:
         run.summary.notes.append(f"{len(kept)} cards a person owns no longer match their logs and were kept: "
                                  + ", ".join(kept[:5]))
@@ -143,6 +148,7 @@ def distill(run: Run) -> None:
     library, unreadable = run.store.load_all()
     run.library = {c.id: c for c in library}
     summary.notes.extend(f"unreadable card file: {p}" for p in unreadable)
+    library = [c for c in library if c.id not in run.redrawn]  # their rewritten logs draft them anew
     index_open = run.index.open() if run.index else None
     neighbourhood = Neighbourhood(library, index_open, run.index.embedder if index_open else None)
     plan, distilled = distill_cards(run.drafted, library, run.settings, neighbourhood, store=run.store)
