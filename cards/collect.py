@@ -19,7 +19,7 @@ from pathlib import Path
 
 from memoir.cards.hosts.detect import detect_host, undetected_reason
 from memoir.cards.hosts.registry import BY_NAME, HEADER_SESSIONS, READERS, companion, reader_for, shadowing_sibling, wants
-from memoir.cards.ledger import FileStat, Ledger, LedgerEntry, ReadPlan, plan_read
+from memoir.cards.ledger import FileStat, Ledger, LedgerEntry, ReadPlan, plan_read, sample_spans
 from memoir.cards.values import Turn
 
 HEAD_BYTES = 65536
@@ -39,10 +39,23 @@ class CollectReport:
     files_read: int = 0
     bytes_read: int = 0
     pending: list[LedgerEntry] = field(default_factory=list)
+    rewritten: set[str] = field(default_factory=set)  # paths whose bytes changed under what was read
 
     @property
     def turn_count(self) -> int:
         return sum(len(t) for t in self.sessions.values())
+
+    def absorb(self, part: CollectReport) -> None:
+        """Add what another collect read (one file, read apart by a fanned-out run) to this report."""
+        for key, turns in part.sessions.items():
+            self.sessions.setdefault(key, []).extend(turns)
+        self.skipped.update(part.skipped)
+        self.plans.update(part.plans)
+        self.hosts.update(part.hosts)
+        self.files_read += part.files_read
+        self.bytes_read += part.bytes_read
+        self.pending.extend(part.pending)
+        self.rewritten |= part.rewritten
 
     def finish(self) -> None:
         """Put each session's turns in order, one copy each.
@@ -233,6 +246,14 @@ class _PrefixHasher:
         return self.state(n).hexdigest()
 
 
+def _sample_hash(fd: int, size: int) -> str:
+    """sha256 of the file's sampled blocks (`ledger.sample_spans`), with the size they were taken at."""
+    h = hashlib.sha256(str(size).encode())
+    for start, length in sample_spans(size):
+        h.update(os.pread(fd, length, start))
+    return h.hexdigest()
+
+
 def _read_all(fd: int, start: int, end: int) -> bytes:
     parts: list[bytes] = []
     pos = start
@@ -311,10 +332,12 @@ def _read_open_file(fd: int, path: str, fstat: FileStat, host: str, ledger: Ledg
     file_host = detected if host == "auto" else host
     hasher = _PrefixHasher(fd)
     entry = ledger.get(path) if ledger is not None else None
-    plan: ReadPlan = plan_read(entry, fstat, hasher.hexdigest, file_host)
+    plan: ReadPlan = plan_read(entry, fstat, hasher.hexdigest, file_host, lambda n: _sample_hash(fd, n))
     out.plans[plan.reason] += 1
     if plan.skip:
         return
+    if plan.reason == "rewritten":
+        out.rewritten.add(path)
     row = BY_NAME[file_host]
     if row.whole_file:  # written again whole on each change: what was read before says nothing of now
         plan = ReadPlan(0, 0, 0, plan.reason)
@@ -331,7 +354,9 @@ def _read_open_file(fd: int, path: str, fstat: FileStat, host: str, ledger: Ledg
         result = replace(result, consumed=fstat.size, resume_at=fstat.size)
     prefix = hasher.state(plan.start_offset)
     prefix.update(memoryview(data)[: result.consumed] if row.assemble is None else os.pread(fd, fstat.size, 0))
-    resume = result.resume_at if file_host in HEADER_SESSIONS else result.consumed
+    # Where an appended read starts again: the last session's header, or (one session a file) the
+    # start, so an experience cut off by the end of the file is read whole once it is finished.
+    whole = file_host not in HEADER_SESSIONS
     out.pending.append(
         LedgerEntry(
             path=path,
@@ -340,12 +365,14 @@ def _read_open_file(fd: int, path: str, fstat: FileStat, host: str, ledger: Ledg
             mtime_ns=fstat.mtime_ns,
             offset=plan.start_offset + result.consumed,
             lines=plan.start_line + result.lines,
-            resume_offset=plan.start_offset + resume,
-            resume_line=plan.start_line + (result.resume_line if file_host in HEADER_SESSIONS else result.lines),
+            resume_offset=0 if whole else plan.start_offset + result.resume_at,
+            resume_line=0 if whole else plan.start_line + result.resume_line,
             next_seq=result.carry.next_seq(result.session_id),
             prefix_sha256=prefix.hexdigest(),
             session_ids=tuple(dict.fromkeys((entry.session_ids if entry and plan.reason == "appended" else ()) + result.session_ids)),
             carry=result.carry,
+            sample_sha256=_sample_hash(fd, fstat.size),
+            card_ids=entry.card_ids if entry is not None else (),  # the pipeline puts this read's in
         )
     )
 

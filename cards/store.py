@@ -11,6 +11,7 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -282,6 +283,30 @@ class CardStore:
             if content_hash(data) != written:
                 out.append(card_id)
         return out
+
+    def retire(self, ids: Iterable[str]) -> tuple[list[str], list[str]]:
+        """Remove cards memoir wrote whose source turns their log no longer gives; (removed, kept).
+
+        A card a person edited stays (the hand wins). The manifest forgets the id before the file
+        goes, so a crash in between never reads as a hand delete (which would tombstone the turns).
+        """
+        removed, kept = [], []
+        for card_id in ids:
+            text = self.read_text(card_id)
+            if text is None:
+                continue  # gone already: a hand delete is `cards.forget`'s to judge
+            if self.is_hand_edited(card_id, text):
+                kept.append(card_id)
+                continue
+            removed.append(card_id)
+        if removed:
+            for card_id in removed:
+                self.manifest.pop(card_id, None)
+            self.save_manifest()
+            for card_id in removed:
+                self.path_for(card_id).unlink(missing_ok=True)
+            fsync_dir(self.cards_dir)
+        return removed, kept
 
     def _decide(self, card: Card, force: bool) -> tuple[str, str]:
         """(action, text): what writing `card` would do, without touching the disk."""

@@ -52,15 +52,8 @@ def collect_one(path: str, host: str, entry: LedgerEntry | None) -> CollectRepor
 def merge_collected(into: CollectReport, parts: Iterable[CollectReport]) -> CollectReport:
     """The files' reports in their planned order, as one sequential collect would have left them."""
     for part in parts:
-        for key, turns in part.sessions.items():
-            into.sessions.setdefault(key, []).extend(turns)
-        into.skipped.update(part.skipped)
-        into.plans.update(part.plans)
-        into.files_read += part.files_read
-        into.bytes_read += part.bytes_read
-        into.pending.extend(part.pending)
-    for turns in into.sessions.values():
-        turns.sort(key=lambda t: (t.seq, t.line))
+        into.absorb(part)
+    into.finish()
     return into
 
 

@@ -6,7 +6,7 @@ indexed goes on the pending list and the run says so in its notes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from memoir.cards.config import Settings
@@ -16,7 +16,8 @@ from memoir.index.db import Index, open_index
 from memoir.index.embed import Embedder, default_embedder
 from memoir.index.errors import IndexFailure
 from memoir.index.pending import PendingIndex
-from memoir.index.rebuild import ensure_index
+from memoir.flows.lock import run_lock
+from memoir.index.rebuild import RebuildReport, ensure_index, rebuild_index, remove_leftovers
 from memoir.index.sync import sync_index
 
 
@@ -80,3 +81,15 @@ class IndexStep:
         if self._index is not None:
             self._index.close()
             self._index = None
+
+
+def rebuild_alone(settings: Settings, embedder, concurrency: int, progress: Callable[[int], None] | None = None,
+                  wait_s: float = 0.0) -> RebuildReport:
+    """`memoir index rebuild`: under the home's run lock, so no run writes the index it is replacing.
+
+    Waits `wait_s` for a run in progress (then `RunBusy`); a killed rebuild's leftovers go first.
+    """
+    with run_lock(settings.state_dir, wait_s, what="index rebuild"):
+        remove_leftovers(settings.index_dir)
+        return rebuild_index(CardStore(settings.cards_dir, settings.state_dir), settings.index_dir, embedder,
+                             concurrency, progress=progress, pending=PendingIndex(settings.state_dir))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -18,8 +18,8 @@ from memoir.cards.collect import CollectReport, collect_file, iter_candidates
 from memoir.cards.config import Settings
 from memoir.cards.draft import draft_card
 from memoir.cards.hosts import aider, default_roots, reader_for
-from memoir.cards.ledger import Ledger
-from memoir.cards.sanitize.fields import sanitize_turn
+from memoir.cards.ledger import Ledger, retired_ids
+from memoir.cards.sanitize.fields import sanitize_id, sanitize_turn
 from memoir.cards.segment import SegmentRules, segment_with_skips
 from memoir.cards.store import CardStore, remove_temp_files, render_card
 from memoir.cards.values import Card, Experience, Turn
@@ -158,6 +158,50 @@ def plan_experiences(
             except Exception as exc:  # noqa: BLE001 - likewise for one experience
                 skipped[f"experience_error_{type(exc).__name__}"] += 1
     return drafted
+
+
+# --- re-derive --------------------------------------------------------------------------------------
+
+
+def derived_by_file(sessions: dict[tuple[str, str], list[Turn]],
+                    drafted: Iterable[tuple[Experience, Card]]) -> dict[str, list[tuple[int, str]]]:
+    """Per log file read: (first line, card id) of each card drafted from its turns."""
+    where: dict[tuple[str, str, int], str] = {}
+    for (_, sid), turns in sessions.items():
+        clean = sanitize_id(sid)  # experiences carry the sanitized session id
+        for t in turns:
+            where[(t.host, clean, t.seq)] = t.source_file
+    out: dict[str, list[tuple[int, str]]] = {}
+    for exp, card in drafted:
+        path = where.get((exp.host, exp.session_id, exp.first_seq))
+        if path is not None:
+            out.setdefault(path, []).append((exp.lines[0], card.id))
+    return out
+
+
+def rederive(collected: CollectReport, drafted: list[tuple[Experience, Card]]) -> tuple[list[str], list[str]]:
+    """Record on each file's ledger update the cards this read derived; return (retired, redrawn).
+
+    A file read again (grown, truncated, replaced) derives its cards from what it holds now. The
+    ids its earlier read derived and this one did not (a half-written task's partial card, turns
+    the file lost) are retired, unless another file's turns derived them now. The ids a rewritten
+    file derives again are redrawn: the new draft replaces the old card whole (the rules would keep
+    a card already in the library as it is).
+    """
+    by_file = derived_by_file(collected.sessions, drafted)
+    retired: set[str] = set()
+    redrawn: set[str] = set()
+    pending = []
+    for entry in collected.pending:
+        mine = by_file.get(entry.path, [])
+        derived = {cid for _, cid in mine}
+        retired.update(retired_ids(entry, derived))
+        if entry.path in collected.rewritten:
+            redrawn.update(set(entry.card_ids) & derived)
+        kept = sorted({cid for line, cid in mine if line > entry.resume_line})  # what the next read derives again
+        pending.append(replace(entry, card_ids=tuple(kept)))
+    collected.pending = pending
+    return sorted(retired - {card.id for _, card in drafted}), sorted(redrawn)
 
 
 # --- store ------------------------------------------------------------------------------------------

@@ -172,7 +172,8 @@ def install_index(settings: Settings, plan: rebuild.RebuildPlan, chunks: list[re
                   workers: int) -> dict:
     """Write a new index file, verify it, swap it in, verify it again (or put the old one back)."""
     report = rebuild.install_index(settings.index_dir, default_embedder(), plan, chunks,
-                                   pending=PendingIndex(settings.state_dir), concurrency=workers)
+                                   pending=PendingIndex(settings.state_dir), concurrency=workers,
+                                   store=CardStore(settings.cards_dir, settings.state_dir))
     return report.to_dict()
 
 
@@ -182,6 +183,7 @@ def rebuild_index(home: str | None = None, lock_wait_s: float = 0.0) -> dict:
     settings = load_settings(home=home)
     workers = max(1, settings.rebuild_concurrency)
     with run_lock(settings.state_dir, lock_wait_s, what="rebuild flow"):
+        rebuild.remove_leftovers(settings.index_dir)  # a rebuild killed before this one
         # Extract
         deadline = Deadline("rebuild", settings.step_timeout_s)
         plan = plan_rebuild(settings)

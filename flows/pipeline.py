@@ -1,6 +1,6 @@
 """One run of memoir: its steps, in the one order both `memoir run` and the Prefect `nightly` flow use.
 
-index check → collect → transform → distill → store → index → commit → record. Each step is a
+index check → collect → transform → retire → distill → store → index → commit → record. Each step is a
 function of the `Run` alone: it reads what the steps before it left on the run and leaves its
 own result there. `run_pipeline` calls `STEPS` in order; `flows/nightly.py` wraps each of the
 same `STEPS` as a task. The work inside the steps is in `flows/ingest.py`, `flows/distill_step.py`
@@ -20,6 +20,8 @@ from memoir.cards.distill.rules import RulesPlan
 from memoir.cards.ledger import Ledger
 from memoir.cards.private import tighten_home, tightened_note
 from memoir.cards.status import count_cards, record_run
+from memoir.cards.errors import CardsError
+from memoir.cards.review import user_owned
 from memoir.cards.store import CardStore
 from memoir.cards.values import Card, Experience
 from memoir.flows.alerts import alert_new_incidents
@@ -32,6 +34,7 @@ from memoir.flows.ingest import (
     collect_logs,
     default_log_paths,
     plan_experiences,
+    rederive,
     store_cards,
     write_cause,
 )
@@ -41,6 +44,7 @@ from memoir.flows.progress import Progress, announced, stage
 from memoir.flows.queue import OverflowQueue
 from memoir.flows.replay import queue_distill_batch
 from memoir.index.embed import default_embedder
+from memoir.index.rebuild import remove_leftovers
 
 
 @dataclass
@@ -64,6 +68,7 @@ class Run:
     reread: bool = False  # read every log from its first line (`memoir replay --relog`)
     neighbourhood: Neighbourhood | None = None  # the distill step's active cards, for the duplicate gate
     distilled: DistillReport | None = None  # what the model stage and the gates decided so far
+    redrawn: set[str] = field(default_factory=set)  # ids a rewritten log drafts again: not in distill's library
 
 
 def open_run(settings: Settings, logs: list[str], host: str = "auto", with_index: bool = True,
@@ -77,6 +82,7 @@ def open_run(settings: Settings, logs: list[str], host: str = "auto", with_index
     store = CardStore(settings.cards_dir, settings.state_dir)
     queue = OverflowQueue(settings.queue_dir)
     clean_leftovers(settings, queue)
+    remove_leftovers(settings.index_dir)  # a rebuild killed half way: under this run's lock, none is running
     index = IndexStep(settings, store, embedder=announced(default_embedder(), progress)) if with_index else None
     paths = [Path(p) for p in logs] or default_log_paths(aider_repos=settings.aider_repos)
     run = Run(settings, store, queue, paths, host, index, progress)
@@ -115,6 +121,32 @@ def transform(run: Run) -> None:
     run.summary.experiences = len(run.drafted)
 
 
+def retire(run: Run) -> None:
+    """Remove the cards a log that changed no longer gives (a half-written task's, a truncated file's).
+
+    A card a person owns (edited, confirmed or rejected) stays, and the summary names it.
+    """
+    retired, redrawn = rederive(run.collected, run.drafted)
+    owned = {i for i in retired + redrawn if _person_owned(run.store, i)}
+    removed, edited = run.store.retire(i for i in retired if i not in owned)
+    if removed:
+        run.summary.cards["retired"] += len(removed)
+    # A rewritten file's cards drafted again under their old ids: distill leaves the old version out
+    # of the library, so the new draft replaces it (written as updated, or unchanged when the same).
+    run.redrawn = {i for i in redrawn if i not in owned and not run.store.is_hand_edited(i)}
+    kept = sorted(owned & set(retired) | set(edited))
+    if kept:
+        run.summary.notes.append(f"{len(kept)} cards a person owns no longer match their logs and were kept: "
+                                 + ", ".join(kept[:5]))
+
+
+def _person_owned(store: CardStore, card_id: str) -> bool:
+    try:
+        return user_owned(store.read(card_id))
+    except (OSError, ValueError, CardsError):
+        return False  # unreadable or gone: nothing of a person's to keep
+
+
 def distill(run: Run) -> None:
     """Rules, model stage and gates; batches the model could not take go to the queue."""
     for batch in plan_distill_batches(run):
@@ -131,6 +163,7 @@ def plan_distill_batches(run: Run) -> list[list[tuple[Experience, Card]]]:
     library, unreadable = run.store.load_all()
     run.library = {c.id: c for c in library}
     summary.notes.extend(f"unreadable card file: {p}" for p in unreadable)
+    library = [c for c in library if c.id not in run.redrawn]  # their rewritten logs draft them anew
     index_open = run.index.open() if run.index else None
     run.neighbourhood = Neighbourhood(library, index_open, run.index.embedder if index_open else None)
     run.plan, pairs, run.distilled = plan_distill(run.drafted, library, run.settings, store=run.store)
@@ -232,6 +265,7 @@ STEPS: tuple[Step, ...] = (
     # Transform
     Step("transform", transform, before=lambda r: f"{r.collected.turn_count} turns",
          after=lambda r: f"{len(r.drafted)} experiences"),
+    Step("retire", retire, drawn=False),
     Step("distill", distill, after=lambda r: f"{len(r.cards)} cards"),
     # Load
     Step("store", store, before=lambda r: f"{len(r.cards)} cards", after=lambda r: f"{len(r.changed)} changed"),

@@ -8,16 +8,24 @@ Prefect `rebuild-index` flow all use: `plan_rebuild` (the card ids in fixed chun
 `EmbeddedChunk` per chunk (`embed_chunk`, or `embedded_chunks` reading ahead on threads), and
 `install_index` (write the new file, verify it, swap it in, verify again, put the old one back
 if it fails). `rebuild_index` is the three in one process.
+
+No index write is lost to a rebuild. A run and a rebuild never overlap: both hold the home's run
+lock. The commands that change one card (`forget`, `review`) write under `index_write_lock`, which
+the rebuild also holds from its catch-up to its swap: the catch-up indexes every card file that
+changed while the new file was being written, so what such a command wrote to the old file is in
+the new one too. A rebuild killed half way leaves `index.db.new` (and its `-wal`, `-shm`);
+`remove_leftovers` takes them away at the start of the next run or rebuild.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import closing
+from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,7 +42,7 @@ from memoir.index.files import INDEX_FILE
 from memoir.index.errors import IndexFailure, RebuildFailed
 from memoir.index.pending import PendingIndex
 from memoir.index.plan import retrieval_text
-from memoir.index.sync import CardFile, read_card_file
+from memoir.index.sync import CardFile, read_card_file, sync_index
 
 # Cards per encode call. Fixed, whatever the concurrency, so every rebuild embeds the same texts in
 # the same batches and writes identical rows; large enough that sentence-transformers' sort by
@@ -195,9 +203,47 @@ def _restore(final: Path, bak: Path) -> None:
                 os.replace(bak_side, side)
 
 
+@contextmanager
+def index_write_lock(index_dir: Path) -> Iterator[None]:
+    """Hold the index's write lock for the block: no rebuild swaps the file while a write is in it.
+
+    A writer opens the index inside the block, so it writes to the file that is current, never to
+    one a swap has just put aside. The lock is an flock on the index folder itself (no file to
+    leave behind); the kernel drops it when its holder dies.
+    """
+    index_dir = Path(index_dir)
+    make_private_dir(index_dir)
+    fd = os.open(index_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the flock
+
+
+def remove_leftovers(index_dir: Path) -> list[str]:
+    """Take away what a killed rebuild left; returns the names removed or put back.
+
+    `index.db.new` (+ sidecars) is a half-written file. `index.db.bak` is the previous file: put
+    back when the kill came between moving it aside and swapping the new one in, else removed.
+    Call only while no rebuild can be running (under the run lock).
+    """
+    index_dir = Path(index_dir)
+    final, new, bak = (index_dir / INDEX_FILE, index_dir / f"{INDEX_FILE}.new", index_dir / f"{INDEX_FILE}.bak")
+    done = [p.name for p in (new, *_sidecars(new)) if p.exists()]
+    _remove_db(new)
+    if bak.exists() and not final.exists():
+        _restore(final, bak)
+        done.append(f"{bak.name} (put back as {final.name})")
+    elif any(p.exists() for p in (bak, *_sidecars(bak))):
+        done.extend(p.name for p in (bak, *_sidecars(bak)) if p.exists())
+        _remove_db(bak)
+    return done
+
+
 def _write_new(new: Path, index_dir: Path, embedder, chunks: Iterable[EmbeddedChunk],
-               progress: Callable[[int], None] | None) -> tuple[int, list[str], float]:
-    """Write every chunk into `new` and verify it there; returns (cards written, problems, encode s)."""
+               progress: Callable[[int], None] | None, catch_up: Callable[[object], int]) -> tuple[int, list[str], float]:
+    """Write every chunk into `new`, catch it up, verify it there; returns (rows, problems, encode s)."""
     problems: list[str] = []
     written = 0
     encode_s = 0.0
@@ -211,6 +257,7 @@ def _write_new(new: Path, index_dir: Path, embedder, chunks: Iterable[EmbeddedCh
             encode_s += chunk.encode_seconds
             if progress is not None:
                 progress(chunk.size)
+        written += catch_up(index)
         index.set_meta(built_at=now_utc())
         index.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         damage = index.verify()
@@ -233,7 +280,7 @@ def _write_new(new: Path, index_dir: Path, embedder, chunks: Iterable[EmbeddedCh
 
 def install_index(index_dir: Path, embedder, plan: RebuildPlan, chunks: Iterable[EmbeddedChunk], *,
                   pending: PendingIndex | None = None, progress: Callable[[int], None] | None = None,
-                  concurrency: int = 1) -> RebuildReport:
+                  concurrency: int = 1, store: CardStore | None = None) -> RebuildReport:
     """Write `chunks` into a new index file, verify it, swap it in, verify again.
 
     Args:
@@ -244,6 +291,8 @@ def install_index(index_dir: Path, embedder, plan: RebuildPlan, chunks: Iterable
         pending: the pending-index list.
         progress: called with the number of card files finished after each chunk.
         concurrency: the figure the report gives (how the chunks were read or embedded).
+        store: the card files; with it, the new file is caught up with every card file that
+            changed while it was written, under `index_write_lock`, just before the swap.
 
     Raises:
         RebuildFailed: the new file did not check out (the previous index is left in place), or
@@ -255,19 +304,28 @@ def install_index(index_dir: Path, embedder, plan: RebuildPlan, chunks: Iterable
     new = index_dir / f"{INDEX_FILE}.new"
     bak = index_dir / f"{INDEX_FILE}.bak"
     _remove_db(new)
-    written, problems, encode_s = _write_new(new, index_dir, embedder, chunks, progress)
-    replaced = swap_in(new, final, bak)
-    try:
-        with open_index(index_dir, embedder) as fresh:
-            damage = fresh.verify(quick=True)
-            if fresh.count() != written:
-                damage.append(f"{fresh.count()} rows after the swap, {written} written")
-    except (IndexFailure, apsw.Error) as exc:
-        damage = [str(exc)]
-    if damage:
-        _restore(final, bak)
-        raise RebuildFailed(f"the swapped-in index did not check out ({'; '.join(damage)}); the previous "
-                            f"file was put back")
+    with ExitStack() as held:
+        def catch_up(index) -> int:
+            """Rows the catch-up added (less those it removed)."""
+            held.enter_context(index_write_lock(index_dir))  # held until the new file is in place
+            if store is None:
+                return 0
+            report = sync_index(store, index)
+            return len(report.added) - len(report.removed)
+
+        written, problems, encode_s = _write_new(new, index_dir, embedder, chunks, progress, catch_up)
+        replaced = swap_in(new, final, bak)
+        try:
+            with open_index(index_dir, embedder) as fresh:
+                damage = fresh.verify(quick=True)
+                if fresh.count() != written:
+                    damage.append(f"{fresh.count()} rows after the swap, {written} written")
+        except (IndexFailure, apsw.Error) as exc:
+            damage = [str(exc)]
+        if damage:
+            _restore(final, bak)
+            raise RebuildFailed(f"the swapped-in index did not check out ({'; '.join(damage)}); the previous "
+                                f"file was put back")
     _remove_db(bak)
     if pending is not None:
         pending.discard(plan.covered)
@@ -298,7 +356,7 @@ def rebuild_index(store: CardStore, index_dir: Path, embedder, concurrency: int 
     workers = max(1, concurrency)
     with closing(embedded_chunks(store, plan, embedder, workers)) as chunks:
         return install_index(index_dir, embedder, plan, chunks, pending=pending, progress=progress,
-                             concurrency=workers)
+                             concurrency=workers, store=store)
 
 
 @dataclass(frozen=True)

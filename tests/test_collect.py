@@ -58,14 +58,16 @@ def test_ledger_moves_only_on_commit_and_then_skips_unchanged(tmp_path, ledger):
     assert (again.turn_count, again.files_read, again.plans["unchanged"]) == (0, 0, 1)
 
 
-def test_appended_lines_only_are_read_with_continuing_seq(tmp_path, ledger):
+def test_an_appended_session_is_read_again_whole_with_the_seqs_of_a_clean_read(tmp_path, ledger):
     log = tmp_path / "a.jsonl"
     log.write_bytes(_line("s", "one") + _line("s", "two"))
     collect([log], host="jsonl", ledger=ledger).commit(ledger)
     with open(log, "ab") as fh:
         fh.write(_line("s", "three"))
     r = collect([log], host="jsonl", ledger=ledger)
-    assert [(t.seq, t.line, t.text) for t in r.sessions[("jsonl", "s")]] == [(2, 3, "three")]
+    clean = collect([log], host="jsonl")
+    assert [(t.seq, t.line, t.text) for t in r.sessions[("jsonl", "s")]] == [(0, 1, "one"), (1, 2, "two"), (2, 3, "three")]
+    assert r.sessions == clean.sessions
     assert r.plans["appended"] == 1
 
 
@@ -78,7 +80,7 @@ def test_partial_last_line_waits_for_its_newline(tmp_path, ledger):
     r.commit(ledger)
     log.write_bytes(full)
     r = collect([log], host="jsonl", ledger=ledger)
-    assert [t.text for t in r.sessions[("jsonl", "s")]] == ["two"]
+    assert [t.text for t in r.sessions[("jsonl", "s")]] == ["one", "two"]  # the session, read whole
 
 
 def test_rewritten_prefix_is_read_again_from_the_start(tmp_path, ledger):

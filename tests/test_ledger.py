@@ -106,3 +106,51 @@ def test_a_ledger_keyed_by_raw_paths_is_rewritten_hashed_when_opened(tmp_path):
         assert entry is not None and (entry.size, entry.next_seq, entry.session_ids) == (18, 5, ("s1",))
     data = _state_bytes(state)
     assert b"jane.doe@corp.com" not in data and b"10.42.7.19" not in data
+
+
+def test_a_same_size_same_mtime_file_with_other_sampled_bytes_is_rewritten():
+    entry = _entry(sample_sha256="old")
+    assert plan_read(entry, FileStat(len(DATA), 100), _no_hash, sample_hash_fn=lambda n: "old").skip
+    plan = plan_read(entry, FileStat(len(DATA), 100), _no_hash, sample_hash_fn=lambda n: "new")
+    assert (plan.reason, plan.start_offset, plan.start_seq) == ("rewritten", 0, 0)
+    # A ledger row from before sampling has nothing to compare: the stat decides, as it did.
+    assert plan_read(_entry(), FileStat(len(DATA), 100), _no_hash, sample_hash_fn=lambda n: "new").skip
+
+
+def test_a_file_of_one_session_is_read_again_whole_when_it_grows():
+    grown = DATA + b"line three\n"
+    plan = plan_read(_entry(resume_offset=0, resume_line=0), FileStat(len(grown), 200), _hash_of(grown))
+    assert (plan.reason, plan.start_offset, plan.start_line, plan.start_seq, plan.carry) == ("appended", 0, 0, 0, Carry())
+
+
+def test_sampled_blocks_cover_a_small_file_whole_and_a_big_one_from_first_to_last_block():
+    from memoir.cards.ledger import SAMPLE_BLOCK, SAMPLE_BLOCKS, sample_spans
+
+    assert sample_spans(100) == [(0, 100)]
+    big = SAMPLE_BLOCK * SAMPLE_BLOCKS * 10 + 7
+    spans = sample_spans(big)
+    assert len(spans) == SAMPLE_BLOCKS and spans[0] == (0, SAMPLE_BLOCK) and spans[-1] == (big - SAMPLE_BLOCK, SAMPLE_BLOCK)
+    assert all(a[0] < b[0] for a, b in zip(spans, spans[1:]))
+
+
+def test_retired_ids_are_the_earlier_reads_cards_not_derived_again():
+    from memoir.cards.ledger import retired_ids
+
+    assert retired_ids(_entry(card_ids=("c-a", "c-b", "c-c")), ["c-a", "c-d"]) == ["c-b", "c-c"]
+
+
+def test_samples_and_card_ids_round_trip_and_an_older_ledger_gains_the_columns(tmp_path):
+    import sqlite3
+
+    state = tmp_path / "state"
+    with Ledger.in_state_dir(state) as ledger:
+        ledger.commit([_entry(sample_sha256="abc", card_ids=("c-1", "c-2"))])
+        assert (ledger.get("/logs/a.jsonl").sample_sha256, ledger.get("/logs/a.jsonl").card_ids) == ("abc", ("c-1", "c-2"))
+    db = sqlite3.connect(state / "ledger.sqlite")
+    db.execute("ALTER TABLE files DROP COLUMN sample_sha256")
+    db.execute("ALTER TABLE files DROP COLUMN card_ids")
+    db.commit()
+    db.close()
+    with Ledger.in_state_dir(state) as ledger:
+        entry = ledger.get("/logs/a.jsonl")
+        assert (entry.size, entry.sample_sha256, entry.card_ids) == (len(DATA), "", ())

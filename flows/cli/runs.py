@@ -103,7 +103,8 @@ def next_steps(summary, settings: Settings) -> list[str]:
     held = len(awaiting_review(library))
     written = sum(summary.cards.get(k, 0) for k in ("new", "updated"))
     lines = [f"cards in  {settings.cards_dir}: {len(library)} files, {summary.cards.get('new', 0)} new, "
-             f"{summary.cards.get('updated', 0)} updated this run, {held} held for review"]
+             f"{summary.cards.get('updated', 0)} updated this run, {held} held for review"
+             + (f", {summary.cards['retired']} retired (their logs changed)" if summary.cards.get("retired") else "")]
     if summary.queued.get("card_write"):
         lines.append("next      fix the cause in the note above, then `memoir replay` writes the queued cards")
     elif held:

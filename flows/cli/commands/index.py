@@ -59,17 +59,20 @@ def index_group() -> None:
               help="Threads reading card files ahead of the embedder (default: rebuild_concurrency "
                    "setting). The rows written are the same for any value.")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+@click.option("--wait", type=click.FloatRange(0), default=None, metavar="SECONDS",
+              help="Wait this long for a run in progress to finish (default: the setting "
+                   "run_lock_timeout_s, 0), then exit with code 3.")
 @pass_ctx
-def rebuild_cmd(ctx, concurrency: int | None, as_json: bool) -> None:
+def rebuild_cmd(ctx, concurrency: int | None, as_json: bool, wait: float | None) -> None:
     """Rebuild the index from card files into a new file, then swap it in atomically.
 
     The old file is kept as index.db.bak until the new one checks out, and put back if it does
-    not. Runbook: runbooks/index-corruption.md
+    not. It takes the home's run lock: a run and a rebuild never write the index at once.
+    Runbook: runbooks/index-corruption.md
     """
     from memoir.cards.store import CardStore  # deferred: start-up (yaml, jinja2)
+    from memoir.flows.index_step import rebuild_alone  # deferred: start-up (apsw, sqlite-vec)
     from memoir.index.embed import default_embedder  # deferred: start-up (numpy)
-    from memoir.index.pending import PendingIndex  # deferred: start-up (yaml, jinja2)
-    from memoir.index.rebuild import rebuild_index  # deferred: start-up (apsw, sqlite-vec)
 
     s = ctx.settings
     store = CardStore(s.cards_dir, s.state_dir)
@@ -86,8 +89,8 @@ def rebuild_cmd(ctx, concurrency: int | None, as_json: bool) -> None:
 
             if total:
                 progress("embed", 0, total)
-            report = rebuild_index(store, s.index_dir, announced(default_embedder(), progress), workers,
-                                   progress=embedded, pending=PendingIndex(s.state_dir))
+            report = rebuild_alone(s, announced(default_embedder(), progress), workers, progress=embedded,
+                                   wait_s=s.run_lock_timeout_s if wait is None else wait)
     except IndexBusy:
         raise
     except IndexFailure as exc:
