@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-from memoir.cards.collect import CollectReport, collect_file, iter_candidates
+from memoir.cards.collect import DEFAULT_LINE_CAP, CollectReport, collect_file, iter_candidates
 from memoir.cards.config import Settings
 from memoir.cards.draft import draft_card
 from memoir.cards.hosts import aider, default_roots, reader_for
@@ -88,7 +88,7 @@ def default_log_paths(user_home: Path | None = None, aider_repos: Iterable[str] 
 
 
 def collect_logs(paths: list[Path], host: str, ledger: Ledger, progress: Progress | None = None,
-                 follow_symlinks: bool = False) -> CollectReport:
+                 follow_symlinks: bool = False, line_cap: int = DEFAULT_LINE_CAP) -> CollectReport:
     """Read each candidate log file in turn, so a long run can show progress per file.
 
     `collect_file` counts whatever one file or line raises under `skipped`; the batch goes on.
@@ -99,7 +99,7 @@ def collect_logs(paths: list[Path], host: str, ledger: Ledger, progress: Progres
         reader_for(host)
     for i, path in enumerate(files):
         out.files_seen += 1
-        collect_file(path, host, ledger, out)
+        collect_file(path, host, ledger, out, line_cap)
         if progress:
             progress("collect", i + 1, len(files), f"{out.bytes_read / 1e6:.1f} MB")
     for turns in out.sessions.values():

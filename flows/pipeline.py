@@ -95,7 +95,8 @@ def collect(run: Run) -> None:
     """Read what was appended to each log since the ledger's last commit."""
     summary = run.summary
     with Ledger.in_state_dir(run.settings.state_dir) as ledger:
-        collected = collect_logs(run.paths, run.host, ledger, run.progress, run.settings.follow_symlinks)
+        collected = collect_logs(run.paths, run.host, ledger, run.progress, run.settings.follow_symlinks,
+                                 run.settings.max_line_bytes)
     summary.files_seen, summary.files_read = collected.files_seen, collected.files_read
     summary.bytes_read = collected.bytes_read
     summary.skipped.update(collected.skipped)
