@@ -8,6 +8,7 @@ about Prefect or about that order.
 from __future__ import annotations
 
 import re
+import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -49,6 +50,8 @@ class RunReport:
     index: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
+    # Seconds per step, the transform step split into sanitize, segment and draft: where a run's time went.
+    steps_s: Counter = field(default_factory=Counter)
 
     def to_dict(self) -> dict:
         return {
@@ -70,6 +73,7 @@ class RunReport:
             "index": self.index,
             "notes": self.notes,
             "elapsed_s": round(self.elapsed_s, 3),
+            "steps_s": {k: round(v, 3) for k, v in self.steps_s.items()},
         }
 
 
@@ -122,20 +126,24 @@ def is_subagent(turns: list[Turn]) -> bool:
 
 def plan_experiences(
     sessions: dict[tuple[str, str], list[Turn]], settings: Settings, redacted: Counter,
-    skipped: Counter | None = None,
+    skipped: Counter | None = None, timings: Counter | None = None, consume: bool = False,
 ) -> list[tuple[Experience, Card]]:
     """Sanitize, segment and draft every collected session. Pure apart from counting.
 
     A subagent transcript makes no card of its own: it belongs to the parent task whose Task or
     Agent call started it, and that call's result holds its report. Stretches worth no card
     (greetings, warm-ups, bare slash commands, interrupted prompts, banners) are counted in
-    `skipped` by reason.
+    `skipped` by reason. `timings` gains the seconds spent in sanitize, segment and draft.
+    With `consume`, each session's raw turns leave `sessions` once sanitized, so the raw and the
+    clean copy of the corpus are never held at once.
     """
     rules = SegmentRules(pause=timedelta(minutes=settings.pause_minutes))
     skipped = Counter() if skipped is None else skipped
+    timings = Counter() if timings is None else timings
     drafted: list[tuple[Experience, Card]] = []
+    clock = time.perf_counter
     for key in sorted(sessions):
-        turns = sessions[key]
+        turns = sessions.pop(key) if consume else sessions[key]
         if is_subagent(turns):
             skipped["subagent_in_parent_task"] += 1
             continue
@@ -144,17 +152,24 @@ def plan_experiences(
             skipped["subagent_turns_in_parent_task"] += sum(t.is_sidechain for t in turns)
             turns = [t for t in turns if not t.is_sidechain]
         try:
+            started = clock()
             clean = sanitize_turns(turns, settings.blob_cap, redacted)
+            del turns
+            sanitized = clock()
+            timings["sanitize"] += sanitized - started
             experiences, reasons = segment_with_skips(clean, rules)
+            timings["segment"] += clock() - sanitized
         except Exception as exc:  # noqa: BLE001 - one session no rule foresaw must not stop the batch
             skipped[f"session_error_{type(exc).__name__}"] += 1
             continue
         skipped.update(f"no_card_{r.reason}" for r in reasons)
+        started = clock()
         for exp in experiences:
             try:
                 drafted.append((exp, draft_card(exp, settings.min_conclusion_chars)))
             except Exception as exc:  # noqa: BLE001 - likewise for one experience
                 skipped[f"experience_error_{type(exc).__name__}"] += 1
+        timings["draft"] += clock() - started
     return drafted
 
 
