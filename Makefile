@@ -7,7 +7,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test test-fast bench clean
+.PHONY: demo venv test test-fast bench clean system-deps
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -15,10 +15,25 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	touch $(STAMP)
 
+venv: $(STAMP)
+
+# What the tests need from the system: headless Chromium renders `memoir report` (Debian's package).
+# Installed when missing (with sudo when not root); where that cannot work, one line says what to do.
+system-deps:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  if command -v apt-get >/dev/null; then \
+	    echo "installing chromium (Debian package) for the report tests"; \
+	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
+	  fi; \
+	  command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
+	    echo "make test needs a headless Chromium: install your system's 'chromium' package, then run make test again" >&2; \
+	    exit 1; }; }
+
 demo: $(STAMP)
 	$(BIN)/memoir demo
 
-test: $(STAMP)
+test: $(STAMP) system-deps
 	$(BIN)/python -m pytest -q
 
 test-fast: $(STAMP)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from memoir.cards.hosts.detect import detect_host, undetected_reason
-from memoir.cards.hosts.registry import HEADER_SESSIONS, READERS, reader_for, wants
+from memoir.cards.hosts.registry import BY_NAME, HEADER_SESSIONS, READERS, companion, reader_for, shadowing_sibling, wants
 from memoir.cards.ledger import FileStat, Ledger, LedgerEntry, ReadPlan, plan_read
 from memoir.cards.values import Turn
 
@@ -35,6 +35,7 @@ class CollectReport:
     sessions: dict[tuple[str, str], list[Turn]] = field(default_factory=dict)
     skipped: Counter = field(default_factory=Counter)
     plans: Counter = field(default_factory=Counter)
+    hosts: Counter = field(default_factory=Counter)  # files read, by the host that wrote them
     files_seen: int = 0
     files_read: int = 0
     bytes_read: int = 0
@@ -43,6 +44,20 @@ class CollectReport:
     @property
     def turn_count(self) -> int:
         return sum(len(t) for t in self.sessions.values())
+
+    def finish(self) -> None:
+        """Put each session's turns in order, one copy each.
+
+        A host that saves a session whole under several file names (Gemini CLI) hands the same
+        turns over once per copy: the copy holding the most of them is kept, the others counted.
+        """
+        for key, turns in self.sessions.items():
+            files = Counter(t.source_file for t in turns)
+            if len(files) > 1 and BY_NAME[key[0]].whole_file:
+                keep = max(sorted(files), key=lambda f: files[f])
+                self.skipped["session_copy"] += len(files) - 1
+                turns[:] = [t for t in turns if t.source_file == keep]
+            turns.sort(key=lambda t: (t.seq, t.line))
 
     def commit(self, ledger: Ledger) -> int:
         """Move the ledger past what this collect read; call only after its cards are stored."""
@@ -112,8 +127,12 @@ def _walk(root: str, host: str, skipped: Counter, roots: list[str], follow: bool
                 skipped[why] += 1
                 continue
             if not is_dir:
-                if wants(entry.name, host):
-                    found.append((Path(entry.path), link))
+                if companion(entry.name):
+                    skipped["session_part"] += 1  # a host's file beside its sessions (a message part, metadata)
+                elif (better := shadowing_sibling(entry.name)) and os.path.exists(os.path.join(folder, better)):
+                    skipped["shadowed_by_sibling"] += 1  # the sibling holds the same session, more fully
+                elif wants(entry.name, host) or (host == "auto" and entry.name.endswith(".json")):
+                    found.append((Path(entry.path), link))  # an unknown .json is read far enough to be counted
                 continue
             if entry.name in _SKIP_DIRS:
                 continue
@@ -359,19 +378,32 @@ def _read_open_file(fd: int, path: str, fstat: FileStat, host: str, ledger: Ledg
     out.plans[plan.reason] += 1
     if plan.skip:
         return
-    capped = _read_capped(fd, plan.start_offset, fstat.size, line_cap)
+    row = BY_NAME[file_host]
+    if row.whole_file:  # written again whole on each change: what was read before says nothing of now
+        plan = ReadPlan(0, 0, 0, plan.reason)
+    if row.assemble is not None:  # the session is put together from several files: no line cap applies
+        assembled = row.assemble(path)
+        capped = _Capped(assembled, read=len(assembled))
+    else:
+        capped = _read_capped(fd, plan.start_offset, fstat.size, line_cap)
     data = capped.data
     result = reader_for(file_host)(data, path, plan.start_line, plan.carry)
     out.files_read += 1
+    out.hosts[file_host] += 1
     out.bytes_read += capped.read
     out.skipped.update(result.skipped)
+    if row.assemble is not None:  # the bytes read are not the file's: the ledger marks the file whole
+        result = replace(result, consumed=fstat.size, resume_at=fstat.size)
     consumed = capped.original(result.consumed)
     if too_large := sum(1 for at in capped.cuts if at < result.consumed):
         out.skipped["bad_line_too_large"] += too_large
     for turn in result.turns:
         turn = utf8_turn(turn)
         out.sessions.setdefault((file_host, turn.session_id), []).append(turn)
-    if capped.cuts:  # the ledger hashes the file's own bytes, read again from disk a chunk at a time
+    if row.assemble is not None:
+        prefix = hasher.state(plan.start_offset)
+        prefix.update(os.pread(fd, fstat.size, 0))
+    elif capped.cuts:  # the ledger hashes the file's own bytes, read again from disk a chunk at a time
         prefix = hasher.state(plan.start_offset + consumed)
     else:
         prefix = hasher.state(plan.start_offset)
@@ -413,8 +445,7 @@ def collect(paths: list[Path], host: str = "auto", ledger: Ledger | None = None,
     for path in iter_candidates(paths, host, out.skipped, follow_symlinks):
         out.files_seen += 1
         collect_file(path, host, ledger, out, line_cap)
-    for turns in out.sessions.values():
-        turns.sort(key=lambda t: (t.seq, t.line))
+    out.finish()
     return out
 
 

@@ -18,9 +18,9 @@ Cards a person confirmed or rejected are never rewritten by the rules (`user_own
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from memoir.cards.config import Settings
 from memoir.cards.draft import conclusion_problem
@@ -213,3 +213,47 @@ class Pending:
         return {"id": self.id, "status": self.status, "gate": self.gate, "gate_help": self.gate_help,
                 "title": self.title, "workspace": self.workspace, "conclusion": self.conclusion,
                 "sources": self.sources}
+
+
+@dataclass(frozen=True)
+class ReviewFilter:
+    """Which held cards a review (or a bulk decision) covers: by workspace, gate and topic; empty means any."""
+
+    workspace: str = ""
+    gate: str = ""
+    topic: str = ""
+
+    def matches(self, card: Card) -> bool:
+        where = card.workspace.rstrip("/")
+        wanted = self.workspace.rstrip("/")
+        return ((not wanted or where == wanted or PurePath(where).name == wanted)
+                and (not self.gate or card.gate == self.gate)
+                and (not self.topic or self.topic.lower() in (t.lower() for t in card.topics)))
+
+
+@dataclass
+class BulkReport:
+    """What a bulk confirm or reject did: the cards changed, and those left for one-by-one review, by why."""
+
+    changed: list[str] = field(default_factory=list)
+    left: dict[str, str] = field(default_factory=dict)
+
+
+def decide_all(store: CardStore, cards: Sequence[Card], action: str, *, why: str = "",
+               min_conclusion_chars: int = 0, at: str = "") -> BulkReport:
+    """Confirm or reject every card of `cards`. A card that cannot be confirmed as it reads (too short a
+    conclusion, or text shaped like an instruction to the agent) is left for a person to read one by one."""
+    report = BulkReport()
+    for card in cards:
+        if action == "confirm" and instruction_warning(card):
+            report.left[card.id] = "instruction-shaped text: review it alone"
+            continue
+        try:
+            decided = (confirm(card, min_conclusion_chars=min_conclusion_chars, at=at) if action == "confirm"
+                       else reject(card, why=why, at=at))
+        except ReviewError as exc:
+            report.left[card.id] = str(exc)
+            continue
+        apply_decision(store, decided)
+        report.changed.append(card.id)
+    return report

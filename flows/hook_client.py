@@ -1,16 +1,14 @@
-"""The Claude Code hook's client: one request to the warm recall service, one answer, a few ms.
+"""The hook's client (Claude Code, Gemini CLI, Copilot CLI): one request to the warm recall service.
 
-The prompt waits for it, so it starts as `memoir hook install claude-code` writes it:
-`python -I -S -c '...; from hook_client import main; main()'`. `-I` keeps the user's folder and
-PYTHON* variables out of the import path, `-S` skips site-packages, and the fast path imports only
-the stdlib: with MEMOIR_HOME set it sends its environment and the service resolves the caller's
-settings; without it, the slow path (flows/hook_slow_path.py) resolves them here. A warm
-`memoir serve-recall` answers on its unix socket; the client never loads the model or the index.
-
-No service: a prompt gets nothing and the service is started in the background (its output in
-state/recall-service.log); SessionStart, off the prompt's path, answers the brief from the index
-in-process. Each call's outcome goes to state/hook.jsonl, which `memoir status` counts. The hook
-always exits 0: an error means no context, never a failed prompt.
+The prompt waits for it, so it starts as `memoir hook install <host>` writes it: `python -I -S -c
+'...; from hook_client import main; main()'`. `-I` keeps the user's folder and PYTHON* variables out
+of the import path, `-S` skips site-packages, and the fast path imports only the stdlib: with
+MEMOIR_HOME set it sends its environment and the service resolves the caller's settings; without it,
+the slow path (flows/hook_slow_path.py) resolves them here. A warm `memoir serve-recall` answers on
+its unix socket; the client never loads the model or the index. No service: a prompt gets nothing
+and the service is started in the background (its output in state/recall-service.log); a session's
+start answers the brief from the index in-process. Each call's outcome goes to state/hook.jsonl,
+which `memoir status` counts. The hook always exits 0: an error means no context, never a failed prompt.
 """
 
 from __future__ import annotations
@@ -34,7 +32,10 @@ ENV_NAMES = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME")  # besides MEMOIR_*, wh
 STATE_DIR = "state"  # Settings.state_dir is <home>/state
 SESSION_START_BUDGET_MS = 3000  # SessionStart is not on the prompt's path: the brief may take seconds
 SERVICE_IDLE_EXIT_S = 8 * 3600  # a service the hook started stops after a working day without prompts
-EVENTS = ("UserPromptSubmit", "SessionStart")
+# Each host's events asking for a recall (the prompt) or the brief (a session's start); Copilot CLI's
+# Claude-compatible (PascalCase) events carry Claude Code's fields.
+CLAUDE_EVENTS = {"UserPromptSubmit": "recall", "SessionStart": "brief"}
+HOST_EVENTS = {"claude-code": CLAUDE_EVENTS, "copilot-cli": CLAUDE_EVENTS, "gemini-cli": {"BeforeAgent": "recall", "SessionStart": "brief"}}
 OUTCOMES = ("injected", "empty", "timeout", "cold_start", "error")
 
 
@@ -222,10 +223,8 @@ def ask(state_dir: str, request: dict, timeout_s: float) -> dict:
 
 
 def hook_output(event: str, context: str) -> str:
-    """Claude Code's hook answer: `hookSpecificOutput.additionalContext`; '' prints nothing."""
-    if not context:
-        return ""
-    return dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}})
+    """The hook answer Claude Code, Gemini CLI and Copilot CLI read: `hookSpecificOutput.additionalContext`."""
+    return "" if not context else dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}})
 
 
 def process_age_s() -> float:
@@ -367,20 +366,21 @@ class Caller:
         return self.settings if self.settings is not None else _slow_path().resolve_settings()
 
 
-def run_hook(payload: object, caller: Caller, started: float) -> tuple[str, str, str, str]:
-    """(stdout, event, outcome, detail) for one Claude Code event; outcome '' when nothing was asked."""
+def run_hook(payload: object, caller: Caller, started: float, host: str = "claude-code") -> tuple[str, str, str, str]:
+    """(stdout, event, outcome, detail) for one host event; outcome '' when nothing was asked."""
     if not isinstance(payload, dict):
         return "", "", "", ""
     event = str(payload.get("hook_event_name") or "")
-    if event not in EVENTS:
+    op = HOST_EVENTS[host].get(event, "")
+    if not op:
         return "", event, "", ""
     prompt = str(payload.get("prompt") or "")
-    if event == "UserPromptSubmit" and not prompt.strip():
+    if op == "recall" and not prompt.strip():
         return "", event, "", ""
     workspace = str(payload.get("cwd") or "")
-    budget = caller.budget_ms if event == "UserPromptSubmit" else float(SESSION_START_BUDGET_MS)
+    budget = caller.budget_ms if op == "recall" else float(SESSION_START_BUDGET_MS)
     left_ms = budget - (time.perf_counter() - started) * 1000 - OUTPUT_MARGIN_MS
-    request = {"op": "recall" if event == "UserPromptSubmit" else "brief", "query": prompt,
+    request = {"op": op, "query": prompt,
                "workspace": workspace, "session_id": str(payload.get("session_id") or ""),
                "budget_ms": max(0.0, left_ms - SERVICE_MARGIN_MS),
                "started_at": time.time() - (time.perf_counter() - started), **caller.wire}
@@ -394,7 +394,7 @@ def run_hook(payload: object, caller: Caller, started: float) -> tuple[str, str,
                       f"started the recall service in the background (pid {pid}; its log: {STATE_DIR}/{SERVICE_LOG})")
         except OSError as exc:
             detail = f"cannot start the recall service: {exc}; run `memoir serve-recall` to see why"
-        if event == "SessionStart" and workspace:
+        if op == "brief" and workspace:
             return hook_output(event, _slow_path().lexical_brief(caller.resolved(), workspace)), event, "cold_start", detail
         return "", event, "cold_start", detail
     except UnsafeSocket as exc:
@@ -427,15 +427,15 @@ def hook_main(host: str = "claude-code", stdin=None, stdout=None, settings=None,
     # The last line of defence against a hang (a host that never closes stdin, a stuck disk):
     # leave silently at the prompt's budget, and say so in the log.
     armed = _arm_watchdog(started, caller.budget_ms, state)
-    if host != "claude-code":
+    if host not in HOST_EVENTS:
         return 0
     event, outcome, detail = "", "", ""
     try:
         raw = stdin.read(MAX_MESSAGE)
         payload = loads(raw)
-        if armed and isinstance(payload, dict) and payload.get("hook_event_name") == "SessionStart":
+        if armed and isinstance(payload, dict) and HOST_EVENTS[host].get(payload.get("hook_event_name")) == "brief":
             _arm_watchdog(started, SESSION_START_BUDGET_MS, state)
-        out, event, outcome, detail = run_hook(payload, caller, started)
+        out, event, outcome, detail = run_hook(payload, caller, started, host)
         if out:
             data = (out + "\n").encode("utf-8")
             stdout.write(data if _binary(stdout) else data.decode("utf-8"))

@@ -34,6 +34,7 @@ class RunReport:
 
     files_seen: int = 0
     files_read: int = 0
+    hosts: Counter = field(default_factory=Counter)
     bytes_read: int = 0
     turns: int = 0
     sessions: int = 0
@@ -57,6 +58,7 @@ class RunReport:
         return {
             "files_seen": self.files_seen,
             "files_read": self.files_read,
+            "hosts": dict(sorted(self.hosts.items())),
             "bytes_read": self.bytes_read,
             "sessions": self.sessions,
             "turns": self.turns,
@@ -106,8 +108,7 @@ def collect_logs(paths: list[Path], host: str, ledger: Ledger, progress: Progres
         collect_file(path, host, ledger, out, line_cap)
         if progress:
             progress("collect", i + 1, len(files), f"{out.bytes_read / 1e6:.1f} MB")
-    for turns in out.sessions.values():
-        turns.sort(key=lambda t: (t.seq, t.line))
+    out.finish()
     return out
 
 

@@ -22,6 +22,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 
 from memoir.cards.config import Settings
+from memoir.flows.recall_service import ServiceEmbedder, ask
 from memoir.index.containers import immediate_context, session_brief
 from memoir.index.embed import Embedder, default_embedder
 from memoir.index.recall import Recaller, brief_cards
@@ -51,8 +52,9 @@ def _version() -> str:
 
 
 def build_server(settings: Settings, embedder: Embedder | None = None) -> MCPServer:
-    """The server with its three tools; `embedder` None means the shared process model."""
-    embedder = embedder or default_embedder()
+    """The server with its three tools; `embedder` None asks the warm recall service for vectors and
+    loads the shared process model only when no service answers."""
+    embedder = embedder or ServiceEmbedder(settings.state_dir, default_embedder())
     recaller = Recaller(settings, embedder)
     server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=_version())
 
@@ -115,8 +117,9 @@ def build_server(settings: Settings, embedder: Embedder | None = None) -> MCPSer
 
 
 def serve(settings: Settings, embedder: Embedder | None = None) -> None:
-    """Run over stdio until the client closes the stream; the model warms up in the background."""
-    embedder = embedder or default_embedder()
-    # Loading the model takes seconds; the client's handshake should not wait for it.
-    threading.Thread(target=lambda: embedder.encode_one("warm up"), name="memoir-warm", daemon=True).start()
+    """Run over stdio until the client closes the stream; with no recall service running, the model
+    warms up in the background (the handshake should not wait for seconds of loading)."""
+    embedder = embedder or ServiceEmbedder(settings.state_dir, default_embedder())
+    if ask(settings.state_dir, {"op": "ping"}, 1.0) is None:
+        threading.Thread(target=lambda: embedder.encode_one("warm up"), name="memoir-warm", daemon=True).start()
     build_server(settings, embedder).run("stdio")

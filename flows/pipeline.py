@@ -99,6 +99,7 @@ def collect(run: Run) -> None:
                                  run.settings.max_line_bytes)
     summary.files_seen, summary.files_read = collected.files_seen, collected.files_read
     summary.bytes_read = collected.bytes_read
+    summary.hosts.update(collected.hosts)
     summary.skipped.update(collected.skipped)
     summary.turns, summary.sessions = collected.turn_count, len(collected.sessions)
     run.collected = collected

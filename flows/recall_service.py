@@ -64,6 +64,52 @@ def ask(state_dir: Path, request: dict, timeout_s: float) -> dict | None:
     return answer if answer.get("ok") else None
 
 
+MAX_EMBED_TEXTS = 64  # one `embed` request: a search query, a small batch of a caller's texts
+EMBED_TIMEOUT_S = 30.0
+
+
+class ServiceEmbedder:
+    """Vectors from the warm `memoir serve-recall` when it answers, else from `fallback` in this process.
+
+    `memoir search`, `memoir mcp` and any other caller that needs a vector then asks the service
+    that already holds the model (a few ms) instead of loading its own (seconds, hundreds of MB).
+    The vectors are the service's model's, the same as the index's; `model_id`, `dim` and the rest
+    come from `fallback`, which loads nothing until it is asked to encode.
+    """
+
+    def __init__(self, state_dir: Path, fallback) -> None:
+        self.state_dir = Path(state_dir)
+        self.fallback = fallback
+        self.asked_service = 0  # encodes the service answered: a test and `--explain` can tell
+
+    def _from_service(self, texts: list[str]):
+        import numpy as np  # deferred: start-up
+
+        if not texts or len(texts) > MAX_EMBED_TEXTS:
+            return None
+        answer = ask(self.state_dir, {"op": "embed", "texts": texts}, EMBED_TIMEOUT_S)
+        vectors = answer.get("vectors") if answer else None
+        if not (isinstance(vectors, list) and len(vectors) == len(texts)):
+            return None
+        self.asked_service += 1
+        return np.asarray(vectors, dtype=np.float32)
+
+    def encode(self, texts):
+        texts = list(texts)
+        found = self._from_service(texts)
+        return found if found is not None else self.fallback.encode(texts)
+
+    def encode_one(self, text):
+        found = self._from_service([text])
+        return found[0] if found is not None else self.fallback.encode_one(text)
+
+    def thread_safe_one(self) -> bool:
+        return self.fallback.thread_safe_one()
+
+    def __getattr__(self, name):
+        return getattr(self.fallback, name)
+
+
 # --- the service --------------------------------------------------------------------------------------
 
 
@@ -173,6 +219,11 @@ class RecallService:
         op = request.get("op")
         if op == "ping":
             return {"ok": True, "pid": os.getpid(), "home": str(self.settings.home)}
+        if op == "embed":
+            texts = request.get("texts")
+            if not (isinstance(texts, list) and 0 < len(texts) <= MAX_EMBED_TEXTS and all(isinstance(t, str) for t in texts)):
+                return {"ok": False, "error": f"embed takes 1 to {MAX_EMBED_TEXTS} texts"}
+            return {"ok": True, "vectors": self.embedder.encode(texts).tolist()}
         try:
             settings = self.settings_for(request)
         except (ValueError, TypeError) as exc:

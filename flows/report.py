@@ -63,6 +63,7 @@ def build_report(settings: Settings, now: datetime) -> ReportPage:
         cards, {c.id: store.path_for(c.id) for c in cards}, runs, now=now, home=str(settings.home),
         cards_dir=str(settings.cards_dir), alarm_history=alarms, recalls=recall_events,
         hook_calls=hook_events, hook_outcomes=OUTCOMES, unreadable=problems, run_alerts=alerts,
+        recall_records=recalls,
     )
 
 

@@ -336,7 +336,11 @@ def prefect_server(home: Path, port: int | None = None, timeout_s: float = SERVE
         proc = subprocess.Popen(
             [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env={**environment(), **prefect_environment(home), "PREFECT_LOGGING_LEVEL": "INFO"},
+            # The dashboard asks its API at PREFECT_UI_API_URL, which Prefect derives from its settings, not
+            # from --port: unset, the page served here would call port 4200 and find nothing.
+            env={**environment(), **prefect_environment(home), "PREFECT_LOGGING_LEVEL": "INFO",
+                 "PREFECT_UI_API_URL": api_url, "PREFECT_SERVER_API_HOST": "127.0.0.1",
+                 "PREFECT_SERVER_API_PORT": str(port)},
             umask=PRIVATE_UMASK,  # the server writes prefect.db, its logs and storage under the home
             start_new_session=True,  # its own process group: stopping it stops uvicorn and services too
         )

@@ -20,13 +20,48 @@ from memoir.cards.render import template_environment
 from memoir.cards.status import Counts, RunRecord, count_cards
 from memoir.cards.title import display_title
 from memoir.index.chain_links import ChainLink, chain_links
-from memoir.index.recall_gates import INJECTED
+from memoir.cards.quality_gates import GATE_HELP
+from memoir.index.recall_gates import CANDIDATE_GATES, CONTRADICTS, INJECTED, OVER_LIMIT
 
 TEMPLATE = "report.html.j2"
 RECALL_OUTCOMES = ("injected", "empty", "timeout", "error")  # what index.recall logs per recall
 DAYS_SHOWN = 30  # a month of recall per day reads at a glance; older days are summed in the totals
 TOPICS_SHOWN = 15  # the chart's rows; the table below it lists every topic
 RUN_ROWS = 50  # the newest runs in the table; the per-night chart covers DAYS_SHOWN nights
+QUESTIONS_SHOWN = 200  # the newest recalls listed one by one on the Recall page
+# Why a recall gate kept a card out, in words (the gates' own `why`), for a person reading a miss.
+RECALL_GATE_WORDS = {**{g.name: g.why for g in CANDIDATE_GATES},
+                     CONTRADICTS: "gives the opposite advice to a card that went in first",
+                     OVER_LIMIT: "passed every gate, but max_injected better cards went in first"}
+# Skip reasons a person reads on the page; a reason not listed shows as its code with spaces.
+SKIP_WORDS = {
+    "ignored_type": "bookkeeping lines (progress, snapshots, token counts): normal",
+    "duplicate": "lines seen twice in one log: normal",
+    "session_part": "files a host keeps beside its sessions (message parts, metadata): normal",
+    "session_copy": "older copies of a session saved again under another name",
+    "shadowed_by_sibling": "task files whose fuller sibling was read instead",
+    "message_update": "messages saved again as they grew: normal",
+    "empty_text": "empty messages",
+    "partial_line": "a last line still being written: read next run",
+    "bad_json": "lines that are not JSON",
+    "unknown_format": "files no reader recognises",
+    "unknown_type": "lines of a type the reader does not know",
+    "unreadable": "files memoir may not read",
+    "injected": "text the host injected (system reminders, memoir's own context)",
+    "no_card_no_request": "experiences with no request from a person",
+    "no_card_no_substance": "experiences with nothing worth a card (warm-ups, chit-chat)",
+    "bad_line_too_large": "lines past the size cap",
+}
+BOOKKEEPING = ("ignored_type", "duplicate", "session_part", "message_update")  # listed last: they say nothing wrong
+
+
+def skip_words(reason: str) -> str:
+    return SKIP_WORDS.get(reason, reason.replace("_", " "))
+
+
+def skip_order(items: Iterable[tuple[str, int]]) -> tuple[tuple[str, int], ...]:
+    """Skip counts with what a person should look at first: bookkeeping last, larger counts first."""
+    return tuple(sorted(items, key=lambda kv: (kv[0] in BOOKKEEPING, -kv[1], kv[0])))
 
 # Chart geometry, in SVG user units: labels left, bars right, the number after each bar.
 LABEL_W, BAR_W, VALUE_W, ROW_H, BAR_H = 170, 300, 50, 20, 14
@@ -109,6 +144,18 @@ class CardView:
     sections: tuple[tuple[str, str], ...]  # (heading, text) in the card's order, empty ones kept
     sources: tuple[SourceLink, ...]
     chain: tuple[ChainLink, ...]  # empty when the card neither supersedes nor is superseded
+    gate_words: str = ""  # why the gate held the card, and what clears it
+
+
+@dataclass(frozen=True)
+class QuestionView:
+    """One recall as a person reads it: when, what was asked, what it got, and for a miss why."""
+
+    when: str
+    query: str
+    outcome: str
+    got: tuple[tuple[str, str], ...]  # (card id, title) injected
+    why: str  # for a miss: the gate and figure that decided it
 
 
 @dataclass(frozen=True)
@@ -154,6 +201,7 @@ class ReportPage:
     top_gate: str  # the gate that rejected the most candidates, "" when none did
     unreadable: tuple[str, ...]
     charts: Mapping[str, Chart]
+    questions: tuple[QuestionView, ...] = ()  # newest first
 
     @property
     def card_count(self) -> int:
@@ -191,6 +239,37 @@ def hook_event(call: Mapping, outcomes: Sequence[str]) -> LogEvent | None:
         return None
     outcome = str(call.get("outcome"))
     return LogEvent(day, outcome if outcome in outcomes else "error")
+
+
+def _figure(candidate: Mapping) -> str:
+    sim = candidate.get("similarity")
+    figure = f"similarity {sim:.2f}" if isinstance(sim, (int, float)) else ""
+    detail = str(candidate.get("detail") or "")
+    return "; ".join(p for p in (figure, detail) if p)
+
+
+def question_view(record: Mapping, titles: Mapping[str, str]) -> QuestionView | None:
+    """A recall debug record as a row of the Recall page; None for a torn or hand-made line."""
+    when = str(record.get("ts") or "")
+    if not _day(when):
+        return None
+    outcome = str(record.get("outcome") or "error")
+    injected = [str(i) for i in record.get("injected") or ()]
+    got = tuple((i, titles.get(i, "")) for i in injected)
+    why = ""
+    if not injected:
+        held = [c for c in record.get("candidates") or () if isinstance(c, Mapping) and c.get("gate") != INJECTED]
+        if outcome != "empty":
+            why = str(record.get("reason") or outcome)
+        elif not held:
+            why = "no card came near the question"
+        else:
+            best = held[0]  # the log lists candidates best fused rank first
+            gate = str(best.get("gate") or "")
+            words = RECALL_GATE_WORDS.get(gate, gate)
+            figure = _figure(best)
+            why = f"closest {best.get('id')}: {words}" + (f" ({figure})" if figure else "")
+    return QuestionView(when[:16].replace("T", " "), str(record.get("query") or ""), outcome, got, why)
 
 
 # --- planning ------------------------------------------------------------------------------------------
@@ -237,7 +316,7 @@ def card_view(card: Card, path: Path, by_id: Mapping[str, Card]) -> CardView:
         workspace=card.workspace, created=card.created, updated=card.updated,
         error_signature=card.error_signature, gate=card.gate, path=str(path), url=file_url(str(path)),
         sections=tuple((SECTION_TITLES[name], card.section(name)) for name in SECTIONS),
-        sources=sources, chain=chain_of(card, by_id),
+        sources=sources, chain=chain_of(card, by_id), gate_words=GATE_HELP.get(card.gate, ""),
     )
 
 
@@ -283,6 +362,7 @@ def plan_report(
     hook_outcomes: Sequence[str] = (),
     unreadable: Sequence[str] = (),
     run_alerts: Mapping[str, Sequence[str]] = {},
+    recall_records: Sequence[Mapping] = (),
 ) -> ReportPage:
     """The whole page from parsed inputs; pure.
 
@@ -294,8 +374,10 @@ def plan_report(
         recalls, hook_calls: the recall and hook logs as events (`recall_event`, `hook_event`).
         hook_outcomes: the outcomes the hook logs, in the order the chart stacks them.
         run_alerts: a run's `finished` -> the model stage's alerts in that run.
+        recall_records: the recall debug records, oldest first (the page lists the newest).
     """
     by_id = {c.id: c for c in cards}
+    titles = {c.id: display_title(c) for c in cards}
     ordered = sorted(cards, key=lambda c: (c.created, c.id), reverse=True)
     groups = tuple((s, tuple(card_view(c, paths.get(c.id, Path(cards_dir) / f"{c.id}.md"), by_id)
                              for c in ordered if _status_of(c) == s)) for s in STATUSES)
@@ -321,7 +403,8 @@ def plan_report(
         "nights": bar_chart("Cards added per night", [(d, per_night[d]) for d in days if d in per_night],
                             ("added",)),
         "skipped": bar_chart("Skipped by reason, all runs",
-                             [(reason, {"skipped": n}) for reason, n in skipped.most_common()], ("skipped",),
+                             [(skip_words(reason), {"skipped": n}) for reason, n in skip_order(skipped.items())],
+                             ("skipped",),
                              empty="nothing skipped"),
         "recall": bar_chart("Recalls per day", _per_day(recalls, days), RECALL_OUTCOMES),
         "hook": bar_chart("Hook calls per day", _per_day(hook_calls, days), hook_series),
@@ -335,7 +418,8 @@ def plan_report(
         counts=counts,
         groups=groups,
         topics=topics,
-        runs=tuple(RunView(r.finished, r.added, r.superseded, r.merged, r.dropped, r.conflicts, r.alarms, r.skipped,
+        runs=tuple(RunView(r.finished, r.added, r.superseded, r.merged, r.dropped, r.conflicts, r.alarms,
+                           tuple((skip_words(reason), n) for reason, n in skip_order(r.skipped)),
                            tuple(run_alerts.get(r.finished, ()))) for r in reversed(runs[-RUN_ROWS:])),
         alarm_history=tuple(reversed(alarm_history)),
         recall_totals=dict(Counter(e.outcome for e in recalls)),
@@ -343,6 +427,8 @@ def plan_report(
         top_gate=gates.most_common(1)[0][0] if gates else "",
         unreadable=tuple(unreadable),
         charts=charts,
+        questions=tuple(q for q in (question_view(rec, titles) for rec in reversed(recall_records[-QUESTIONS_SHOWN:]))
+                        if q is not None),
     )
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -47,13 +47,15 @@ from memoir.index.rewrite import rewrite_query
 from memoir.index.search_results import (
     SearchHit, SearchResult, TurnHit, above_floor, screen_result,
 )
-from memoir.index.turns import Span, TurnIndex, TurnRow, covering
+from memoir.index.turns import Span, TurnIndex, TurnRow, WindowRow, covering
 
 POOL_PER_HIT = 4  # each path fetches k × this many: status filtering cuts some, fusion reorders
 MAX_POOL = 200
 TURN_MIN_COVERAGE = 0.5  # share of query terms a turn must contain
 SNIPPET_CHARS = 280
 TURN_WEIGHT = 2.0  # a turn ranks like a card both card lists put at that rank: the turn is the evidence
+WINDOW_WEIGHT = 2.0  # a window of turns counts like a single turn: it is the same talk, seen wider
+STRENGTH_WEIGHT = 0.1  # a cosine of 0.5 weighs like rank 1 of both card lists (2/61 ≈ 0.033 vs 0.05)
 EVIDENCE_PER_HIT = 2  # matched turns shown under a card: the best, and one more for context
 # Hits whose best cosine to the query is below this are left out (and counted). `python -m bench.search
 # --floor` (conversational set, k=20): every one of the 53 answer hits scores >= 0.35 (p05 0.37, p50 0.58),
@@ -175,23 +177,58 @@ class TurnMatch:
     similarity: float
 
 
-def nearest_turns(rows: list[TurnRow], matrix: np.ndarray, vector: np.ndarray, k: int, *,
-                  keep: np.ndarray | None = None) -> list[TurnMatch]:
-    """Brute-force cosine over the turn vectors, best first (ties by file and line); `keep` masks rows out."""
+@dataclass(frozen=True, slots=True)
+class WindowMatch:
+    """A window of turns the turn index ranked for the query: its rank (1 = nearest) and cosine."""
+
+    row: WindowRow
+    rank: int
+    similarity: float
+
+
+def _nearest(rows: list, matrix: np.ndarray, vector: np.ndarray, k: int, keep: np.ndarray | None,
+             place) -> list[tuple[int, float]]:
+    """(row index, cosine) of the k nearest rows, best first, ties by `place(row)`; `keep` masks rows out."""
     if not rows or k <= 0:
         return []
     scores = matrix @ vector
     if keep is not None:
         scores = np.where(keep, scores, -np.inf)
     top = np.argpartition(-scores, min(k, len(rows) - 1))[:k] if len(rows) > k else np.arange(len(rows))
-    order = sorted((int(i) for i in top if np.isfinite(scores[i])),
-                   key=lambda i: (-scores[i], rows[i].file, rows[i].line))
-    return [TurnMatch(rows[i], n, float(scores[i])) for n, i in enumerate(order, 1)]
+    order = sorted((int(i) for i in top if np.isfinite(scores[i])), key=lambda i: (-scores[i], place(rows[i])))
+    return [(i, float(scores[i])) for i in order]
 
 
-def add_turn_ranks(fused: Mapping[str, dict], matches: list[TurnMatch], spans: Mapping[str, list[Span]]
-                   ) -> dict[str, dict]:
-    """The card fusion plus the turn list: each card gains the reciprocal rank of its best covering turn.
+def nearest_turns(rows: list[TurnRow], matrix: np.ndarray, vector: np.ndarray, k: int, *,
+                  keep: np.ndarray | None = None) -> list[TurnMatch]:
+    """Brute-force cosine over the turn vectors, best first (ties by file and line); `keep` masks rows out."""
+    found = _nearest(rows, matrix, vector, k, keep, lambda r: (r.file, r.line))
+    return [TurnMatch(rows[i], n, score) for n, (i, score) in enumerate(found, 1)]
+
+
+def nearest_windows(rows: list[WindowRow], matrix: np.ndarray, vector: np.ndarray, k: int, *,
+                    keep: np.ndarray | None = None) -> list[WindowMatch]:
+    """The same over the window vectors; of windows that overlap in one session only the nearer is kept."""
+    taken: list[WindowRow] = []
+    out: list[WindowMatch] = []
+    for i, score in _nearest(rows, matrix, vector, k, keep, lambda r: (r.file, r.lo)):
+        w = rows[i]
+        if any(t.file == w.file and t.session_id == w.session_id and t.lo <= w.hi and w.lo <= t.hi for t in taken):
+            continue
+        taken.append(w)
+        out.append(WindowMatch(w, len(out) + 1, score))
+    return out
+
+
+def window_covering(spans: Iterable[Span], w: WindowRow) -> list[str]:
+    """Ids of the cards whose source overlaps the window's lines in its session."""
+    return [s.card_id for s in spans if s.session_id == w.session_id and s.lo <= w.hi and w.lo <= s.hi]
+
+
+def add_turn_ranks(fused: Mapping[str, dict], matches: list[TurnMatch], spans: Mapping[str, list[Span]],
+                   windows: Sequence[WindowMatch] = ()) -> dict[str, dict]:
+    """The card fusion plus the turn and window lists: each card gains the reciprocal rank of its best
+    covering turn, and of its best overlapping window.
 
     Only the best turn counts, once: a card whose long source covers many middling turns must not
     outrank the card that holds the one turn that answers.
@@ -202,6 +239,11 @@ def add_turn_ranks(fused: Mapping[str, dict], matches: list[TurnMatch], spans: M
             hit = out.setdefault(card_id, {"rrf": 0.0})
             if "turn_rank" not in hit:
                 hit.update(turn_rank=m.rank, rrf=hit["rrf"] + TURN_WEIGHT / (RRF_K + m.rank))
+    for w in windows:
+        for card_id in window_covering(spans.get(w.row.session_id, ()), w.row):
+            hit = out.setdefault(card_id, {"rrf": 0.0})
+            if "window_rank" not in hit:
+                hit.update(window_rank=w.rank, rrf=hit["rrf"] + WINDOW_WEIGHT / (RRF_K + w.rank))
     return out
 
 
@@ -211,10 +253,17 @@ def turn_hit(m: TurnMatch, terms: list[str], score: float) -> TurnHit:
                    snippet(r.text, terms), turn_coverage(terms, r.text), m.similarity, score)
 
 
+def window_hit(m: WindowMatch, terms: list[str], score: float) -> TurnHit:
+    w = m.row
+    return TurnHit(w.host, w.session_id, w.file, w.lo, w.first_seq, "session", "window", "",
+                   snippet(w.text, terms), turn_coverage(terms, w.text), m.similarity, score, end_line=w.hi)
+
+
 def merge_turns(hits: list[SearchHit], matches: list[TurnMatch], spans: Mapping[str, list[Span]],
-                terms: list[str], *, k: int) -> tuple[list[SearchHit], list[TurnHit]]:
-    """One top k of cards and turns by fused score: a matched turn becomes evidence of the hits that
-    cover it, and a turn of its own only when no hit does (a forgotten card's turns are masked before)."""
+                terms: list[str], *, k: int, windows: Sequence[WindowMatch] = ()) -> tuple[list[SearchHit], list[TurnHit]]:
+    """One top k of cards, turns and windows by fused score: a matched turn becomes evidence of the hits
+    that cover it, and a turn of its own only when no hit does; a window no hit overlaps is listed by
+    its file and lines (a forgotten card's turns are masked before)."""
     shown = {h.id for h in hits}
     evidence: dict[str, list[TurnHit]] = {}
     loose: list[TurnHit] = []
@@ -225,7 +274,17 @@ def merge_turns(hits: list[SearchHit], matches: list[TurnMatch], spans: Mapping[
             evidence.setdefault(card_id, []).append(turn_hit(m, terms, score))
         if not ids:
             loose.append(turn_hit(m, terms, score))
-    both = [(h.score, 0, n, h) for n, h in enumerate(hits)] + [(t.score, 1, n, t) for n, t in enumerate(loose)]
+    for w in windows:
+        if not any(i in shown for i in window_covering(spans.get(w.row.session_id, ()), w.row)):
+            loose.append(window_hit(w, terms, WINDOW_WEIGHT / (RRF_K + w.rank)))
+    def strength(h) -> float:
+        sims = [h.similarity] + [t.similarity for t in evidence.get(getattr(h, "id", ""), ())]
+        return max((x for x in sims if x is not None), default=0.0)
+
+    # Rank places alone would let a card both card lists put first outrank a window much nearer the
+    # question in meaning; each hit's own nearness to the query counts beside its fused rank.
+    both = [(h.score + STRENGTH_WEIGHT * strength(h), 0, n, h) for n, h in enumerate(hits)] + [
+        (t.score + STRENGTH_WEIGHT * strength(t), 1, n, t) for n, t in enumerate(loose)]
     ranked = sorted(both, key=lambda x: (-x[0], x[1], x[2]))[:k]  # a card before a turn on a tie
     cards = [h if h.id not in evidence else replace(h, evidence=tuple(evidence[h.id][:EVIDENCE_PER_HIT]))
              for _, kind, _, h in ranked if kind == 0]
@@ -287,20 +346,23 @@ def search_cards(settings: Settings, query: str, *, embedder, k: int = 10, works
         if own:
             index.close()
     matches: list[TurnMatch] = []
+    near_windows: list[WindowMatch] = []
     spans: Mapping[str, list[Span]] = {}
     if turns is not None:
-        rows, matrix, spans, hidden_rows = turns
-        keep = ~hidden_rows
+        rows, matrix, spans, hidden_rows, windows, wmatrix, hidden_windows = turns
+        keep, wkeep = ~hidden_rows, ~hidden_windows
         if workspace:
             keep = keep & np.array([not r.cwd or workspaces_near(workspace, r.cwd) for r in rows], dtype=bool)
+            wkeep = wkeep & np.array([not w.cwd or workspaces_near(workspace, w.cwd) for w in windows], dtype=bool)
         matches = nearest_turns(rows, matrix, vector, pool, keep=keep)
-        fused = add_turn_ranks(fused, matches, spans)
+        near_windows = nearest_windows(windows, wmatrix, vector, pool, keep=wkeep)
+        fused = add_turn_ranks(fused, matches, spans, near_windows)
     cards = CardsOnDisk(store, problems=problems)
     for card_id in fused:
         cards.get(card_id)
     hits, hidden = plan_hits(fused, cards, k=len(fused), include_superseded=include_superseded,
                              workspace=workspace)
-    hits, loose = merge_turns(hits, matches, spans, query_terms(text), k=k)
+    hits, loose = merge_turns(hits, matches, spans, query_terms(text), k=k, windows=near_windows)
     hits, loose, weak = above_floor(hits, loose, floor)
     hits = [replace(h, path=str(store.path_for(h.id))) for h in hits]
     return screen_result(SearchResult(clean, tuple(hits), tuple(loose), hidden_superseded=hidden,
@@ -346,6 +408,7 @@ def load_turns(settings: Settings, embedder, index, store: CardStore, problems: 
             problems.extend(refresh.problems)
             problems.extend(turn_index.refresh_spans(index.hashes(), store))
             rows, matrix, spans = turn_index.load()
+            windows, wmatrix = turn_index.load_windows()
         finally:
             turn_index.close()
     except (sqlite3.Error, LedgerError) as exc:
@@ -356,10 +419,14 @@ def load_turns(settings: Settings, embedder, index, store: CardStore, problems: 
     gone = Tombstones.of(tombstones)
     hidden = np.array([any(lo <= r.seq <= hi for _, (lo, hi) in gone.ranges.get((r.host, r.session_id), ()))
                        for r in rows], dtype=bool)
-    loaded = (rows, matrix, spans, hidden)
-    if refresh.pending:
+    hidden_windows = np.array([any(lo <= w.last_seq and w.first_seq <= hi
+                                   for _, (lo, hi) in gone.ranges.get((w.host, w.session_id), ())) for w in windows],
+                              dtype=bool)
+    loaded = (rows, matrix, spans, hidden, windows, wmatrix, hidden_windows)
+    if refresh.pending or refresh.windows_pending:
         # Not cached: the next search in this process embeds the next batch.
-        problems.append(f"{refresh.pending} session turns are not searchable yet; the next searches embed them")
+        problems.append(f"{refresh.pending + refresh.windows_pending} session turns and windows are not searchable "
+                        "yet; the next searches embed them")
     else:
         _TURNS_CACHE[state] = (stamp(), loaded)  # after the refresh: it may have made turns.sqlite
     return loaded

@@ -88,9 +88,15 @@ class TurnHit:
     similarity: float | None = None  # cosine to the query, for turns the turn index matched
     score: float = 0.0  # its reciprocal rank in the fusion (0 from `search_turns`)
     withheld: str = ""  # why its snippet is not shown (instruction-shaped); '' when it is
+    end_line: int = 0  # a window of turns ends here (0: a single turn, at `line`)
+
+    @property
+    def lines(self) -> str:
+        return f"lines {self.line}-{self.end_line}" if self.end_line > self.line else f"line {self.line}"
 
     def to_json(self) -> dict:
         return {"host": self.host, "session_id": self.session_id, "file": self.file, "line": self.line,
+                "end_line": self.end_line or self.line,
                 "seq": self.seq, "role": self.role, "kind": self.kind, "timestamp": self.timestamp,
                 "snippet": self.snippet, "coverage": round(self.coverage, 3),
                 "similarity": None if self.similarity is None else round(self.similarity, 4),

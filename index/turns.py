@@ -42,8 +42,21 @@ CREATE TABLE IF NOT EXISTS spans (
     card_id TEXT NOT NULL, file_hash TEXT NOT NULL, session_id TEXT NOT NULL, lo INTEGER NOT NULL, hi INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS spans_card ON spans (card_id);
+CREATE TABLE IF NOT EXISTS windows (
+    file TEXT NOT NULL, session_id TEXT NOT NULL, host TEXT NOT NULL, lo INTEGER NOT NULL, hi INTEGER NOT NULL,
+    first_seq INTEGER NOT NULL, last_seq INTEGER NOT NULL, cwd TEXT NOT NULL, text TEXT NOT NULL,
+    hash TEXT NOT NULL, PRIMARY KEY (file, session_id, first_seq)
+);
+CREATE TABLE IF NOT EXISTS window_vectors (hash TEXT PRIMARY KEY, vector BLOB NOT NULL);
 """
 BUSY_MS = 2000
+# A window: consecutive turns of one session, one vector for the stretch. A single turn is often
+# too short to say what it is about ("yes, do that"), a card covers only what was distilled; a
+# window about a card's mean span (11 turns on the sets measured) finds the talk around an answer.
+WINDOW_TURNS = 11
+WINDOW_STEP = 5  # windows overlap by more than half: an answer never sits only at a window's edge
+WINDOW_TURN_CHARS = 300  # each turn's share of a window's text: the model reads ~256 word pieces at most
+WINDOWS_VERSION = f"{WINDOW_TURNS}/{WINDOW_STEP}/{WINDOW_TURN_CHARS}"
 EMBED_BUDGET = 2000  # new turn texts one refresh embeds (~10-20 s on 2 cores): a first search over a
 # large ledger answers from the cards and the turns embedded so far instead of hanging for minutes
 EMBED_STEP = 512  # texts per encode call when progress is drawn
@@ -66,6 +79,42 @@ class TurnRow:
 
 
 @dataclass(frozen=True, slots=True)
+class WindowRow:
+    """Consecutive turns of one session as one searchable stretch, cited by file and lines."""
+
+    file: str
+    session_id: str
+    host: str
+    lo: int
+    hi: int
+    first_seq: int
+    last_seq: int
+    cwd: str
+    text: str
+
+
+def cut_windows(rows: Iterable[TurnRow], size: int = WINDOW_TURNS, step: int = WINDOW_STEP) -> list[WindowRow]:
+    """Windows of `size` consecutive turns per (file, session), one every `step` turns; a session
+    shorter than `size` is one window. Each turn adds at most WINDOW_TURN_CHARS of its text."""
+    by_session: dict[tuple[str, str], list[TurnRow]] = {}
+    for r in rows:
+        by_session.setdefault((r.file, r.session_id), []).append(r)
+    out = []
+    for (file, session), turns in by_session.items():
+        turns.sort(key=lambda r: (r.seq, r.line))
+        last_start = max(0, len(turns) - size)
+        starts = list(range(0, last_start + 1, step))
+        if starts[-1] != last_start:
+            starts.append(last_start)  # the session's end is always in a window of full size
+        for i in starts:
+            chunk = turns[i:i + size]
+            text = "\n".join(" ".join(t.text.split())[:WINDOW_TURN_CHARS] for t in chunk)
+            out.append(WindowRow(file, session, chunk[0].host, min(t.line for t in chunk), max(t.line for t in chunk),
+                                 chunk[0].seq, chunk[-1].seq, next((t.cwd for t in chunk if t.cwd), ""), text))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
 class FileChange:
     """A ledgered log whose turns must be read again (new, grown, rewritten) or dropped (gone from the ledger)."""
 
@@ -82,6 +131,8 @@ class TurnRefresh:
     embedded: int = 0
     pending: int = 0  # turn texts left for the next refresh (over the embedding budget)
     problems: tuple[str, ...] = ()
+    windows_embedded: int = 0  # window texts embedded (from what the turns left of the budget)
+    windows_pending: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +199,18 @@ class TurnIndex:
             # Another model's vectors are not comparable with this one's: drop them all, keep the text.
             with self.conn:
                 self.conn.execute("DELETE FROM vectors")
+                self.conn.execute("DELETE FROM window_vectors")
                 self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('model_id', ?)", (model_id,))
+        if stored.get("windows") != WINDOWS_VERSION:
+            # A turn index made before windows (or with other window sizes): cut them from the turns it holds.
+            rows = [TurnRow(*r) for r in self.conn.execute(
+                "SELECT file, line, host, session_id, seq, role, kind, timestamp, cwd, text FROM turns")]
+            with self.conn:
+                self.conn.execute("DELETE FROM windows")
+                self.conn.executemany("INSERT OR REPLACE INTO windows VALUES (?,?,?,?,?,?,?,?,?,?)",
+                                      [(w.file, w.session_id, w.host, w.lo, w.hi, w.first_seq, w.last_seq, w.cwd,
+                                        w.text, text_hash(w.text)) for w in cut_windows(rows)])
+                self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('windows', ?)", (WINDOWS_VERSION,))
 
     def close(self) -> None:
         self.conn.close()
@@ -161,8 +223,8 @@ class TurnIndex:
             ledgered: path -> (host, size, mtime_ns) as the read ledger recorded it.
             embedder: `index.embed.Embedder`; loaded only when a turn text is new.
             blob_cap: the sanitizer's cap on one pasted blob.
-            budget: new turn texts to embed at most (None: all of them, as `memoir run` does);
-                the rest wait (unmatched) for the next refresh.
+            budget: new turn and window texts to embed at most (None: all of them, as `memoir run`
+                does); the rest wait (unmatched) for the next refresh.
             progress: `progress("turn index", done, total, detail)` per file read and per batch embedded.
         """
         known = {p: (s, m) for p, s, m in self.conn.execute("SELECT path, size, mtime_ns FROM files")}
@@ -182,15 +244,19 @@ class TurnIndex:
                 self.conn.executemany("INSERT OR REPLACE INTO turns VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                                       [(r.file, r.line, r.host, r.session_id, r.seq, r.role, r.kind, r.timestamp,
                                         r.cwd, r.text, text_hash(r.text)) for r in rows])
+                self.conn.executemany("INSERT OR REPLACE INTO windows VALUES (?,?,?,?,?,?,?,?,?,?)",
+                                      [(w.file, w.session_id, w.host, w.lo, w.hi, w.first_seq, w.last_seq, w.cwd,
+                                        w.text, text_hash(w.text)) for w in cut_windows(rows)])
                 size, mtime = ledgered[path][1:]
                 self.conn.execute("INSERT INTO files VALUES (?,?,?)", (path, size, mtime))
             missing = self.conn.execute(
                 "SELECT t.hash, t.text FROM turns t LEFT JOIN vectors v ON v.hash = t.hash "
                 "WHERE v.hash IS NULL GROUP BY t.hash ORDER BY max(t.timestamp) DESC, t.hash").fetchall()
+            unlimited = budget is None
             budget = len(missing) if budget is None else budget
             pending = max(0, len(missing) - budget)
             missing = missing[:budget]  # newest first: recent sessions are the likelier answers
-            step = EMBED_STEP if progress else max(1, len(missing))
+            step = EMBED_STEP if progress else 1 << 30
             for start in range(0, len(missing), step):
                 if progress:
                     progress("turn index", start, len(missing), "embedding turns")
@@ -198,14 +264,31 @@ class TurnIndex:
                 vecs = embedder.encode([text for _, text in part])
                 self.conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)",
                                       [(h, v.astype(np.float32).tobytes()) for (h, _), v in zip(part, vecs)])
+            windows = self.conn.execute(
+                "SELECT w.hash, w.text FROM windows w LEFT JOIN window_vectors v ON v.hash = w.hash "
+                "WHERE v.hash IS NULL GROUP BY w.hash ORDER BY w.hash").fetchall()
+            room = len(windows) if unlimited else max(0, budget - len(missing))
+            windows_pending = max(0, len(windows) - room)
+            windows = windows[:room]
+            for start in range(0, len(windows), step):
+                if progress:
+                    progress("turn index", start, len(windows), "embedding session windows")
+                part = windows[start:start + step]
+                vecs = embedder.encode([text for _, text in part])
+                self.conn.executemany("INSERT OR REPLACE INTO window_vectors VALUES (?, ?)",
+                                      [(h, v.astype(np.float32).tobytes()) for (h, _), v in zip(part, vecs)])
             if progress:
-                progress("turn index", len(missing), len(missing), f"{len(missing)} turns embedded")
+                done = len(missing) + len(windows)
+                progress("turn index", done, done, f"{len(missing)} turns and {len(windows)} windows embedded")
             # Vectors no turn uses any more (a rewritten or dropped log) go too: the file stays the logs' size.
             self.conn.execute("DELETE FROM vectors WHERE hash NOT IN (SELECT hash FROM turns)")
-        return TurnRefresh(len(plan.read), len(plan.drop), len(missing), pending, tuple(problems))
+            self.conn.execute("DELETE FROM window_vectors WHERE hash NOT IN (SELECT hash FROM windows)")
+        return TurnRefresh(len(plan.read), len(plan.drop), len(missing), pending, tuple(problems),
+                           len(windows), windows_pending)
 
     def _drop_file(self, path: str) -> None:
         self.conn.execute("DELETE FROM turns WHERE file = ?", (path,))
+        self.conn.execute("DELETE FROM windows WHERE file = ?", (path,))
         self.conn.execute("DELETE FROM files WHERE path = ?", (path,))
 
     def refresh_spans(self, indexed: Mapping[str, str], store: CardStore) -> list[str]:
@@ -241,3 +324,14 @@ class TurnIndex:
         for card_id, session_id, lo, hi in self.conn.execute("SELECT card_id, session_id, lo, hi FROM spans"):
             spans.setdefault(session_id, []).append(Span(card_id, session_id, lo, hi))
         return rows, matrix, spans
+
+    def load_windows(self) -> tuple[list[WindowRow], np.ndarray]:
+        """Every window with a vector (file, session, start order) and the vectors as one matrix."""
+        found = self.conn.execute(
+            "SELECT w.file, w.session_id, w.host, w.lo, w.hi, w.first_seq, w.last_seq, w.cwd, w.text, v.vector "
+            "FROM windows w JOIN window_vectors v ON v.hash = w.hash ORDER BY w.file, w.session_id, w.first_seq"
+        ).fetchall()
+        rows = [WindowRow(*r[:9]) for r in found]
+        matrix = (np.frombuffer(b"".join(r[9] for r in found), dtype=np.float32).reshape(len(found), -1)
+                  if found else np.zeros((0, 1), dtype=np.float32))
+        return rows, matrix

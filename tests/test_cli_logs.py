@@ -43,17 +43,29 @@ def test_add_a_repo_before_aider_ran_there_then_list_shows_it_missing_then_found
     assert tomllib.loads(config.read_text()) == {"max_injected": 1, "aider_repos": [str(repo)]}
 
     rows = json.loads(memoir(env, "logs", "list", "--json").output)
-    assert {r["host"] for r in rows} == {"claude-code", "codex", "aider"}
+    assert {r["host"] for r in rows} == {"claude-code", "codex", "aider", "gemini-cli", "copilot-cli", "cline",
+                                         "opencode"}
     assert [r for r in rows if r["host"] == "aider"] == [
-        {"host": "aider", "path": str(repo / ".aider.chat.history.md"), "exists": False}]
+        {"host": "aider", "path": str(repo / ".aider.chat.history.md"), "exists": False, "files": 0}]
     assert not any(r["exists"] for r in rows)
 
     shutil.copy(QUIRE, repo / ".aider.chat.history.md")
     listed = memoir(env, "logs", "list").output
-    assert f"aider        found    {repo / '.aider.chat.history.md'}" in listed
+    assert f"aider        1 file      {repo / '.aider.chat.history.md'}" in listed
     again = memoir(env, "logs", "add", str(repo) + "/")
     assert again.exit_code == 0 and "already registered" in again.output
     assert tomllib.loads(config.read_text())["aider_repos"] == [str(repo)]
+
+
+def test_list_counts_the_log_files_each_host_folder_holds(user):
+    home, _, env = user
+    chats = home / ".gemini" / "tmp" / "abc" / "chats"
+    shutil.copytree(FIXTURES / "hosts" / "gemini" / "tmp" / next(iter(
+        p.name for p in (FIXTURES / "hosts" / "gemini" / "tmp").iterdir())) / "chats", chats)
+    rows = {r["host"]: r for r in json.loads(memoir(env, "logs", "list", "--json").output)}
+    assert rows["gemini-cli"]["exists"] and rows["gemini-cli"]["files"] == 4
+    assert not rows["copilot-cli"]["exists"] and rows["copilot-cli"]["files"] == 0
+    assert "gemini-cli   4 files" in memoir(env, "logs", "list").output
 
 
 def test_plain_run_reads_registered_repos_and_cards_take_the_repo_as_workspace(user, memoir_home):

@@ -227,3 +227,24 @@ def test_the_hook_with_a_broken_config_exits_0_and_leaves_a_line_without_the_val
     calls = read_calls(str(tmp_path / "data" / "memoir" / "state"))
     assert [(c["event"], c["outcome"]) for c in calls] == [("config", "error")]
     assert str(broken_config) in calls[0]["detail"] and "high" not in calls[0]["detail"]
+
+
+# --- a home that holds no library --------------------------------------------------------------------
+
+
+def test_a_mistyped_home_warns_on_stderr_and_in_json_instead_of_showing_an_empty_library(tmp_path):
+    typo = tmp_path / "memior"
+    result = CliRunner().invoke(cli, ["--home", str(typo), "status", "--json"])
+    assert result.exit_code == 0
+    assert result.stderr.startswith(f"warning: {typo} does not exist")
+    assert "does not exist" in json.loads(result.stdout)["warning"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    listed = CliRunner().invoke(cli, ["--home", str(empty), "cards", "list"])
+    assert "holds no memoir library" in listed.stderr
+
+
+def test_a_home_with_a_library_gives_no_warning(tmp_path):
+    (tmp_path / "lib" / "cards").mkdir(parents=True)
+    result = CliRunner().invoke(cli, ["--home", str(tmp_path / "lib"), "status", "--json"])
+    assert result.stderr == "" and "warning" not in json.loads(result.stdout)

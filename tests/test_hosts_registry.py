@@ -17,28 +17,36 @@ from memoir.cards.hosts.registry import (
 
 
 def test_every_row_is_whole():
-    assert HOSTS == ("claude-code", "codex", "aider", "jsonl")
+    assert HOSTS == ("claude-code", "codex", "aider", "gemini-cli", "copilot-cli", "cline", "opencode", "jsonl")
     for row in ROWS:
         assert isinstance(row, Host) and READERS[row.name] is row.read is reader_for(row.name)
         assert all(name == name.lower() for name in row.shell_tools | row.edit_tools | row.quiet_tools)
-    with pytest.raises(ReaderError, match="unknown host 'gemini'"):
-        host("gemini")
+    with pytest.raises(ReaderError, match="unknown host 'cursor'"):
+        host("cursor")
 
 
 def test_the_tool_tables_are_the_union_of_the_rows():
     assert SHELL_TOOLS == {"run", "lint", "bash", "shell", "exec_command", "local_shell", "run_terminal_cmd",
                            "run_command", "execute_command", "terminal", "run_shell_command", "shell_command",
-                           "container.exec"}
+                           "container.exec", "powershell"}
     assert EDIT_TOOLS == {"edit", "multiedit", "write", "notebookedit", "apply_patch", "str_replace_editor",
-                          "str_replace_based_edit_tool", "create_file", "edit_file", "write_file", "replace", "insert"}
-    assert PLAN_TOOLS == {"todowrite", "update_plan"} and PLAN_ACCEPT_TOOLS == {"exitplanmode"}
+                          "str_replace_based_edit_tool", "create_file", "edit_file", "write_file", "replace", "insert",
+                          "create", "write_to_file", "replace_in_file", "apply_diff", "insert_content",
+                          "search_and_replace", "editedexistingfile", "newfilecreated", "patch"}
+    assert PLAN_TOOLS == {"todowrite", "update_plan", "update_todo", "write_todos"}
+    assert PLAN_ACCEPT_TOOLS == {"exitplanmode"}
     assert EDIT_TOOLS | PLAN_TOOLS | PLAN_ACCEPT_TOOLS | {"read", "grep", "webfetch", "skill"} <= QUIET_TOOLS
     assert not SHELL_TOOLS & QUIET_TOOLS
 
 
 def test_roots_file_names_and_host_traits():
     home = Path("/home/dev")
-    assert default_roots(home) == {"claude-code": home / ".claude" / "projects", "codex": home / ".codex" / "sessions"}
+    assert default_roots(home) == {
+        "claude-code": home / ".claude" / "projects", "codex": home / ".codex" / "sessions",
+        "gemini-cli": home / ".gemini" / "tmp", "copilot-cli": home / ".copilot" / "session-state",
+        "cline": home / ".config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks",
+        "opencode": home / ".local/share/opencode/storage/session",
+    }
     assert wants("rollout-2025-01-01.jsonl", "codex") and not wants("x.jsonl", "codex")
     assert wants(".aider.chat.history.md", "aider") and wants(".aider.chat.history.md") and wants("x.jsonl")
     assert not wants("notes.md")

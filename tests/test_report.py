@@ -23,6 +23,7 @@ from click.testing import CliRunner
 from memoir.cards.config import load_settings
 from memoir.cards.values import STATUSES
 from memoir.cards.status import count_cards, read_runs, record_run
+from memoir.cards.quality_gates import GATE_HELP
 from memoir.cards.store import CardStore
 from memoir.cards.title import display_title
 from memoir.index.report import (
@@ -113,7 +114,8 @@ def test_plan_report_counts_per_day_inside_the_window_and_totals_everything():
                          recalls=recalls, hook_calls=[LogEvent("2026-12-03", "cold_start")],
                          hook_outcomes=("injected", "cold_start"), run_alerts={"2026-12-01T03:00:00Z": ["model silent"]})
     assert [(r.label, r.total) for r in report.charts["nights"].rows] == [("2026-12-01", 5)]
-    assert [(r.label, r.total) for r in report.charts["skipped"].rows] == [("binary", 5), ("unreadable", 3)]
+    assert [(r.label, r.total) for r in report.charts["skipped"].rows] == [("binary", 5),
+                                                                          ("files memoir may not read", 3)]
     assert [(r.label, r.total) for r in report.charts["recall"].rows] == [("2026-12-02", 2), ("2026-12-03", 1)]
     assert report.recall_totals == {"injected": 1, "timeout": 1, "empty": 2}
     assert report.top_gate == "StaleCard"
@@ -340,6 +342,24 @@ def test_report_opens_offline_in_chromium_with_cards_chains_runs_and_recall(libr
         top = text_of(_block(dom, r'<b id="top-gate">.*?</b>'))
         assert gates[top] == max(gates.values())
 
+    # The questions, newest first: what each got, and for a miss the gate and figure in words.
+    questions = _block(dom, r'<table class="questions">.*?</table>')
+    rows = re.findall(r"<tr class=\"q-(\w+)\">(.*?)</tr>", questions, re.S)
+    assert [o for o, _ in rows] == [r["outcome"] for r in reversed(records)]
+    for (outcome, row), record in zip(rows, reversed(records)):
+        assert record["query"][:40] in text_of(row)
+        if record.get("injected"):
+            assert all(f'href="#{i}"' in row for i in record["injected"])
+        else:
+            assert '<span class="why">' in row  # a miss always says why
+    timeout_row = text_of(next(row for o, row in rows if o == "timeout"))
+    assert "budget" in timeout_row or "deadline" in timeout_row or "timeout" in timeout_row
+
+    # A held card says why in words, with what clears it.
+    held = next(c for c in cards if c.gate and c.gate in GATE_HELP)
+    block = text_of(_block(dom, rf'<details class="card" id="{held.id}".*?</details>'))
+    assert "Held back: " + " ".join(GATE_HELP[held.gate].split()) in block
+
 
 def test_the_net_log_check_catches_a_page_that_loads_from_the_network(tmp_path):
     """The control: the same check on a page with an outside image and stylesheet must find both."""
@@ -348,3 +368,29 @@ def test_the_net_log_check_catches_a_page_that_loads_from_the_network(tmp_path):
                     '<p>hi</p><img src="http://example.invalid/leak.png">', encoding="utf-8")
     _, netlog = _render(page.as_uri(), tmp_path)
     assert sorted(page_requests(netlog)) == ["http://example.invalid/leak.png", "https://cdn.example.org/x.css"]
+
+
+def test_a_missed_question_names_its_closest_card_the_gate_in_words_and_the_figure():
+    from memoir.index.report import RECALL_GATE_WORDS, question_view
+
+    record = {"ts": "2026-12-01T10:00:00+00:00", "query": "pytest cannot import yaml", "outcome": "empty",
+              "injected": [], "candidates": [
+                  {"id": "c-1", "gate": "SimilarityBelowMinimum", "similarity": 0.412},
+                  {"id": "c-2", "gate": "StatusNotActive", "similarity": 0.3}]}
+    view = question_view(record, {})
+    assert view.when == "2026-12-01 10:00" and view.got == ()
+    assert view.why == f"closest c-1: {RECALL_GATE_WORDS['SimilarityBelowMinimum']} (similarity 0.41)"
+    nothing = question_view({**record, "candidates": []}, {})
+    assert nothing.why == "no card came near the question"
+    got = question_view({**record, "outcome": "injected", "injected": ["c-9"]}, {"c-9": "Pin yaml"})
+    assert got.got == (("c-9", "Pin yaml"),) and got.why == ""
+    assert question_view({"query": "torn"}, {}) is None
+
+
+def test_skip_reasons_read_in_words_with_bookkeeping_last():
+    from memoir.index.report import skip_order, skip_words
+
+    ordered = skip_order([("ignored_type", 2203), ("bad_json", 3), ("unknown_format", 7)])
+    assert [r for r, _ in ordered] == ["unknown_format", "bad_json", "ignored_type"]
+    assert skip_words("unknown_format") == "files no reader recognises"
+    assert skip_words("some_new_reason") == "some new reason"

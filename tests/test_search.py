@@ -21,6 +21,7 @@ from memoir.index.chain_links import newest_in_chain
 from memoir.index.search import (
     SEARCH_FLOOR,
     TurnMatch,
+    WindowMatch,
     add_turn_ranks,
     merge_turns,
     nearest_turns,
@@ -30,8 +31,19 @@ from memoir.index.search import (
     state_of,
 )
 from memoir.index.search_results import SearchHit, TurnHit, above_floor, hit_strength
+from memoir.index.turns import WindowRow
 from memoir.index.sync import sync_index
-from memoir.index.turns import Span, TurnIndex, TurnRow, plan_card_changes, plan_file_changes
+from memoir.index.turns import (
+    WINDOW_STEP,
+    WINDOW_TURNS,
+    Span,
+    TurnIndex,
+    TurnRow,
+    WindowRow,
+    cut_windows,
+    plan_card_changes,
+    plan_file_changes,
+)
 from tests.user_cards import EXAMPLES, build_home, card, store_of
 
 QUERY = "uvicorn --reload misses file changes in a docker bind mount"
@@ -235,6 +247,36 @@ def test_merge_folds_a_covered_turn_into_its_card_and_ranks_loose_turns_in_the_s
     assert [c.id for c in cards] == ["c-a"] and [t.line for t in turns] == [3, 9]  # c-b ranked below both turns
     assert [(t.line, t.coverage) for t in cards[0].evidence] == [(7, 1.0)]
     assert cards[0].to_json()["evidence"][0]["similarity"] == 0.8
+
+
+def test_windows_cover_every_turn_of_a_session_overlapping_and_end_at_its_last_turn():
+    rows = [row("s1", n, f"turn {n}") for n in range(1, 26)] + [row("s2", n) for n in range(1, 4)]
+    windows = cut_windows(rows)
+    s1 = [w for w in windows if w.session_id == "s1"]
+    assert [(w.lo, w.hi) for w in s1] == [(1, 11), (6, 16), (11, 21), (15, 25)]  # the last one ends the session
+    assert all(w.hi - w.lo + 1 == WINDOW_TURNS for w in s1) and WINDOW_STEP < WINDOW_TURNS
+    assert [(w.lo, w.hi) for w in windows if w.session_id == "s2"] == [(1, 3)]  # short: one window
+    assert s1[0].text.splitlines()[:2] == ["turn 1", "turn 2"]
+
+
+def test_a_window_no_card_overlaps_is_listed_by_file_and_lines_and_one_a_card_overlaps_lifts_that_card():
+    spans = {"s1": [Span("c-a", "s1", 30, 40)]}
+    inside = WindowMatch(WindowRow("/logs/s1.jsonl", "s1", "claude-code", 25, 35, 25, 35, "/w", "t"), 1, 0.7)
+    outside = WindowMatch(WindowRow("/logs/s2.jsonl", "s2", "claude-code", 1, 11, 1, 11, "/w", "cache eviction"), 2, 0.6)
+    fused = add_turn_ranks({}, [], spans, [inside, outside])
+    assert fused["c-a"]["window_rank"] == 1 and set(fused) == {"c-a"}
+    cards, loose = merge_turns([hit("c-a", fused["c-a"]["rrf"])], [], spans, ["cache", "eviction"], k=5,
+                               windows=[inside, outside])
+    assert [c.id for c in cards] == ["c-a"]
+    assert [(t.kind, t.file, t.line, t.end_line, t.lines) for t in loose] == [
+        ("window", "/logs/s2.jsonl", 1, 11, "lines 1-11")]
+
+
+def test_a_hit_much_nearer_the_question_outranks_one_that_only_ranked_first_in_both_card_lists():
+    weak = replace(hit("c-weak", 2 / 61), similarity=0.2)  # first in the vector and the word lists
+    near = TurnMatch(row("s9", 4, "the admin port is 9443 in production"), 3, 0.62)
+    cards, loose = merge_turns([weak], [near], {}, ["admin", "port"], k=1)
+    assert cards == [] and [t.line for t in loose] == [4]
 
 
 def test_nearest_turns_ranks_by_cosine_and_never_returns_a_masked_turn():

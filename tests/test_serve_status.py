@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -228,6 +229,9 @@ def test_real_serve_runs_the_printed_command_prints_the_run_and_stops_on_sigint(
         assert status.returncode == 0 and f"pid {proc.pid}" in status.stdout, status.stdout
         # The printed command works as printed, with nothing exported.
         api, prefect, name = hint.groups()
+        # The dashboard at the printed address asks its API at that same address.
+        with urllib.request.urlopen(api.removesuffix("/api") + "/ui-settings", timeout=30) as resp:
+            assert json.loads(resp.read())["api_url"] == api
         started = subprocess.run(f"PREFECT_API_URL={api} {prefect} deployment run {name}", shell=True, env=env,
                                  capture_output=True, text=True, timeout=120)
         assert started.returncode == 0, started.stdout + started.stderr

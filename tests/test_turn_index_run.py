@@ -31,6 +31,7 @@ def test_a_run_leaves_every_read_turn_embedded_and_every_card_span_recorded(tmp_
         assert spans  # the cards' sources are known to the turn index
         again = turns.refresh_files(_ledgered(settings), embedder, settings.blob_cap)
         assert (again.read, again.embedded, again.pending) == (0, 0, 0)  # a first search has nothing to do
+        assert (again.windows_embedded, again.windows_pending) == (0, 0)
     finally:
         turns.close()
     done = [(d, t) for stage, d, t in seen if stage == "turn index"]

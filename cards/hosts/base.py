@@ -97,6 +97,10 @@ def _no_raw(line: str) -> int:
     return 0
 
 
+def _no_name(name: str) -> bool:
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class Host:
     """One host, whole: how its logs are found, recognised and read, and what its tools are called.
@@ -122,6 +126,13 @@ class Host:
     header_sessions: bool = False  # sessions are named by a header: an appended read restarts there
     commits_each_reply: bool = False  # the host commits by itself: a commit does not end a task
     banner: bool = False  # a session opens with the host's start-up banner, no request
+    whole_file: bool = False  # the host writes the whole file again on each change: always read from the start
+    # A file this host keeps beside its sessions (a message or part of one): read through its session, not alone.
+    companion: Callable[[str], bool] = _no_name
+    # A file whose session is better read from a sibling file, when that sibling exists: (this name, sibling name).
+    shadowed_by: tuple[tuple[str, str], ...] = ()
+    # For a session stored across many files: the I/O that gathers them into the bytes `read` takes.
+    assemble: Callable[[str], bytes] | None = None
 
 
 @dataclass(slots=True)

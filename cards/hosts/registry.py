@@ -9,13 +9,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from memoir.cards.hosts import aider, claude_code, codex, jsonl
+from memoir.cards.hosts import aider, claude_code, cline, codex, copilot_cli, gemini_cli, jsonl, opencode
 from memoir.cards.hosts.base import Host, ReaderError, ReadReport
 
 ROWS: tuple[Host, ...] = (
     claude_code.RECORD,
     codex.RECORD,
     aider.RECORD,
+    gemini_cli.RECORD,
+    copilot_cli.RECORD,
+    cline.RECORD,
+    opencode.RECORD,
     jsonl.RECORD,
 )
 
@@ -55,6 +59,16 @@ def wants(file_name: str, name: str = "auto") -> bool:
     if name == "auto":
         return any(h.wants(file_name) for h in ROWS)
     return host(name).wants(file_name)
+
+
+def companion(file_name: str) -> bool:
+    """Is `file_name` a piece of some host's session (a message or part file), read through that session?"""
+    return any(h.companion(file_name) for h in ROWS)
+
+
+def shadowing_sibling(file_name: str) -> str | None:
+    """The sibling file name that, when present, holds the same session better than `file_name`."""
+    return next((better for h in ROWS for this, better in h.shadowed_by if this == file_name), None)
 
 
 def commits_each_reply(name: str) -> bool:

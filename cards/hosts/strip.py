@@ -23,6 +23,8 @@ _DROP_TAGS = (
     "environment_context",
     "user_instructions",
     "user-prompt-submit-hook",
+    "current_datetime",  # Copilot CLI appends the time to each prompt
+    "environment_details",  # Cline / Roo Code append the editor's state to each message
 )
 # Blocks whose body is what the user typed (slash-command name and arguments): keep the body, drop the tags.
 _UNWRAP_TAGS = ("command-name", "command-args")

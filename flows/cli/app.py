@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+from pathlib import Path
 from typing import NoReturn
 
 import click
@@ -84,6 +85,7 @@ class Context:
     def __init__(self, home: str | None, env: dict[str, str]):
         self.home = home
         self.env = env
+        self.warning = ""  # said once on stderr, and in every JSON object the command prints
         self.config_error: ConfigError | None = None
         self._settings: Settings | None = None
         try:
@@ -117,8 +119,27 @@ class Context:
 
 pass_ctx = click.make_pass_decorator(Context)
 
+# Commands that only read a library: run on a home that holds none (a mistyped --home), they would
+# show an empty library and exit 0, so they warn first.
+LIBRARY_READERS = frozenset({"status", "cards", "recall", "search", "review", "report", "forget"})  # index check: `missing`
+LIBRARY_PARTS = ("cards", "state", "index")
+
+
+def no_library_warning(home: str | os.PathLike) -> str:
+    """A warning when `home` holds none of a memoir library's folders; '' when it holds one."""
+    path = Path(home)
+    if any((path / part).is_dir() for part in LIBRARY_PARTS):
+        return ""
+    what = "does not exist" if not path.exists() else "holds no memoir library (no cards/, state/ or index/)"
+    return f"{path} {what}: check --home / MEMOIR_HOME, or run `memoir run` to make a library there"
+
 
 def emit_json(data: object) -> None:
+    """JSON on stdout; an object also carries the run's `warning` (a home with no library), if any."""
+    ctx = click.get_current_context(silent=True)
+    warning = getattr(ctx.find_object(Context), "warning", "") if ctx is not None else ""
+    if warning and isinstance(data, dict):
+        data = {**data, "warning": warning}
     click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
 
 
@@ -200,3 +221,7 @@ def cli(ctx: click.Context, home: str | None) -> None:
     (`memoir --home X status` or `memoir status --home X`).
     """
     ctx.obj = Context(home, environment())
+    if ctx.invoked_subcommand in LIBRARY_READERS and ctx.obj.config_error is None:
+        ctx.obj.warning = no_library_warning(ctx.obj.settings.home)
+        if ctx.obj.warning:
+            click.echo(f"warning: {ctx.obj.warning}", err=True)

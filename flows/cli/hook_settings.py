@@ -1,7 +1,10 @@
-"""The Claude Code settings file and memoir's hook entries in it: plan the change, then write it.
+"""A host's hook settings file and memoir's hook entries in it: plan the change, then write it.
 
-Planning is pure (settings dict in, settings dict out); `hook install|uninstall claude-code` read
-the file, print a diff or write the new text atomically.
+Claude Code (`~/.claude/settings.json`) and Gemini CLI (`~/.gemini/settings.json`) keep hooks in one
+shape (`hooks.<Event>[].hooks[].command`) under their own event names and time units; Copilot CLI
+reads a file per hook set (`<repo>/.github/hooks/<name>.json`, `bash` for the command), so memoir's
+is a file of its own. Planning is pure (settings dict in, settings dict out); `hook install|uninstall
+<host>` read the file, print a diff or write the new text atomically.
 """
 
 from __future__ import annotations
@@ -23,9 +26,13 @@ HOOK_MARKERS = (HOOK_IMPORT, "from memoir_hook import main", "memoir_hook.py cla
 HOOK_TIMEOUT_S = 5  # Claude Code's own limit for the prompt hook; ours ends it at the recall budget
 SESSION_START_TIMEOUT_S = 10  # the brief may take seconds (hook_client.SESSION_START_BUDGET_MS)
 SESSION_START_MATCHER = "startup|resume|clear|compact"
+# host → (prompt event, start event, start matcher, timeout unit per second)
+LAYOUTS = {"claude-code": ("UserPromptSubmit", "SessionStart", SESSION_START_MATCHER, 1),
+           "gemini-cli": ("BeforeAgent", "SessionStart", "startup|resume|clear", 1000)}  # Gemini counts ms
+COPILOT_HOOKS_FILE = Path(".github") / "hooks" / "memoir.json"
 
 
-def hook_command(home: str | None) -> str:
+def hook_command(home: str | None, host: str = "claude-code") -> str:
     """The command line Claude Code runs: this interpreter on the stdlib-only hook client.
 
     `-I` keeps the project folder (and PYTHON* variables) off the import path, so a project with
@@ -37,7 +44,7 @@ def hook_command(home: str | None) -> str:
     folder = os.path.dirname(os.path.abspath(hook_client.__file__))
     # Appended, not inserted: the standard library stays ahead of the client's folder.
     code = f"import sys; sys.path.append({json.dumps(folder)}); {HOOK_IMPORT}; main()"  # a Python literal too
-    return f"{env}{shlex.quote(sys.executable)} -I -S -c {shlex.quote(code)} claude-code"
+    return f"{env}{shlex.quote(sys.executable)} -I -S -c {shlex.quote(code)} {host}"
 
 
 def _is_our_command(hook: object) -> bool:
@@ -49,14 +56,15 @@ def _is_ours(entry: dict) -> bool:
     return isinstance(hooks, list) and any(_is_our_command(h) for h in hooks)
 
 
-def plan_hook_settings(current: dict, command: str) -> dict:
-    """`current` with memoir's UserPromptSubmit and SessionStart hooks set to `command`; all else kept."""
+def plan_hook_settings(current: dict, command: str, host: str = "claude-code") -> dict:
+    """`current` with memoir's prompt and session-start hooks set to `command`; all else kept."""
+    prompt_event, start_event, matcher, unit = LAYOUTS[host]
     new = json.loads(json.dumps(current))
     hooks = new.setdefault("hooks", {})
     wanted = {
-        "UserPromptSubmit": {"hooks": [{"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}]},
-        "SessionStart": {"matcher": SESSION_START_MATCHER,
-                         "hooks": [{"type": "command", "command": command, "timeout": SESSION_START_TIMEOUT_S}]},
+        prompt_event: {"hooks": [{"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S * unit}]},
+        start_event: {"matcher": matcher,
+                      "hooks": [{"type": "command", "command": command, "timeout": SESSION_START_TIMEOUT_S * unit}]},
     }
     for event, entry in wanted.items():
         entries = [e for e in hooks.get(event, []) if isinstance(e, dict)]
@@ -96,6 +104,21 @@ def plan_hook_removal(current: dict) -> tuple[dict, list[str]]:
     if removed and not hooks:
         del new["hooks"]
     return new, removed
+
+
+def copilot_hooks(command: str) -> dict:
+    """memoir's Copilot CLI hook file: Claude-compatible event names, so the payload has Claude Code's fields."""
+    return {"version": 1, "hooks": {
+        "UserPromptSubmit": [{"type": "command", "bash": command, "timeoutSec": HOOK_TIMEOUT_S}],
+        "SessionStart": [{"type": "command", "bash": command, "timeoutSec": SESSION_START_TIMEOUT_S}],
+    }}
+
+
+def is_copilot_hooks_file(current: dict) -> bool:
+    """A hook file memoir wrote (every command in it is memoir's), safe to delete whole."""
+    entries = [e for v in (current.get("hooks") or {}).values() if isinstance(v, list) for e in v]
+    return bool(entries) and all(isinstance(e, dict) and any(m in str(e.get("bash", "")) for m in HOOK_MARKERS)
+                                 for e in entries)
 
 
 def read_settings_file(path: Path) -> tuple[str, dict]:

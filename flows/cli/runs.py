@@ -63,6 +63,8 @@ def print_summary(summary, settings: Settings | None = None) -> None:
     """The run in a few lines (a pipeline RunReport), ending with where the cards are and what to do next."""
     d = summary.to_dict()
     click.echo(f"files     {d['files_seen']} seen, {d['files_read']} read ({d['bytes_read'] / 1e6:.1f} MB)")
+    if d["hosts"]:
+        click.echo("hosts     " + ", ".join(f"{v} {k}" for k, v in d["hosts"].items()))
     click.echo(f"turns     {d['turns']} in {d['sessions']} sessions → {d['experiences']} experiences")
     cards = d["cards"]
     click.echo("cards     " + (", ".join(f"{v} {k}" for k, v in cards.items()) or "none written"))

@@ -1,4 +1,4 @@
-"""`memoir hook claude-code` and `memoir hook install|uninstall claude-code`."""
+"""`memoir hook <host>` and `memoir hook install|uninstall <host>` for Claude Code, Gemini CLI and Copilot CLI."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ import click
 from memoir.cards.private import private_umask
 from memoir.flows.cli.app import cli, pass_ctx
 from memoir.flows.cli.hook_settings import (
+    COPILOT_HOOKS_FILE,
+    copilot_hooks,
     hook_command,
+    is_copilot_hooks_file,
     plan_hook_removal,
     plan_hook_settings,
     read_settings_file,
@@ -37,6 +40,22 @@ def hook_claude_code(ctx):
         hook_main("claude-code", settings=ctx.settings)
 
 
+@hook_group.command("gemini-cli")
+@pass_ctx
+def hook_gemini_cli(ctx):
+    """Gemini CLI hook: BeforeAgent recalls cards for the prompt, SessionStart prints the brief. Always exits 0."""
+    with private_umask():
+        hook_main("gemini-cli", settings=ctx.settings)
+
+
+@hook_group.command("copilot-cli")
+@pass_ctx
+def hook_copilot_cli(ctx):
+    """Copilot CLI hook: UserPromptSubmit recalls cards, SessionStart prints the brief. Always exits 0."""
+    with private_umask():
+        hook_main("copilot-cli", settings=ctx.settings)
+
+
 @hook_group.group("install")
 def hook_install_group():
     """Add memoir's hook to a host's settings file."""
@@ -48,9 +67,64 @@ SETTINGS_OPTION = click.option(
     help="The Claude Code settings file (a project's .claude/settings.json works too).")
 
 
+GEMINI_SETTINGS_OPTION = click.option(
+    "--settings", "settings_path", type=click.Path(dir_okay=False),
+    default=lambda: str(Path.home() / ".gemini" / "settings.json"), show_default="~/.gemini/settings.json",
+    help="The Gemini CLI settings file (a project's .gemini/settings.json works too).")
+REPO_OPTION = click.option("--repo", type=click.Path(file_okay=False), default=".", show_default="this folder",
+                           help="The repository whose .github/hooks/ Copilot CLI reads.")
+DRY_RUN_OPTION = click.option("--dry-run", is_flag=True, help="Print the change as a diff and write nothing.")
+
+
+def _install(path: Path, host: str, home: str, dry_run: bool) -> None:
+    """Add memoir's prompt and start hooks for `host` to the settings file at `path`, other settings kept."""
+    before_text, current = read_settings_file(path)
+    after = plan_hook_settings(current, hook_command(home, host), host)
+    after_text = json.dumps(after, indent=2) + "\n"
+    if after == current:
+        click.echo(f"{path}: memoir hooks already installed, nothing to change")
+        return
+    if dry_run:
+        click.echo(settings_diff(path, before_text, current, after_text, "with memoir hooks"), nl=False)
+        return
+    write_settings_file(path, after_text)
+    click.echo(f"{path}: memoir hooks installed (prompt → recall, session start → brief)")
+
+
+@hook_install_group.command("gemini-cli")
+@GEMINI_SETTINGS_OPTION
+@DRY_RUN_OPTION
+@pass_ctx
+def hook_install_gemini_cli(ctx, settings_path, dry_run):
+    """Add the BeforeAgent (recall) and SessionStart (brief) hooks to Gemini CLI's settings; others kept."""
+    _install(Path(settings_path).expanduser(), "gemini-cli", str(ctx.settings.home), dry_run)
+
+
+@hook_install_group.command("copilot-cli")
+@REPO_OPTION
+@DRY_RUN_OPTION
+@pass_ctx
+def hook_install_copilot_cli(ctx, repo, dry_run):
+    """Write .github/hooks/memoir.json in a repository: Copilot CLI loads every hook file there."""
+    path = Path(repo).expanduser() / COPILOT_HOOKS_FILE
+    before_text, current = read_settings_file(path)
+    if current and not is_copilot_hooks_file(current):
+        raise click.UsageError(f"{path} exists and is not memoir's; nothing was changed")
+    after = copilot_hooks(hook_command(str(ctx.settings.home), "copilot-cli"))
+    after_text = json.dumps(after, indent=2) + "\n"
+    if after == current:
+        click.echo(f"{path}: memoir hooks already installed, nothing to change")
+    elif dry_run:
+        click.echo(settings_diff(path, before_text, current, after_text, "with memoir hooks"), nl=False)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_settings_file(path, after_text)
+        click.echo(f"{path}: memoir hooks installed (UserPromptSubmit → recall, SessionStart → brief)")
+
+
 @hook_install_group.command("claude-code")
 @SETTINGS_OPTION
-@click.option("--dry-run", is_flag=True, help="Print the change as a diff and write nothing.")
+@DRY_RUN_OPTION
 @pass_ctx
 def hook_install_claude_code(ctx, settings_path, dry_run):
     """Add the UserPromptSubmit (recall) and SessionStart (brief) hooks; other settings are kept.
@@ -62,19 +136,7 @@ def hook_install_claude_code(ctx, settings_path, dry_run):
     """
     # The home goes into the command: the hook's client then sends its environment and lets the
     # service resolve the settings, instead of importing the config module on every prompt.
-    home = str(ctx.settings.home)
-    path = Path(settings_path).expanduser()
-    before_text, current = read_settings_file(path)
-    after = plan_hook_settings(current, hook_command(home))
-    after_text = json.dumps(after, indent=2) + "\n"
-    if after == current:
-        click.echo(f"{path}: memoir hooks already installed, nothing to change")
-        return
-    if dry_run:
-        click.echo(settings_diff(path, before_text, current, after_text, "with memoir hooks"), nl=False)
-        return
-    write_settings_file(path, after_text)
-    click.echo(f"{path}: memoir hooks installed (UserPromptSubmit → recall, SessionStart → brief)")
+    _install(Path(settings_path).expanduser(), "claude-code", str(ctx.settings.home), dry_run)
 
 
 @hook_group.group("uninstall")
@@ -82,9 +144,36 @@ def hook_uninstall_group():
     """Remove memoir's hook from a host's settings file."""
 
 
+@hook_uninstall_group.command("gemini-cli")
+@GEMINI_SETTINGS_OPTION
+@DRY_RUN_OPTION
+def hook_uninstall_gemini_cli(settings_path, dry_run):
+    """Remove memoir's hook commands from Gemini CLI's settings; every other setting and hook is kept."""
+    _uninstall(Path(settings_path).expanduser(), dry_run)
+
+
+@hook_uninstall_group.command("copilot-cli")
+@REPO_OPTION
+@DRY_RUN_OPTION
+def hook_uninstall_copilot_cli(repo, dry_run):
+    """Delete the repository's .github/hooks/memoir.json (only when it holds memoir's hooks alone)."""
+    path = Path(repo).expanduser() / COPILOT_HOOKS_FILE
+    if not path.exists():
+        click.echo(f"{path}: no such file, so no memoir hooks to remove")
+        return
+    _, current = read_settings_file(path)
+    if not is_copilot_hooks_file(current):
+        raise click.UsageError(f"{path} is not memoir's hook file; nothing was changed")
+    if dry_run:
+        click.echo(f"would delete {path}")
+        return
+    path.unlink()
+    click.echo(f"{path}: removed memoir's Copilot CLI hooks")
+
+
 @hook_uninstall_group.command("claude-code")
 @SETTINGS_OPTION
-@click.option("--dry-run", is_flag=True, help="Print the change as a diff and write nothing.")
+@DRY_RUN_OPTION
 def hook_uninstall_claude_code(settings_path, dry_run):
     """Remove memoir's hook commands from the settings file; every other setting and hook is kept.
 
@@ -92,7 +181,11 @@ def hook_uninstall_claude_code(settings_path, dry_run):
     nothing. Cards, index and state stay; a recall service the hook started stops by itself after
     hours without prompts (or stop it now: it is `memoir serve-recall`).
     """
-    path = Path(settings_path).expanduser()
+    _uninstall(Path(settings_path).expanduser(), dry_run)
+
+
+def _uninstall(path: Path, dry_run: bool) -> None:
+    """Take memoir's hook commands out of a Claude Code or Gemini CLI settings file, all else kept."""
     if not path.exists():
         click.echo(f"{path}: no such file, so no memoir hooks to remove")
         return

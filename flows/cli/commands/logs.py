@@ -121,15 +121,21 @@ def logs_remove_cmd(ctx, path):
 @click.option("--json", "as_json", is_flag=True, help="Print the sources as JSON.")
 @pass_ctx
 def logs_list_cmd(ctx, as_json):
-    """Every log source a plain `memoir run` reads, by host, and whether it exists here."""
+    """Every log source a plain `memoir run` reads, by host: whether it exists and how many log files it holds."""
+    from collections import Counter  # deferred: start-up (kept beside the walk that needs it)
+
+    from memoir.cards.collect import iter_candidates  # deferred: start-up (every host reader)
     from memoir.flows.ingest import default_log_sources  # deferred: start-up (the whole run)
 
-    rows = [{"host": host, "path": str(p), "exists": p.exists()}
-            for host, p in default_log_sources(ctx.settings.aider_repos)]
+    rows = []
+    for host, p in default_log_sources(ctx.settings.aider_repos):
+        files = sum(1 for _ in iter_candidates([p], host, Counter())) if p.exists() else 0
+        rows.append({"host": host, "path": str(p), "exists": p.exists(), "files": files})
     if as_json:
         emit_json(rows)
         return
     for row in rows:
-        click.echo(f"{row['host']:<12} {'found  ' if row['exists'] else 'missing'}  {row['path']}")
+        found = f"{row['files']} file{'s' if row['files'] != 1 else ''}" if row["exists"] else "missing"
+        click.echo(f"{row['host']:<12} {found:<10}  {row['path']}")
     if not ctx.settings.aider_repos:
         click.echo("aider        (none registered: `memoir logs add PATH` for each repo you run aider in)")

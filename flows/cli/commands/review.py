@@ -33,8 +33,15 @@ def _ask(text: str, **kwargs) -> str:
 @cli.command("review")
 @click.argument("card", required=False)
 @click.option("--json", "as_json", is_flag=True, help="List what awaits review (or CARD) as JSON and exit (for scripts).")
+@click.option("--workspace", default="", help="Only cards of this workspace (its path, or its folder's name).")
+@click.option("--gate", default="", help="Only cards held by this gate (e.g. no_verification; see `memoir review --json`).")
+@click.option("--topic", default="", help="Only cards with this topic.")
+@click.option("--confirm-all", is_flag=True, help="Confirm every card the filters select, after one question.")
+@click.option("--reject-all", is_flag=True, help="Reject every card the filters select, after one question.")
+@click.option("--why", default="", help="With --reject-all: the reason kept in each card file.")
+@click.option("--yes", "-y", is_flag=True, help="With --confirm-all/--reject-all: do not ask.")
 @pass_ctx
-def review_cmd(ctx, card, as_json):
+def review_cmd(ctx, card, as_json, workspace, gate, topic, confirm_all, reject_all, why, yes):
     """Walk the cards the gates held back, one at a time: confirm, reject, edit in $EDITOR, skip or quit.
 
     With CARD (an id, a unique start of one, or the card's file) only that card is shown, whatever
@@ -45,8 +52,23 @@ def review_cmd(ctx, card, as_json):
     `gate: rejected_by_user` and your reason as `why:`, out of recall and out of review; edit
     writes your text as a hand edit that no later run overwrites. The file changes first, then
     the index. Ctrl-D at a prompt ends the review; what was decided stays decided.
+
+    --workspace, --gate and --topic narrow what is reviewed; with --confirm-all or --reject-all the
+    selected cards are decided together after one question (a card whose text is shaped like an
+    instruction to the agent, or too short to confirm, is left for one-by-one review).
     """
-    from memoir.cards.review import Pending, awaiting_review, find_card, reviewable_alone  # deferred: start-up (the sanitizer)
+    from memoir.cards.review import (  # deferred: start-up (the sanitizer)
+        Pending,
+        ReviewFilter,
+        awaiting_review,
+        find_card,
+        reviewable_alone,
+    )
+
+    if confirm_all and reject_all:
+        raise click.UsageError("choose one of --confirm-all and --reject-all")
+    if (confirm_all or reject_all) and card:
+        raise click.UsageError("--confirm-all/--reject-all decide what the filters select; drop CARD")
     from memoir.cards.store import CardStore  # deferred: start-up (yaml, jinja2)
 
     store = CardStore(ctx.settings.cards_dir, ctx.settings.state_dir)
@@ -59,9 +81,13 @@ def review_cmd(ctx, card, as_json):
             raise CommandError(f"cannot read {card}: {exc}") from exc
     else:
         cards, problems = store.load_all()
-        queue = awaiting_review(cards)
+        chosen = ReviewFilter(workspace=workspace, gate=gate, topic=topic)
+        queue = [c for c in awaiting_review(cards) if chosen.matches(c)]
         for problem in problems:
             click.echo(f"unreadable card file: {problem}", err=True)
+    if confirm_all or reject_all:
+        _decide_all(ctx.settings, store, queue, "confirm" if confirm_all else "reject", why, yes, as_json)
+        return
     if as_json:
         emit_json([Pending.of(c).to_json() for c in queue])
         return
@@ -84,6 +110,28 @@ def review_cmd(ctx, card, as_json):
         click.echo(f"review stopped, {decided} decided, {len(queue) - decided} left ({counts})")
     else:
         click.echo(f"{counts}; {len(queue) - decided} left")
+
+
+def _decide_all(settings, store, queue, action: str, why: str, yes: bool, as_json: bool) -> None:
+    """One question, then every selected card decided; the index follows for all of them at once."""
+    from memoir.cards.review import decide_all  # deferred: start-up (the sanitizer)
+
+    if not queue:
+        emit_json({"action": action, "selected": 0, "changed": [], "left": {}}) if as_json else click.echo(
+            "no held card matches; nothing to do")
+        return
+    if not yes:
+        click.confirm(f"{action} {len(queue)} held card{'s' if len(queue) != 1 else ''}?", abort=True, err=True)
+    report = decide_all(store, queue, action, why=why, min_conclusion_chars=settings.min_conclusion_chars)
+    index_note = reindex(settings, store, report.changed) if report.changed else "index unchanged"
+    if as_json:
+        emit_json({"action": action, "selected": len(queue), "changed": report.changed, "left": report.left,
+                   "index": index_note})
+        return
+    past = "confirmed" if action == "confirm" else "rejected"
+    click.echo(f"{past} {len(report.changed)} of {len(queue)}; {index_note}")
+    for card_id, reason in report.left.items():
+        click.echo(f"left for review: {card_id}: {reason}")
 
 
 def _gate_text(card, settings) -> str:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
 import tempfile
 from dataclasses import replace
 from importlib.resources import files
@@ -70,6 +73,18 @@ def run_cmd(ctx, logs, host, no_index, follow_symlinks, as_json, wait, flow):
     emit_json(summary.to_dict()) if as_json else print_summary(summary, settings)
 
 
+def memoir_command() -> str:
+    """How to call this memoir again from here: its path when `memoir` is not on the PATH (a venv not activated)."""
+    mine = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else None
+    on_path = shutil.which("memoir")
+    if mine is None or (on_path and Path(on_path).resolve() == mine) or mine.name != "memoir":
+        return "memoir"
+    try:
+        return os.path.relpath(mine)
+    except ValueError:
+        return str(mine)
+
+
 @cli.command("demo")
 @click.option("--keep", type=click.Path(file_okay=False), help="Write the demo home here instead of a temp dir.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
@@ -97,4 +112,4 @@ def demo_cmd(ctx, keep, as_json):
         click.echo(f"\n--- {store.path_for(shown.id)} ---")
         click.echo(store.read_text(shown.id), nl=False)
     if not keep:
-        click.echo(f"\n(try: memoir --home {home} cards list)")
+        click.echo(f"\n(try: {memoir_command()} --home {home} cards list)")

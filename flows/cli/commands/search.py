@@ -40,6 +40,7 @@ def search_cmd(ctx, query, k, workspace, include_superseded, turns, show_all, as
         search_turns,
     )
     from memoir.index.search_results import render_plain  # deferred: start-up (apsw, numpy)
+    from memoir.flows.recall_service import ServiceEmbedder  # deferred: start-up (the service's client)
 
     ws = str(Path(workspace).absolute()) if workspace else ""
     if turns:
@@ -49,7 +50,8 @@ def search_cmd(ctx, query, k, workspace, include_superseded, turns, show_all, as
         waiting = (contextlib.nullcontext() if as_json
                    else spinner("searching (loading the embedding model on the first query)"))
         with waiting:
-            result = search_cards(ctx.settings, query, embedder=search_embedder(), k=k, workspace=ws,
+            embedder = ServiceEmbedder(ctx.settings.state_dir, search_embedder())  # the warm service's model if it runs
+            result = search_cards(ctx.settings, query, embedder=embedder, k=k, workspace=ws,
                                   include_superseded=include_superseded, floor=0.0 if show_all else SEARCH_FLOOR)
     if as_json:
         emit_json(result.to_json())
