@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -273,10 +274,18 @@ class Skipped:
 def segment_with_skips(turns: list[Turn] | tuple[Turn, ...],
                        rules: SegmentRules = SegmentRules()) -> tuple[list[Experience], list[Skipped]]:
     """Experiences worth a card, plus each stretch of turns that is not, with its reason."""
-    if not turns:
-        return [], []
-    b = _Builder(turns[0].host, turns[0].session_id)
     skipped: list[Skipped] = []
+    return list(iter_segments(turns, rules, skipped)), skipped
+
+
+def iter_segments(turns: list[Turn] | tuple[Turn, ...], rules: SegmentRules,
+                  skipped: list[Skipped]) -> Iterator[Experience]:
+    """`segment_with_skips`, yielding each experience as soon as it is cut (stretches worth no card
+    go to `skipped`): a caller that drafts it at once finds what was asked of its turns still in
+    the per-text caches, which a long session would otherwise have pushed out."""
+    if not turns:
+        return
+    b = _Builder(turns[0].host, turns[0].session_id)
     original_close = b.close
 
     def close(boundary: str, mid_task: bool = False) -> None:
@@ -286,7 +295,11 @@ def segment_with_skips(turns: list[Turn] | tuple[Turn, ...],
         original_close(boundary, mid_task)
 
     last_ts = None
+    emitted = 0
     for turn in turns:
+        if len(b.out) > emitted:
+            yield from b.out[emitted:]
+            emitted = len(b.out)
         if turn.kind == "summary":
             close("compaction")
             continue
@@ -338,7 +351,7 @@ def segment_with_skips(turns: list[Turn] | tuple[Turn, ...],
         if turn.timestamp:
             last_ts = turn.timestamp
     close("end")
-    return b.out, skipped
+    yield from b.out[emitted:]
 
 
 def _observe(b: _Builder, turn: Turn) -> None:

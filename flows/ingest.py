@@ -21,7 +21,7 @@ from memoir.cards.draft import draft_card
 from memoir.cards.hosts import aider, default_roots, reader_for
 from memoir.cards.ledger import Ledger
 from memoir.cards.sanitize.fields import sanitize_turn
-from memoir.cards.segment import SegmentRules, segment_with_skips
+from memoir.cards.segment import SegmentRules, Skipped, iter_segments
 from memoir.cards.store import CardStore, remove_temp_files, render_card
 from memoir.cards.values import Card, Experience, Turn
 from memoir.flows.progress import Progress
@@ -152,25 +152,33 @@ def plan_experiences(
             # Older Claude Code logs interleave a Task's subagent turns with the parent's.
             skipped["subagent_turns_in_parent_task"] += sum(t.is_sidechain for t in turns)
             turns = [t for t in turns if not t.is_sidechain]
+        # Each experience is drafted as soon as it is cut, while the answers about its turns are
+        # still cached; what a session drafted counts only once the whole session segmented.
+        reasons: list[Skipped] = []
+        mine: list[tuple[Experience, Card]] = []
+        failed: Counter = Counter()
+        drafting = 0.0
         try:
             started = clock()
             clean = sanitize_turns(turns, settings.blob_cap, redacted)
             del turns
             sanitized = clock()
             timings["sanitize"] += sanitized - started
-            experiences, reasons = segment_with_skips(clean, rules)
-            timings["segment"] += clock() - sanitized
+            for exp in iter_segments(clean, rules, reasons):
+                began = clock()
+                try:
+                    mine.append((exp, draft_card(exp, settings.min_conclusion_chars)))
+                except Exception as exc:  # noqa: BLE001 - likewise for one experience
+                    failed[f"experience_error_{type(exc).__name__}"] += 1
+                drafting += clock() - began
+            timings["segment"] += clock() - sanitized - drafting
+            timings["draft"] += drafting
         except Exception as exc:  # noqa: BLE001 - one session no rule foresaw must not stop the batch
             skipped[f"session_error_{type(exc).__name__}"] += 1
             continue
         skipped.update(f"no_card_{r.reason}" for r in reasons)
-        started = clock()
-        for exp in experiences:
-            try:
-                drafted.append((exp, draft_card(exp, settings.min_conclusion_chars)))
-            except Exception as exc:  # noqa: BLE001 - likewise for one experience
-                skipped[f"experience_error_{type(exc).__name__}"] += 1
-        timings["draft"] += clock() - started
+        skipped.update(failed)
+        drafted.extend(mine)
     return drafted
 
 
