@@ -39,8 +39,9 @@ test: $(STAMP) system-deps
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow"
 
+# Issue 26's table (ingest, memory, session length, one huge line), memoir beside its baseline.
 bench: $(STAMP)
-	$(BIN)/python -m bench.ingest
+	$(BIN)/python -m bench.speed
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -12,6 +12,7 @@ Prints figures; asserts nothing.
     .venv/bin/python bench/index.py                 # 10,000 and 100,000 cards (100k: ~20+ min on 2 cores)
     .venv/bin/python bench/index.py --sizes 100000 --bare-max 10000   # bare encode on a 10k sample
     .venv/bin/python bench/index.py --sizes 100000 --random-vectors   # query latency only, in a minute
+    .venv/bin/python -m bench.index --cards 1000000   # a team's year: build time, recall p99, size
 
 `--random-vectors` skips the model: rows get random unit vectors, so it measures query latency
 (brute force: independent of what the vectors hold) and a pessimistic recall (random vectors
@@ -266,7 +267,13 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the synthetic card files and index")
     parser.add_argument("--random-vectors", action="store_true",
                         help="no model: random unit vectors, query latency and pessimistic recall only")
+    parser.add_argument("--cards", type=int, default=None,
+                        help="one size instead of --sizes; above 100,000 it implies --random-vectors "
+                             "(embedding a million cards takes hours on 2 cores): a team's year, 1000000")
     args = parser.parse_args()
+    if args.cards:
+        args.sizes = [args.cards]
+        args.random_vectors = args.random_vectors or args.cards > 100_000
     embedder = Embedder(threads=args.threads)
     if args.random_vectors:
         for n in args.sizes:

@@ -7,6 +7,7 @@ moved, renamed, locked or touched. Per-file failures are counted by reason, neve
 
 from __future__ import annotations
 
+import bisect
 import errno
 import hashlib
 import os
@@ -254,23 +255,84 @@ def _sample_hash(fd: int, size: int) -> str:
     return h.hexdigest()
 
 
-def _read_all(fd: int, start: int, end: int) -> bytes:
+DEFAULT_LINE_CAP = 16 * 1024 * 1024  # Settings.max_line_bytes
+
+
+@dataclass(slots=True)
+class _Capped:
+    """A file's bytes with every line over the cap emptied (its newline kept, so lines keep their numbers)."""
+
+    data: bytes
+    cuts: list[int] = field(default_factory=list)  # where in `data` each emptied line sits
+    removed: list[int] = field(default_factory=list)  # bytes taken out up to and including that line
+    read: int = 0  # bytes read from the file, cut ones included
+
+    def original(self, offset: int) -> int:
+        """The file offset of `offset` in `data` (a line end): what was cut before it added back."""
+        i = bisect.bisect_left(self.cuts, offset)
+        return offset + (self.removed[i - 1] if i else 0)
+
+
+def _trim(parts: list[bytes], n: int) -> None:
+    while n > 0:
+        last = parts.pop()
+        if len(last) > n:
+            parts.append(last[:-n])
+        n -= len(last)
+
+
+def _read_capped(fd: int, start: int, end: int, cap: int) -> _Capped:
+    """Read `start..end`, never holding more than `cap` bytes of any one line.
+
+    A chunk is never longer than the cap, so only a line that runs across chunks can pass it:
+    the running length of the line still open is the one check, and its bytes are dropped as
+    soon as it passes. A line cut off by the end of the file (still being written) stays open.
+    """
+    step = max(1, min(CHUNK * 16, cap))
+    out = _Capped(b"")
     parts: list[bytes] = []
+    kept = removed = 0
+    open_len = 0  # length so far of the line still open (no newline yet)
+    dropping = False
     pos = start
     while pos < end:
-        chunk = os.pread(fd, min(CHUNK * 16, end - pos), pos)
+        chunk = os.pread(fd, min(step, end - pos), pos)
         if not chunk:
             break
-        parts.append(chunk)
         pos += len(chunk)
-    return b"".join(parts)
+        nl = chunk.find(b"\n")
+        head = len(chunk) if nl < 0 else nl  # the bytes that continue the open line
+        if not dropping and open_len + head <= cap:
+            parts.append(chunk)
+            kept += len(chunk)
+            open_len = open_len + head if nl < 0 else len(chunk) - chunk.rfind(b"\n") - 1
+            continue
+        if not dropping:  # the open line just passed the cap: give back what was kept of it
+            dropping = True
+            _trim(parts, open_len)
+            kept -= open_len
+            removed += open_len
+        removed += head
+        if nl < 0:
+            continue
+        dropping = False
+        out.cuts.append(kept)
+        out.removed.append(removed)
+        parts.append(chunk[nl:])
+        kept += len(chunk) - nl
+        open_len = len(chunk) - chunk.rfind(b"\n") - 1
+    out.read = pos - start
+    out.data = b"".join(parts)
+    return out
 
 
-def collect_file(path: Path, host: str, ledger: Ledger | None, out: CollectReport) -> None:
+def collect_file(path: Path, host: str, ledger: Ledger | None, out: CollectReport,
+                 line_cap: int = DEFAULT_LINE_CAP) -> None:
     """Read one candidate file into `out` (turns, skip counts, pending ledger entry); never raises.
 
     Whatever one file does to a reader is counted as `file_error_<Exception>` and the batch goes
-    on: memoir may not fix a host log, so a file that fails once would fail every run.
+    on: memoir may not fix a host log, so a file that fails once would fail every run. A line
+    over `line_cap` bytes is counted as `bad_line_too_large` and never decoded.
     """
     try:
         st = os.stat(path)
@@ -295,7 +357,7 @@ def collect_file(path: Path, host: str, ledger: Ledger | None, out: CollectRepor
         if not stat_mod.S_ISREG(os.fstat(fd).st_mode):
             out.skipped["special_file"] += 1
             return
-        _read_open_file(fd, str(path), FileStat(st.st_size, st.st_mtime_ns), host, ledger, out)
+        _read_open_file(fd, str(path), FileStat(st.st_size, st.st_mtime_ns), host, ledger, out, line_cap)
     except OSError:
         out.skipped["unreadable"] += 1
     except Exception as exc:  # noqa: BLE001 - one hostile file must not stop the batch
@@ -319,7 +381,8 @@ def utf8_turn(turn: Turn) -> Turn:
     return replace(turn, **{k: _LONE_SURROGATE.sub("\ufffd", v) for k, v in bad.items()}) if bad else turn
 
 
-def _read_open_file(fd: int, path: str, fstat: FileStat, host: str, ledger: Ledger | None, out: CollectReport) -> None:
+def _read_open_file(fd: int, path: str, fstat: FileStat, host: str, ledger: Ledger | None, out: CollectReport,
+                    line_cap: int) -> None:
     head = os.pread(fd, min(HEAD_BYTES, fstat.size), 0)
     if not head.strip():
         out.skipped["empty"] += 1
@@ -334,26 +397,40 @@ def _read_open_file(fd: int, path: str, fstat: FileStat, host: str, ledger: Ledg
     entry = ledger.get(path) if ledger is not None else None
     plan: ReadPlan = plan_read(entry, fstat, hasher.hexdigest, file_host, lambda n: _sample_hash(fd, n))
     out.plans[plan.reason] += 1
-    if plan.skip:
-        return
     if plan.reason == "rewritten":
         out.rewritten.add(path)
+    if plan.skip:
+        return
     row = BY_NAME[file_host]
     if row.whole_file:  # written again whole on each change: what was read before says nothing of now
         plan = ReadPlan(0, 0, 0, plan.reason)
-    data = row.assemble(path) if row.assemble is not None else _read_all(fd, plan.start_offset, fstat.size)
+    if row.assemble is not None:  # the session is put together from several files: no line cap applies
+        assembled = row.assemble(path)
+        capped = _Capped(assembled, read=len(assembled))
+    else:
+        capped = _read_capped(fd, plan.start_offset, fstat.size, line_cap)
+    data = capped.data
     result = reader_for(file_host)(data, path, plan.start_line, plan.carry)
     out.files_read += 1
     out.hosts[file_host] += 1
-    out.bytes_read += len(data)
+    out.bytes_read += capped.read
     out.skipped.update(result.skipped)
+    if row.assemble is not None:  # the bytes read are not the file's: the ledger marks the file whole
+        result = replace(result, consumed=fstat.size, resume_at=fstat.size)
+    consumed = capped.original(result.consumed)
+    if too_large := sum(1 for at in capped.cuts if at < result.consumed):
+        out.skipped["bad_line_too_large"] += too_large
     for turn in result.turns:
         turn = utf8_turn(turn)
         out.sessions.setdefault((file_host, turn.session_id), []).append(turn)
-    if row.assemble is not None:  # the bytes read are not the file's: the ledger marks the file whole
-        result = replace(result, consumed=fstat.size, resume_at=fstat.size)
-    prefix = hasher.state(plan.start_offset)
-    prefix.update(memoryview(data)[: result.consumed] if row.assemble is None else os.pread(fd, fstat.size, 0))
+    if row.assemble is not None:
+        prefix = hasher.state(plan.start_offset)
+        prefix.update(os.pread(fd, fstat.size, 0))
+    elif capped.cuts:  # the ledger hashes the file's own bytes, read again from disk a chunk at a time
+        prefix = hasher.state(plan.start_offset + consumed)
+    else:
+        prefix = hasher.state(plan.start_offset)
+        prefix.update(memoryview(data)[: result.consumed])
     # Where an appended read starts again: the last session's header, or (one session a file) the
     # start, so an experience cut off by the end of the file is read whole once it is finished.
     whole = file_host not in HEADER_SESSIONS
@@ -363,9 +440,9 @@ def _read_open_file(fd: int, path: str, fstat: FileStat, host: str, ledger: Ledg
             host=file_host,
             size=fstat.size,
             mtime_ns=fstat.mtime_ns,
-            offset=plan.start_offset + result.consumed,
+            offset=plan.start_offset + consumed,
             lines=plan.start_line + result.lines,
-            resume_offset=0 if whole else plan.start_offset + result.resume_at,
+            resume_offset=0 if whole else plan.start_offset + capped.original(result.resume_at),
             resume_line=0 if whole else plan.start_line + result.resume_line,
             next_seq=result.carry.next_seq(result.session_id),
             prefix_sha256=prefix.hexdigest(),
@@ -378,7 +455,7 @@ def _read_open_file(fd: int, path: str, fstat: FileStat, host: str, ledger: Ledg
 
 
 def collect(paths: list[Path], host: str = "auto", ledger: Ledger | None = None,
-            follow_symlinks: bool = False) -> CollectReport:
+            follow_symlinks: bool = False, line_cap: int = DEFAULT_LINE_CAP) -> CollectReport:
     """Read every new or appended log under `paths` (read-only) into turns grouped by session.
 
     Args:
@@ -387,13 +464,14 @@ def collect(paths: list[Path], host: str = "auto", ledger: Ledger | None = None,
         host: a key of `READERS` or "auto" (detected per file from its first lines).
         ledger: where earlier reads are recorded; None reads every file from the start.
         follow_symlinks: also read links that resolve outside `paths`.
+        line_cap: a longer line is skipped unread, as `bad_line_too_large`.
     """
     if host != "auto":
         reader_for(host)
     out = CollectReport()
     for path in iter_candidates(paths, host, out.skipped, follow_symlinks):
         out.files_seen += 1
-        collect_file(path, host, ledger, out)
+        collect_file(path, host, ledger, out, line_cap)
     out.finish()
     return out
 

@@ -154,7 +154,9 @@ def _checks(turns: Sequence[Turn]) -> list[int]:
         if is_commit_output(t.text):
             out.append(i)
         elif may_hold_verdict(t) and is_passing(t.text):
-            call = next((c for c in reversed(turns[:i]) if c.kind == "tool_call" and c.tool_name == t.tool_name), None)
+            # By index, walking back: a slice would copy every earlier turn for every green check.
+            call = next((c for j in range(i - 1, -1, -1)
+                         if (c := turns[j]).kind == "tool_call" and c.tool_name == t.tool_name), None)
             # `gh run list` printing ✓ for old runs checks nothing: a command that only looks is no check.
             if call is None or not is_inspection(command_of(call)):
                 out.append(i)

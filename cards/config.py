@@ -54,6 +54,9 @@ class Settings:
     step_timeout_s: int = 1800
     run_lock_timeout_s: int = 0
     follow_symlinks: bool = False  # read log links that resolve outside the folders named
+    # A host-log line longer than this is skipped unread (`bad_line_too_large`): decoding one
+    # 200 MB line would take gigabytes. Pasted images stay well under it.
+    max_line_bytes: int = 16 * 1024 * 1024
     nightly_cron: str = "30 3 * * *"
     nightly_timezone: str = ""  # IANA name for the cron; empty: this machine's local zone
     # Aider keeps one history per repository, so its logs are read only from folders registered

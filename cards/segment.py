@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -139,6 +140,9 @@ class _Builder:
 
     def reset(self) -> None:
         self.turns: list[Turn] = []
+        self.tool_calls = 0  # running tallies of `turns`, kept by `add` (see `_answered_question`)
+        self.last_request: Turn | None = None
+        self.answered_chars = 0
         self.wrapped = ""  # why the task is wrapped up: commit, tests_green, tracker_close, pr, said_done
         self.committed = False  # a commit landed: the next unrelated tool call is new work
         self.plan_accepted = False
@@ -157,6 +161,15 @@ class _Builder:
         self.boundary_in = boundary
         self.mid_task = mid_task
         self.reset()
+
+    def add(self, turn: Turn) -> None:
+        self.turns.append(turn)
+        if turn.kind == "tool_call":
+            self.tool_calls += 1
+        elif turn.role == "assistant" and turn.kind == "text":
+            self.answered_chars += len(turn.text)
+        elif _is_request(turn):
+            self.last_request = turn
 
     def continued(self) -> bool:
         """A piece cut inside one request (a new error, work after a commit) with work of its own."""
@@ -207,18 +220,15 @@ def is_go_ahead(text: str) -> bool:
     return len(text) <= 80 and bool(_FOLLOWS_ON.match(text))
 
 
-def _answered_question(turns: list[Turn]) -> bool:
+def _answered_question(b: _Builder) -> bool:
     """A question the assistant answered in words alone: a new request after it is a new task.
 
-    Asked at every request of a growing block: the cheap tests go first, so that a long session
-    does not cost the square of its length.
+    Asked at every request of a growing block, so it reads the builder's running tallies, never
+    the block's turns: a long session must not cost the square of its length.
     """
-    if any(t.kind == "tool_call" for t in turns):
+    if b.tool_calls or b.last_request is None or not b.last_request.text.rstrip().endswith("?"):
         return False
-    last = next((t for t in reversed(turns) if _is_request(t)), None)
-    if last is None or not last.text.rstrip().endswith("?"):
-        return False
-    return sum(len(t.text) for t in turns if t.role == "assistant" and t.kind == "text") >= 200
+    return b.answered_chars >= 200
 
 
 def _has_substance(turns: list[Turn]) -> bool:
@@ -264,10 +274,18 @@ class Skipped:
 def segment_with_skips(turns: list[Turn] | tuple[Turn, ...],
                        rules: SegmentRules = SegmentRules()) -> tuple[list[Experience], list[Skipped]]:
     """Experiences worth a card, plus each stretch of turns that is not, with its reason."""
-    if not turns:
-        return [], []
-    b = _Builder(turns[0].host, turns[0].session_id)
     skipped: list[Skipped] = []
+    return list(iter_segments(turns, rules, skipped)), skipped
+
+
+def iter_segments(turns: list[Turn] | tuple[Turn, ...], rules: SegmentRules,
+                  skipped: list[Skipped]) -> Iterator[Experience]:
+    """`segment_with_skips`, yielding each experience as soon as it is cut (stretches worth no card
+    go to `skipped`): a caller that drafts it at once finds what was asked of its turns still in
+    the per-text caches, which a long session would otherwise have pushed out."""
+    if not turns:
+        return
+    b = _Builder(turns[0].host, turns[0].session_id)
     original_close = b.close
 
     def close(boundary: str, mid_task: bool = False) -> None:
@@ -277,7 +295,11 @@ def segment_with_skips(turns: list[Turn] | tuple[Turn, ...],
         original_close(boundary, mid_task)
 
     last_ts = None
+    emitted = 0
     for turn in turns:
+        if len(b.out) > emitted:
+            yield from b.out[emitted:]
+            emitted = len(b.out)
         if turn.kind == "summary":
             close("compaction")
             continue
@@ -294,7 +316,7 @@ def segment_with_skips(turns: list[Turn] | tuple[Turn, ...],
                     b.wrapped in ("tests_green", "said_done")
                     and (_FOLLOW_UP.match(turn.text) or is_go_ahead(turn.text)))):
                 close(b.wrapped or ("plan_accepted" if b.plan_accepted else "commit"))
-            elif _is_request(turn) and not _FOLLOWS_ON.match(turn.text) and (b.interrupted or _answered_question(b.turns)):
+            elif _is_request(turn) and not _FOLLOWS_ON.match(turn.text) and (b.interrupted or _answered_question(b)):
                 close("interrupted" if b.interrupted else "question_answered")
             elif is_task_switch(turn.text) and (not b.red or not _SOFT_SWITCH.match(turn.text.strip())):
                 close("task_switch")
@@ -316,19 +338,20 @@ def segment_with_skips(turns: list[Turn] | tuple[Turn, ...],
                     b.boundary_in = "error_change"
                     b.mid_task = True
                     b.reset()
-                    b.turns.extend(tail)
+                    for t in tail:
+                        b.add(t)
             if sig:
                 b.signature = sig
                 b.resolved_since_signature = False
             b.red = True
         elif turn.kind == "tool_result" and b.signature:
             b.resolved_since_signature = True
-        b.turns.append(turn)
+        b.add(turn)
         _observe(b, turn)
         if turn.timestamp:
             last_ts = turn.timestamp
     close("end")
-    return b.out, skipped
+    yield from b.out[emitted:]
 
 
 def _observe(b: _Builder, turn: Turn) -> None:

@@ -6,10 +6,12 @@ indexed goes on the pending list and the run says so in its notes.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from memoir.cards.config import Settings
+from memoir.cards.ledger import Ledger, LedgerError
 from memoir.cards.store import CardStore
 from memoir.flows.progress import AnnouncedLoad
 from memoir.index.db import Index, open_index
@@ -19,6 +21,7 @@ from memoir.index.pending import PendingIndex
 from memoir.flows.lock import run_lock
 from memoir.index.rebuild import RebuildReport, ensure_index, rebuild_index, remove_leftovers
 from memoir.index.sync import sync_index
+from memoir.index.turns import TurnIndex
 
 
 @dataclass
@@ -81,6 +84,32 @@ class IndexStep:
         if self._index is not None:
             self._index.close()
             self._index = None
+
+    def refresh_turns(self, progress: Callable | None = None) -> None:
+        """Bring the turn index deep search reads up to the committed ledger, every new turn embedded.
+
+        Done here, with progress, so that the first `memoir search` on a home finds it built rather
+        than reading and embedding every log in silence. A failure is a note: search refreshes it too.
+        """
+        state = self.settings.state_dir
+        try:
+            with Ledger.in_state_dir(state) as ledger:
+                ledgered = {e.path: (e.host, e.size, e.mtime_ns) for e in ledger.entries()}
+            turn_index = TurnIndex(state, self.embedder.model_id)
+            try:
+                refresh = turn_index.refresh_files(ledgered, self.embedder, self.settings.blob_cap,
+                                                   budget=None, progress=progress)
+                index = self.open()
+                problems = list(refresh.problems)
+                if index is not None:
+                    problems += turn_index.refresh_spans(index.hashes(), self.store)
+            finally:
+                turn_index.close()
+                self.close()
+        except (sqlite3.Error, LedgerError, IndexFailure, OSError) as exc:
+            self.notes.append(f"turn index not refreshed ({exc}); the next `memoir search` refreshes it")
+            return
+        self.notes.extend(f"turn index: {p}" for p in problems)
 
 
 def rebuild_alone(settings: Settings, embedder, concurrency: int, progress: Callable[[int], None] | None = None,

@@ -8,19 +8,20 @@ about Prefect or about that order.
 from __future__ import annotations
 
 import re
+import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 
-from memoir.cards.collect import CollectReport, collect_file, iter_candidates
+from memoir.cards.collect import DEFAULT_LINE_CAP, CollectReport, collect_file, iter_candidates
 from memoir.cards.config import Settings
 from memoir.cards.draft import draft_card
 from memoir.cards.hosts import aider, default_roots, reader_for
 from memoir.cards.ledger import Ledger, retired_ids
 from memoir.cards.sanitize.fields import sanitize_id, sanitize_turn
-from memoir.cards.segment import SegmentRules, segment_with_skips
+from memoir.cards.segment import SegmentRules, Skipped, iter_segments
 from memoir.cards.store import CardStore, remove_temp_files, render_card
 from memoir.cards.values import Card, Experience, Turn
 from memoir.flows.progress import Progress
@@ -50,6 +51,8 @@ class RunReport:
     index: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
+    # Seconds per step, the transform step split into sanitize, segment and draft: where a run's time went.
+    steps_s: Counter = field(default_factory=Counter)
 
     def to_dict(self) -> dict:
         return {
@@ -72,6 +75,7 @@ class RunReport:
             "index": self.index,
             "notes": self.notes,
             "elapsed_s": round(self.elapsed_s, 3),
+            "steps_s": {k: round(v, 3) for k, v in self.steps_s.items()},
         }
 
 
@@ -90,7 +94,8 @@ def default_log_paths(user_home: Path | None = None, aider_repos: Iterable[str] 
 
 
 def collect_logs(paths: list[Path], host: str, ledger: Ledger | None, progress: Progress | None = None,
-                 follow_symlinks: bool = False, reread: bool = False) -> CollectReport:
+                 follow_symlinks: bool = False, reread: bool = False,
+                 line_cap: int = DEFAULT_LINE_CAP) -> CollectReport:
     """Read each candidate log file in turn, so a long run can show progress per file.
 
     `collect_file` counts whatever one file or line raises under `skipped`; the batch goes on.
@@ -102,7 +107,7 @@ def collect_logs(paths: list[Path], host: str, ledger: Ledger | None, progress: 
         reader_for(host)
     for i, path in enumerate(files):
         out.files_seen += 1
-        collect_file(path, host, None if reread else ledger, out)
+        collect_file(path, host, None if reread else ledger, out, line_cap)
         if progress:
             progress("collect", i + 1, len(files), f"{out.bytes_read / 1e6:.1f} MB")
     out.finish()
@@ -124,20 +129,24 @@ def is_subagent(turns: list[Turn]) -> bool:
 
 def plan_experiences(
     sessions: dict[tuple[str, str], list[Turn]], settings: Settings, redacted: Counter,
-    skipped: Counter | None = None,
+    skipped: Counter | None = None, timings: Counter | None = None, consume: bool = False,
 ) -> list[tuple[Experience, Card]]:
     """Sanitize, segment and draft every collected session. Pure apart from counting.
 
     A subagent transcript makes no card of its own: it belongs to the parent task whose Task or
     Agent call started it, and that call's result holds its report. Stretches worth no card
     (greetings, warm-ups, bare slash commands, interrupted prompts, banners) are counted in
-    `skipped` by reason.
+    `skipped` by reason. `timings` gains the seconds spent in sanitize, segment and draft.
+    With `consume`, each session's raw turns leave `sessions` once sanitized, so the raw and the
+    clean copy of the corpus are never held at once.
     """
     rules = SegmentRules(pause=timedelta(minutes=settings.pause_minutes))
     skipped = Counter() if skipped is None else skipped
+    timings = Counter() if timings is None else timings
     drafted: list[tuple[Experience, Card]] = []
+    clock = time.perf_counter
     for key in sorted(sessions):
-        turns = sessions[key]
+        turns = sessions.pop(key) if consume else sessions[key]
         if is_subagent(turns):
             skipped["subagent_in_parent_task"] += 1
             continue
@@ -145,18 +154,33 @@ def plan_experiences(
             # Older Claude Code logs interleave a Task's subagent turns with the parent's.
             skipped["subagent_turns_in_parent_task"] += sum(t.is_sidechain for t in turns)
             turns = [t for t in turns if not t.is_sidechain]
+        # Each experience is drafted as soon as it is cut, while the answers about its turns are
+        # still cached; what a session drafted counts only once the whole session segmented.
+        reasons: list[Skipped] = []
+        mine: list[tuple[Experience, Card]] = []
+        failed: Counter = Counter()
+        drafting = 0.0
         try:
+            started = clock()
             clean = sanitize_turns(turns, settings.blob_cap, redacted)
-            experiences, reasons = segment_with_skips(clean, rules)
+            del turns
+            sanitized = clock()
+            timings["sanitize"] += sanitized - started
+            for exp in iter_segments(clean, rules, reasons):
+                began = clock()
+                try:
+                    mine.append((exp, draft_card(exp, settings.min_conclusion_chars)))
+                except Exception as exc:  # noqa: BLE001 - likewise for one experience
+                    failed[f"experience_error_{type(exc).__name__}"] += 1
+                drafting += clock() - began
+            timings["segment"] += clock() - sanitized - drafting
+            timings["draft"] += drafting
         except Exception as exc:  # noqa: BLE001 - one session no rule foresaw must not stop the batch
             skipped[f"session_error_{type(exc).__name__}"] += 1
             continue
         skipped.update(f"no_card_{r.reason}" for r in reasons)
-        for exp in experiences:
-            try:
-                drafted.append((exp, draft_card(exp, settings.min_conclusion_chars)))
-            except Exception as exc:  # noqa: BLE001 - likewise for one experience
-                skipped[f"experience_error_{type(exc).__name__}"] += 1
+        skipped.update(failed)
+        drafted.extend(mine)
     return drafted
 
 

@@ -1,7 +1,7 @@
 """One run of memoir: its steps, in the one order both `memoir run` and the Prefect `nightly` flow use.
 
-index check → collect → transform → retire → distill → store → index → commit → record. Each step is a
-function of the `Run` alone: it reads what the steps before it left on the run and leaves its
+index check → collect → transform → retire → distill → store → index → commit → turn index → record.
+Each step is a function of the `Run` alone: it reads what the steps before it left on the run and leaves its
 own result there. `run_pipeline` calls `STEPS` in order; `flows/nightly.py` wraps each of the
 same `STEPS` as a task. The work inside the steps is in `flows/ingest.py`, `flows/distill_step.py`
 and `flows/index_step.py`. Nothing here knows about Prefect.
@@ -106,7 +106,8 @@ def collect(run: Run) -> None:
     """Read what was appended to each log since the ledger's last commit."""
     summary = run.summary
     with Ledger.in_state_dir(run.settings.state_dir) as ledger:
-        collected = collect_logs(run.paths, run.host, ledger, run.progress, run.settings.follow_symlinks, run.reread)
+        collected = collect_logs(run.paths, run.host, ledger, run.progress, run.settings.follow_symlinks,
+                                 run.reread, run.settings.max_line_bytes)
     summary.files_seen, summary.files_read = collected.files_seen, collected.files_read
     summary.bytes_read = collected.bytes_read
     summary.hosts.update(collected.hosts)
@@ -117,7 +118,9 @@ def collect(run: Run) -> None:
 
 def transform(run: Run) -> None:
     """Sanitize, segment and draft: one (experience, card) per problem loop."""
-    run.drafted = plan_experiences(run.collected.sessions, run.settings, run.summary.redacted, run.summary.skipped)
+    # The collected turns are consumed: once a session is sanitized its raw turns are let go.
+    run.drafted = plan_experiences(run.collected.sessions, run.settings, run.summary.redacted, run.summary.skipped,
+                                   run.summary.steps_s, consume=True)
     run.summary.experiences = len(run.drafted)
 
 
@@ -223,6 +226,14 @@ def commit(run: Run) -> None:
         run.collected.commit(ledger)
 
 
+def refresh_turns(run: Run) -> None:
+    """Embed the turns this run read into the turn index, so the first search finds it ready."""
+    if run.index is not None:
+        before = len(run.index.notes)
+        run.index.refresh_turns(run.progress)
+        run.summary.notes.extend(run.index.notes[before:])
+
+
 def record(run: Run) -> None:
     """Append the run to the run history (for `memoir status` and the append-only alarm)."""
     plan, summary = run.plan, run.summary
@@ -271,6 +282,8 @@ STEPS: tuple[Step, ...] = (
     Step("store", store, before=lambda r: f"{len(r.cards)} cards", after=lambda r: f"{len(r.changed)} changed"),
     Step("index", update_index, before=lambda r: f"{len(r.changed)} cards", needs_index=True),
     Step("commit", commit, drawn=False, deadline=False),
+    # After the commit: the turn index reads what the ledger says was read.
+    Step("turn index", refresh_turns, drawn=False, needs_index=True),
     Step("record", record, drawn=False, deadline=False),
 )
 
@@ -280,7 +293,9 @@ def run_step(run: Run, step: Step) -> None:
     shown = step.drawn and (run.index is not None or not step.needs_index)
     with step_deadline(step.name, run.settings.step_timeout_s if step.deadline else None):
         done = stage(run.progress if shown else None, step.name, step.before(run))
+        started = time.perf_counter()
         step.fn(run)
+        run.summary.steps_s[step.name] += time.perf_counter() - started
         if step.after is None:
             done()
         else:

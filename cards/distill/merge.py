@@ -7,6 +7,7 @@ marking a conflict. `cards.distill.rules.apply_rules` decides which of these to 
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
 import re
@@ -191,9 +192,67 @@ def with_keys(card: Card, keys: Iterable[str]) -> Card:
     return card.with_(extra={**card.extra, "dedup_keys": merged})
 
 
-def absorb_duplicate(target: Card, dup: Card, keys: Iterable[str] = ()) -> Card:
-    """`dup` read the same experience again: `target` keeps its content and gains the provenance."""
-    return with_keys(target.with_(sources=_union_sources(target.sources, dup.sources)), keys)
+class Gathered:
+    """The sources, sessions and dedup keys that merges into one card have gathered so far.
+
+    A signature seen in thousands of experiences is merged into one card thousands of times; if
+    every merge re-read every source and key the card holds, a long session would cost the square
+    of its length. With this, a merge adds only the newcomer's. It holds for the one card object
+    it was last made for (`card`): any other change to that card starts a fresh one.
+    """
+
+    __slots__ = ("card", "sources", "sessions", "keys", "ordered")
+
+    def __init__(self, card: Card) -> None:
+        self.card = card
+        self.sources: dict[tuple, Source] = {}
+        self.sessions: set[tuple[str, str]] = set()
+        self.add_sources(card.sources)
+        self.keys = {str(k) for k in card.extra.get("dedup_keys") or ()}
+        self.ordered = sorted(self.keys)
+
+    def add_sources(self, sources: Iterable[Source]) -> tuple[Source, ...]:
+        for s in sources:
+            key = source_key(s)
+            if key not in self.sources:
+                self.sources[key] = s
+                self.sessions.add((s.host, s.session_id))
+        return tuple(self.sources.values())
+
+    def add_keys(self, keys: Iterable[str]) -> list[str]:
+        for k in keys:
+            if k not in self.keys:
+                self.keys.add(k)
+                bisect.insort(self.ordered, k)
+        return list(self.ordered)
+
+
+def _gathered(card: Card, memo: dict[str, Gathered] | None) -> Gathered | None:
+    """What earlier merges gathered for exactly this card object, if they kept it (and it has keys)."""
+    found = memo.get(card.id) if memo is not None else None
+    return found if found is not None and found.card is card else None
+
+
+def _remember(card: Card, memo: dict[str, Gathered] | None, found: Gathered | None) -> Card:
+    if memo is not None and card.extra.get("dedup_keys"):
+        if found is None:
+            found = Gathered(card)
+        found.card = card
+        memo[card.id] = found
+    return card
+
+
+def absorb_duplicate(target: Card, dup: Card, keys: Iterable[str] = (),
+                     memo: dict[str, Gathered] | None = None) -> Card:
+    """`dup` read the same experience again: `target` keeps its content and gains the provenance.
+
+    `memo` (one per rules pass) keeps what earlier merges into `target` gathered: see `Gathered`.
+    """
+    found = _gathered(target, memo)
+    if found is None:
+        return _remember(with_keys(target.with_(sources=_union_sources(target.sources, dup.sources)), keys), memo, None)
+    absorbed = target.with_(sources=found.add_sources(dup.sources))
+    return _remember(absorbed.with_(extra={**absorbed.extra, "dedup_keys": found.add_keys(keys)}), memo, found)
 
 
 _ELIDED = "### … evidence of"
@@ -227,12 +286,14 @@ def _newer(a: Card, b: Card) -> bool:
     return (a.updated, a.created, a.id) > (b.updated, b.created, b.id)
 
 
-def merge_cards(base: Card, other: Card) -> Card:
+def merge_cards(base: Card, other: Card, memo: dict[str, Gathered] | None = None) -> Card:
     """Fold `other` (same workspace and error signature) into `base`, which keeps its id.
 
     The newest resolution wins the Conclusion; an older, different resolution moves to
-    Counterexamples with its source. Evidence keeps one block per source session.
+    Counterexamples with its source. Evidence keeps one block per source session. `memo` (one
+    per rules pass) keeps what earlier merges into `base` gathered: see `Gathered`.
     """
+    found = _gathered(base, memo)
     base_res, other_res = is_resolution(base), is_resolution(other)
     other_wins = other_res and (not base_res or _newer(other, base))
     winner, loser = (other, base) if other_wins else (base, other)
@@ -252,13 +313,13 @@ def merge_cards(base: Card, other: Card) -> Card:
         # Keep the card's own failure conditions and the newest replaced resolutions.
         omitted = len(lines) - MAX_COUNTEREXAMPLES + 1
         lines = lines[:8] + [f"{_ELIDED_LINE} {omitted} older counterexamples; their sessions are in `sources`"] + lines[8 + omitted:]
-    sources = _union_sources(base.sources, other.sources)
+    sources = found.add_sources(other.sources) if found else _union_sources(base.sources, other.sources)
     blocks = [b for b in _evidence_blocks(base) + _evidence_blocks(other) if not b.startswith(_ELIDED)]
     if len(blocks) >= MAX_EVIDENCE_BLOCKS:
         # Bounded so a signature seen in hundreds of sessions stays readable; `sources` lists them all.
         blocks = blocks[-(MAX_EVIDENCE_BLOCKS - 1):]
         blocks.insert(0, f"{_ELIDED} earlier sources than these: {len(sources)} in all\n- every one is listed in `sources`")
-    sessions = len({(s.host, s.session_id) for s in sources})
+    sessions = len(found.sessions) if found else len({(s.host, s.session_id) for s in sources})
     background = "\n".join(ln for ln in base.background.splitlines() if not ln.startswith("Seen in "))
     if sessions > 1:
         background = f"{background}\nSeen in {sessions} sessions with the same error signature."
@@ -282,7 +343,9 @@ def merge_cards(base: Card, other: Card) -> Card:
         verified_by=winner.verified_by if is_resolution(winner) else base.verified_by,
         extra={**base.extra, "conclusion_from": _conclusion_label(winner)},
     )
-    return with_keys(merged, dedup_keys(other))
+    if found is None:
+        return _remember(with_keys(merged, dedup_keys(other)), memo, None)
+    return _remember(merged.with_(extra={**merged.extra, "dedup_keys": found.add_keys(dedup_keys(other))}), memo, found)
 
 
 def same_topic(a: Card, b: Card) -> bool:

@@ -103,6 +103,7 @@ def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Ca
     by_family: dict[str, list[tuple[str, str]]] = {}  # newest first
     by_ident: dict[tuple[str, str], list[str]] = {}
     frozen = frozenset(frozen)
+    gathered: dict = {}  # card id -> what merges into it gathered (merge.Gathered): linear, not n²
     for card in lib.original.values():
         for s in card.sources:
             owner.setdefault(source_key(s), card.id)
@@ -141,7 +142,7 @@ def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Ca
         twin = next((by_key[k] for k in keys if k in by_key), None)
         if twin is not None:
             if lib.get(twin).status != "forgotten" and twin not in frozen:  # tombstones, a person's cards: never rewritten
-                lib.put(absorb_duplicate(lib.get(twin), card, keys))
+                lib.put(absorb_duplicate(lib.get(twin), card, keys, gathered))
             for s in card.sources:
                 owner.setdefault(source_key(s), twin)
             dropped.append((card.id, f"duplicate_of {twin}"))
@@ -174,7 +175,7 @@ def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Ca
                 counters["new"] += 1
                 continue
         if base_id is not None:
-            lib.put(merge_cards(lib.get(base_id), card))
+            lib.put(merge_cards(lib.get(base_id), card, gathered))
             for k in keys:
                 by_key[k] = base_id
             for s in card.sources:

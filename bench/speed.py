@@ -1,0 +1,170 @@
+"""`make bench`: issue 26's table, memoir beside its baseline measured in the same run.
+
+Rows: ingest of the real samples grown to `--real-mb` with fresh ids (only when `../shared/samples`
+is present) and of bench.ingest's synthetic corpus, each against reading every file and
+`json.loads` of every line; peak RSS for a corpus and four times it (flat in corpus size); one
+session of 5k / 20k / 100k turns (CPU seconds: linear in session length); one 200 MB JSON line
+(bounded memory). Every memoir figure comes from a child process, so each peak RSS is its own.
+Below the table, the per-step split of each ingest. Wall figures follow the neighbours on shared
+cores; the CPU figures beside them do not. Prints figures; asserts nothing.
+
+    .venv/bin/python -m bench.speed                      # the full table (several minutes on 2 cores)
+    .venv/bin/python -m bench.speed --real-mb 40 --synthetic-mb 40 --turns 2000 8000 40000 --line-mb 50
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench import real_logs
+from bench.ingest import make_corpus
+
+STEPS = ("collect", "sanitize", "segment", "draft", "distill", "store", "commit", "record")
+
+
+def bare_parse(root: Path) -> tuple[float, float, int]:
+    """(wall s, CPU s) to read every file under `root` and `json.loads` every line of the JSONL ones; bytes."""
+    started, cpu, size = time.perf_counter(), time.process_time(), 0
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        size += len(data)
+        if path.suffix == ".jsonl":
+            for line in data.splitlines():
+                if line.strip():
+                    json.loads(line)
+    return time.perf_counter() - started, time.process_time() - cpu, size
+
+
+def ingest(logs: Path, home: Path, host: str = "auto") -> dict:
+    """One `memoir run --no-index` over `logs` in a child process: seconds, CPU, steps, peak RSS."""
+    out = subprocess.run([sys.executable, "-m", "bench.speed", "--child", str(logs), str(home), host],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _child(logs: str, home: str, host: str) -> None:
+    from memoir.cards.config import load_settings
+    from memoir.flows.pipeline import run_pipeline
+
+    settings = load_settings(home=home)
+    wall, cpu = time.perf_counter(), time.process_time()
+    summary = run_pipeline(settings, [Path(logs)], host=host, with_index=False)
+    print(json.dumps({
+        "s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu, "bytes": summary.bytes_read,
+        "turns": summary.turns, "cards": sum(summary.cards.values()), "skipped": dict(summary.skipped),
+        "steps": {k: round(v, 3) for k, v in getattr(summary, "steps_s", {}).items()},  # none before issue 26
+        "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }))
+
+
+def _split(steps: dict) -> str:
+    shown = [(k, steps.get(k, 0.0)) for k in STEPS if k in steps]
+    total = sum(v for _, v in shown) or 1.0
+    return "  ".join(f"{k} {v:.1f}s ({v / total:.0%})" for k, v in shown)
+
+
+def _wide_line_file(path: Path, mb: int) -> None:
+    """A Claude Code-shaped file: a request, one `mb` MB wide and shallow JSON line, a reply."""
+    sid = "5d1f0c6e-0000-4000-8000-000000000001"
+    head = {"type": "user", "sessionId": sid, "uuid": "u1", "timestamp": "2026-11-01T08:00:00Z", "cwd": "/home/dev/app",
+            "message": {"role": "user", "content": "the import fails after the upgrade, please fix it"}}
+    with path.open("w") as fh:
+        fh.write(json.dumps(head) + "\n")
+        fh.write('{"type":"user","sessionId":"%s","uuid":"u2","toolUseResult":{' % sid)
+        chunk = ",".join(f'"k{i}":{i}' for i in range(100_000))
+        written, j = 0, 0
+        while written < mb * 1e6:
+            part = ("," if j else "") + chunk.replace('"k', f'"k{j}_')
+            fh.write(part)
+            written += len(part)
+            j += 1
+        fh.write("}}\n")
+        fh.write(json.dumps({**head, "uuid": "u3", "message": {"role": "user", "content": "thanks, that works"}}) + "\n")
+
+
+def _session_time(turns: int, shape: str) -> float:
+    out = subprocess.run([sys.executable, "-m", "bench.session_length", "--turns", str(turns), "--shape", shape, "--json"],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])["cpu_s"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--real-mb", type=float, default=200.0)
+    ap.add_argument("--synthetic-mb", type=float, default=200.0)
+    ap.add_argument("--rss-mb", type=float, nargs=2, default=(50.0, 200.0), help="two corpus sizes for peak RSS")
+    ap.add_argument("--turns", type=int, nargs=3, default=(5000, 20000, 100000))
+    ap.add_argument("--shape", default="same-error", help="bench.session_length shape (default: the rule stage's worst)")
+    ap.add_argument("--line-mb", type=int, default=200)
+    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        _child(*args.child)
+        return
+
+    rows: list[tuple[str, str, str, str, str]] = []
+    notes: list[str] = []
+    work = Path(tempfile.mkdtemp(prefix="memoir-bench-speed-"))
+    try:
+        corpora = []
+        if real_logs.available():
+            real_logs.copy_corpus(work / "real", args.real_mb)
+            corpora.append(("real logs", work / "real"))
+        else:
+            notes.append("real logs: ../shared/samples not found, row left out")
+        make_corpus(work / "synthetic", args.synthetic_mb)
+        corpora.append(("synthetic", work / "synthetic"))
+        for name, logs in corpora:
+            bare, bare_cpu, size = bare_parse(logs)
+            got = ingest(logs, work / f"home-{name.split()[0]}")
+            mb = size / 1e6
+            rows.append((f"ingest, {mb:.0f} MB of {name}",
+                         f"{mb / got['s']:.1f} MB/s ({mb / got['cpu_s']:.1f} per CPU s)",
+                         f"{mb / bare:.0f} MB/s bare parse ({mb / bare_cpu:.0f} per CPU s)",
+                         f"{got['s'] / bare:.1f}x ({got['cpu_s'] / bare_cpu:.1f}x CPU)", ">= 25 MB/s and <= 4x"))
+            notes.append(f"{name}: {_split(got['steps'])}; {got['turns']} turns, {got['cards']} cards, "
+                         f"{got['cpu_s']:.1f} s CPU")
+        small, big = args.rss_mb
+        rss = []
+        for mb in (small, big):
+            logs = work / f"rss-{mb:.0f}"
+            make_corpus(logs, mb)
+            rss.append(ingest(logs, work / f"home-rss-{mb:.0f}")["rss_mb"])
+            shutil.rmtree(logs, ignore_errors=True)
+        rows.append((f"peak RSS, {small:.0f} MB -> {big:.0f} MB of logs", f"{rss[0]:.0f} -> {rss[1]:.0f} MB", "-",
+                     f"{rss[1] / rss[0]:.2f}x for {big / small:.0f}x the logs", "<= 1.2x (flat in corpus size)"))
+        times = [_session_time(n, args.shape) for n in args.turns]
+        label = " / ".join(f"{n // 1000}k" for n in args.turns)
+        rows.append((f"one session of {label} turns ({args.shape})", " / ".join(f"{t:.1f} s" for t in times), "-",
+                     f"{times[2] / times[0]:.1f}x for {args.turns[2] / args.turns[0]:.0f}x the turns",
+                     f"<= 20x for {args.turns[2] / args.turns[0]:.0f}x"))
+        line = work / "line" / "5d1f0c6e-0000-4000-8000-000000000001.jsonl"
+        line.parent.mkdir(parents=True)
+        _wide_line_file(line, args.line_mb)
+        got = ingest(line.parent, work / "home-line", host="claude-code")
+        rows.append((f"one {line.stat().st_size / 1e6:.0f} MB JSON line (wide, shallow)", f"{got['rss_mb']:.0f} MB peak RSS",
+                     "-", f"{got['rss_mb'] * 1e6 / line.stat().st_size:.2f}x the line", "<= 512 MB"))
+        notes.append(f"the long line: skipped {got['skipped'].get('bad_line_too_large', 0)} as bad_line_too_large, "
+                     f"{got['turns']} turns read around it")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    head = ("what", "memoir", "baseline, same run", "ratio", "target")
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(5)]
+    for r in [head, tuple("-" * w for w in widths), *rows]:
+        print("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |")
+    print()
+    for n in notes:
+        print(f"- {n}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""Merging many experiences into one card: what a merge gathers is kept, and the card is the same."""
+
+from __future__ import annotations
+
+from memoir.cards.distill.merge import absorb_duplicate, dedup_keys, merge_cards
+from memoir.cards.distill.rules import apply_rules
+from memoir.cards.draft import draft_card
+from memoir.cards.segment import segment_session
+from tests.turns import Script
+
+DAY = 24 * 60
+
+
+def _locked_session(sid: str, day: float, fix: str):
+    script = (Script(sid, cwd="/home/dev/shop").user("the sync job dies with database is locked, fix it", at=day * DAY)
+              .runs("python -m shop.sync")
+              .error("Traceback (most recent call last):\n  File \"/srv/shop/sync.py\", line 9\n"
+                     "sqlite3.OperationalError: database is locked")
+              .says(fix)
+              .runs("python -m shop.sync").result("synced 120 orders OK"))
+    (exp,) = segment_session(script.turns)
+    return exp, draft_card(exp)
+
+
+def _drafted(n: int):
+    fixes = ("The fix was setting `busy_timeout = 5000` in shop/db.py so writers wait for the lock.",
+             "The fix was closing the cursor in shop/sync.py before the commit, which released the lock.")
+    return [_locked_session(f"s-{i:03d}", i, fixes[i % 2]) for i in range(n)]
+
+
+def test_folding_many_cards_with_the_memo_gives_the_card_folding_without_it_gives():
+    drafted = _drafted(40)
+    cards = [card for _, card in drafted]
+    memo: dict = {}
+    with_memo, without = cards[0], cards[0]
+    for i, (exp, card) in enumerate(drafted[1:], 1):
+        if i % 7 == 0:  # a duplicate read in between: it gains provenance through the same memo
+            keys = dedup_keys(card, exp)
+            with_memo = absorb_duplicate(with_memo, card, keys, memo)
+            without = absorb_duplicate(without, card, keys)
+        else:
+            with_memo = merge_cards(with_memo, card, memo)
+            without = merge_cards(without, card)
+        assert with_memo == without and with_memo.extra == without.extra
+    assert len(with_memo.sources) == 40
+    assert "Seen in 40 sessions" in with_memo.background
+
+
+def test_a_memo_made_for_another_version_of_the_card_is_not_used():
+    (e0, c0), (e1, c1), (e2, c2) = _drafted(3)
+    memo: dict = {}
+    merged = merge_cards(c0, c1, memo)
+    edited = merged.with_(sources=merged.sources[:1], extra={**merged.extra, "dedup_keys": ["k-only"]})
+    again = merge_cards(edited, c2, memo)
+    assert [s.session_id for s in again.sources] == ["s-000", "s-002"]
+    assert again.extra["dedup_keys"] == sorted({"k-only", *dedup_keys(c2)})
+
+
+def test_every_experience_of_one_failure_lands_in_one_card_with_every_source():
+    drafted = _drafted(60)
+    plan = apply_rules(drafted, [])
+    (card,) = plan.write
+    assert [s.session_id for s in card.sources] == [f"s-{i:03d}" for i in range(60)]
+    assert set(card.extra["dedup_keys"]) >= {k for exp, c in drafted for k in dedup_keys(c, exp) if k.startswith("u-")}
+    assert plan.counters["merged"] + plan.counters["duplicates"] == 59  # the same text twice is a duplicate

@@ -1,0 +1,47 @@
+"""`memoir run` builds the turn index deep search reads, so the first search has nothing left to embed."""
+
+from __future__ import annotations
+
+import shutil
+
+from memoir.cards.config import load_settings
+from memoir.cards.ledger import Ledger
+from memoir.flows.pipeline import run_pipeline
+from memoir.index.embed import default_embedder
+from memoir.index.turns import TurnIndex
+from tests.user_cards import FEEDCLI_LOG
+
+
+def _ledgered(settings):
+    with Ledger.in_state_dir(settings.state_dir) as ledger:
+        return {e.path: (e.host, e.size, e.mtime_ns) for e in ledger.entries()}
+
+
+def test_a_run_leaves_every_read_turn_embedded_and_every_card_span_recorded(tmp_path, embedder):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(FEEDCLI_LOG, logs / FEEDCLI_LOG.name)
+    seen = []
+    settings = load_settings(home=tmp_path / "home")
+    run_pipeline(settings, [logs], progress=lambda stage, done, total, detail="": seen.append((stage, done, total)))
+    turns = TurnIndex(settings.state_dir, default_embedder().model_id)
+    try:
+        rows, matrix, spans = turns.load()
+        assert rows and matrix.shape[0] == len(rows)  # every turn has its vector
+        assert spans  # the cards' sources are known to the turn index
+        again = turns.refresh_files(_ledgered(settings), embedder, settings.blob_cap)
+        assert (again.read, again.embedded, again.pending) == (0, 0, 0)  # a first search has nothing to do
+        assert (again.windows_embedded, again.windows_pending) == (0, 0)
+    finally:
+        turns.close()
+    done = [(d, t) for stage, d, t in seen if stage == "turn index"]
+    assert done and done[-1][0] == done[-1][1]  # the run drew the turn index's progress to the end
+
+
+def test_a_run_without_the_index_leaves_the_turn_index_alone(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(FEEDCLI_LOG, logs / FEEDCLI_LOG.name)
+    settings = load_settings(home=tmp_path / "home")
+    run_pipeline(settings, [logs], with_index=False)
+    assert not (settings.state_dir / "turns.sqlite").exists()
