@@ -187,23 +187,39 @@ def plan_experiences(
 # --- re-derive --------------------------------------------------------------------------------------
 
 
-def derived_by_file(sessions: dict[tuple[str, str], list[Turn]],
-                    drafted: Iterable[tuple[Experience, Card]]) -> dict[str, list[tuple[int, str]]]:
-    """Per log file read: (first line, card id) of each card drafted from its turns."""
-    where: dict[tuple[str, str, int], str] = {}
-    for (_, sid), turns in sessions.items():
-        clean = sanitize_id(sid)  # experiences carry the sanitized session id
+Origins = dict[tuple[str, str], list[tuple[int, int, str]]]
+
+
+def session_origins(sessions: dict[tuple[str, str], list[Turn]]) -> Origins:
+    """Per (host, sanitized session id): the runs of turn numbers each log file gave, as (first, last, path).
+
+    Small beside the turns themselves, so it can outlive them: the transform lets each session's
+    raw turns go once it is sanitized, and the re-derivation still needs where each turn came from.
+    """
+    out: Origins = {}
+    for (host, sid), turns in sessions.items():
+        runs: list[tuple[int, int, str]] = []
         for t in turns:
-            where[(t.host, clean, t.seq)] = t.source_file
+            if runs and runs[-1][2] == t.source_file and runs[-1][1] <= t.seq:
+                runs[-1] = (runs[-1][0], t.seq, t.source_file)
+            else:
+                runs.append((t.seq, t.seq, t.source_file))
+        out[(host, sanitize_id(sid))] = runs  # experiences carry the sanitized session id
+    return out
+
+
+def derived_by_file(origins: Origins, drafted: Iterable[tuple[Experience, Card]]) -> dict[str, list[tuple[int, str]]]:
+    """Per log file read: (first line, card id) of each card drafted from its turns."""
     out: dict[str, list[tuple[int, str]]] = {}
     for exp, card in drafted:
-        path = where.get((exp.host, exp.session_id, exp.first_seq))
+        path = next((p for lo, hi, p in origins.get((exp.host, exp.session_id), ()) if lo <= exp.first_seq <= hi), None)
         if path is not None:
             out.setdefault(path, []).append((exp.lines[0], card.id))
     return out
 
 
-def rederive(collected: CollectReport, drafted: list[tuple[Experience, Card]]) -> tuple[list[str], list[str]]:
+def rederive(collected: CollectReport, drafted: list[tuple[Experience, Card]], origins: Origins
+             ) -> tuple[list[str], list[str]]:
     """Record on each file's ledger update the cards this read derived; return (retired, redrawn).
 
     A file read again (grown, truncated, replaced) derives its cards from what it holds now. The
@@ -212,7 +228,7 @@ def rederive(collected: CollectReport, drafted: list[tuple[Experience, Card]]) -
     file derives again are redrawn: the new draft replaces the old card whole (the rules would keep
     a card already in the library as it is).
     """
-    by_file = derived_by_file(collected.sessions, drafted)
+    by_file = derived_by_file(origins, drafted)
     retired: set[str] = set()
     redrawn: set[str] = set()
     pending = []

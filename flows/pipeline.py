@@ -29,12 +29,14 @@ from memoir.cards.distill.llm import BatchReport
 from memoir.flows.distill_step import DistillReport, Neighbourhood, ask_batch, batches_of, plan_distill, settle
 from memoir.flows.index_step import IndexStep
 from memoir.flows.ingest import (
+    Origins,
     RunReport,
     clean_leftovers,
     collect_logs,
     default_log_paths,
     plan_experiences,
     rederive,
+    session_origins,
     store_cards,
     write_cause,
 )
@@ -69,6 +71,7 @@ class Run:
     neighbourhood: Neighbourhood | None = None  # the distill step's active cards, for the duplicate gate
     distilled: DistillReport | None = None  # what the model stage and the gates decided so far
     redrawn: set[str] = field(default_factory=set)  # ids a rewritten log drafts again: not in distill's library
+    origins: Origins = field(default_factory=dict)  # the log file of each run of a session's turns
 
 
 def open_run(settings: Settings, logs: list[str], host: str = "auto", with_index: bool = True,
@@ -119,6 +122,7 @@ def collect(run: Run) -> None:
 def transform(run: Run) -> None:
     """Sanitize, segment and draft: one (experience, card) per problem loop."""
     # The collected turns are consumed: once a session is sanitized its raw turns are let go.
+    run.origins = session_origins(run.collected.sessions)  # where each turn came from, for the retire step
     run.drafted = plan_experiences(run.collected.sessions, run.settings, run.summary.redacted, run.summary.skipped,
                                    run.summary.steps_s, consume=True)
     run.summary.experiences = len(run.drafted)
@@ -129,7 +133,7 @@ def retire(run: Run) -> None:
 
     A card a person owns (edited, confirmed or rejected) stays, and the summary names it.
     """
-    retired, redrawn = rederive(run.collected, run.drafted)
+    retired, redrawn = rederive(run.collected, run.drafted, run.origins)
     owned = {i for i in retired + redrawn if _person_owned(run.store, i)}
     removed, edited = run.store.retire(i for i in retired if i not in owned)
     if removed:

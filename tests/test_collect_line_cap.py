@@ -44,16 +44,19 @@ def test_a_line_over_the_cap_is_counted_and_the_lines_around_it_are_read(tmp_pat
     assert ledger.get(str(log)).offset == log.stat().st_size
 
 
-def test_the_ledger_resumes_after_a_skipped_line_at_the_right_byte(tmp_path, ledger):
+def test_a_grown_file_with_a_skipped_line_is_read_again_with_the_right_line_numbers(tmp_path, ledger):
     log = tmp_path / "a.jsonl"
     log.write_bytes(_line("s", "one") + _wide("s", 50_000) + _line("s", "two"))
-    collect([log], host="jsonl", ledger=ledger, line_cap=4096).commit(ledger)
+    first = collect([log], host="jsonl", ledger=ledger, line_cap=4096)
+    first.commit(ledger)
+    assert ledger.get(str(log)).offset == log.stat().st_size  # the ledger counts the skipped line's bytes
     with log.open("ab") as fh:
         fh.write(_line("s", "three"))
     again = collect([log], host="jsonl", ledger=ledger, line_cap=4096)
     assert again.plans["appended"] == 1
-    assert [(t.text, t.line) for t in again.sessions[("jsonl", "s")]] == [("three", 4)]
-    assert "bad_line_too_large" not in again.skipped
+    # A grown log is read again from its start (its unfinished task whole); lines keep their numbers.
+    assert [(t.text, t.line) for t in again.sessions[("jsonl", "s")]] == [("one", 1), ("two", 3), ("three", 4)]
+    assert again.skipped["bad_line_too_large"] == 1
 
 
 def test_a_line_still_being_written_past_the_cap_is_left_for_the_next_run(tmp_path, ledger):
