@@ -152,7 +152,7 @@ def plan_experiences(
         skipped.update(f"no_card_{r.reason}" for r in reasons)
         for exp in experiences:
             try:
-                drafted.append((exp, draft_card(exp, settings.min_conclusion_chars)))
+                drafted.append((exp, draft_card(exp, settings.min_conclusion_chars, exp is experiences[-1])))
             except Exception as exc:  # noqa: BLE001 - likewise for one experience
                 skipped[f"experience_error_{type(exc).__name__}"] += 1
     return drafted
