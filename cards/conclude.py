@@ -345,6 +345,25 @@ def _fix_explanation(turns: Sequence[Turn], dead: set[int], loop: Loop) -> Concl
     return None
 
 
+MAX_SHORT_REASON = 200
+
+
+def _short_reason(turns: Sequence[Turn], dead: set[int], loop: Loop) -> str:
+    """The assistant's words right before the change that worked, too short to stand alone as a
+    conclusion ("Need to import `Phoenix.ChannelTest`:") but naming what it changed."""
+    fix = loop.fix
+    if fix is None:
+        return ""
+    names = names_in(fix, loop.failure)
+    for t in reversed(turns):
+        if t.seq in fix.said and t.seq not in dead:
+            text = " ".join(visible_text(t.text).split()).rstrip(":").strip()
+            if (text and len(text) <= MAX_SHORT_REASON and not text.endswith("?") and not _FORWARD.match(_bare(text))
+                    and "```" not in text and mentions(text, names)):
+                return text if text.endswith((".", "!")) else text + "."
+    return ""
+
+
 def _held_to_the_fix(turns: tuple[Turn, ...], found: Conclusion) -> Conclusion:
     loop = fixed_loop(turns)
     if loop is None or loop.fix is None:
@@ -357,10 +376,14 @@ def _held_to_the_fix(turns: tuple[Turn, ...], found: Conclusion) -> Conclusion:
     if found.settled and found.seq is not None and mentions(found.text, names) and (
             found.seq >= start or outcome in _AFTER_FIX):
         return found
-    reason = _fix_explanation(turns, set(find_disproved(turns)), loop)
+    dead = set(find_disproved(turns))
+    reason = _fix_explanation(turns, dead, loop)
     if reason is not None:
         return Conclusion(reason.text, reason.seq, reason.source, verified)
     evidence = evidence_statement(loop)
+    words = _short_reason(turns, dead, loop)
+    if words:
+        evidence = f"{evidence} Said before the change: “{words}”"
     if found.settled and outcome in _AFTER_FIX and found.seq is not None and found.seq >= fix.check.call.seq:
         # What the session said after the fix, which names nothing of it: kept below the evidence.
         return Conclusion(f"{evidence}\n\n{found.text}", found.seq, f"evidence+{outcome}", verified)

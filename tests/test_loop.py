@@ -198,3 +198,13 @@ def test_an_environment_assignment_before_the_same_command_is_the_setting_that_c
     lp = fixed_loop(s.turns)
     assert lp is not None and lp.fix.setting == "PYTHONPATH=."
     assert verification(s.turns).signature.startswith("ModuleNotFoundError")
+
+
+def test_words_too_short_for_a_conclusion_that_name_the_fix_are_kept_beside_the_evidence():
+    s = Script().user("the cart total test fails")
+    s.runs("pytest tests/test_cart.py").error(KEYERROR)
+    s.says("Need to read `unit_price`:")
+    _edit(s, "/home/dev/shop/app/cart.py", "item['price']", "item['unit_price']")
+    s.runs("pytest tests/test_cart.py").result("6 passed in 0.3s")
+    found = choose_conclusion(s.turns)
+    assert found.source == "evidence" and found.text.endswith("Said before the change: “Need to read `unit_price`.”")
