@@ -190,6 +190,7 @@ class Failure:
     command: str  # '' for a pasted error
     signature: str
     pasted_text: str = ""
+    output: str = ""  # the failing run's output, for the error lines an explanation may name
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +201,7 @@ class Attempt:
     changes: tuple[Turn, ...]
     check: Run  # the same check, run again after the changes
     setting: str = ""  # a setting of the call itself that changed (`sandbox_permissions: require_escalated`)
+    edit_blocks: str = ""  # edits written inside the assistant's reply (Aider's SEARCH/REPLACE blocks)
 
     @property
     def worked(self) -> bool:
@@ -234,6 +236,16 @@ class Loop:
 
 def _assistant_texts(turns: Sequence[Turn], after: int, before: int) -> tuple[int, ...]:
     return tuple(t.seq for t in turns[after + 1:before] if t.role == "assistant" and t.kind == "text" and t.text.strip())
+
+
+_EDIT_BLOCK = re.compile(r"<<<<<<< SEARCH\n[\s\S]*?>>>>>>> REPLACE")
+
+
+def _edit_blocks(turns: Sequence[Turn], after: int, before: int) -> str:
+    """The SEARCH/REPLACE blocks the assistant's replies wrote (the change itself, for Aider)."""
+    return "\n".join(m.group(0) for t in turns[after + 1:before]
+                     if t.role == "assistant" and t.kind == "text" and "<<<<<<< SEARCH" in t.text
+                     for m in _EDIT_BLOCK.finditer(t.text))
 
 
 def _cancels(loop_sig: str, failure: Failure, run: Run) -> bool:
@@ -305,7 +317,8 @@ def _follow(turns: tuple[Turn, ...], w: Walk, failure: Failure) -> Loop:
         setting = _setting_change(last_call, run.call) if last_call is not None and not changes else ""
         if changes:
             attempts.append(Attempt(_assistant_texts(turns, last_at, changes[-1][0]),
-                                    tuple(t for _, t in changes), run))
+                                    tuple(t for _, t in changes), run,
+                                    edit_blocks=_edit_blocks(turns, last_at, changes[-1][0])))
         elif setting:  # the same command, run again with another setting: the setting was the change
             attempts.append(Attempt(_assistant_texts(turns, last_at, run.at_call), (run.call,), run, setting))
         last_at, last_call = run.at_result, run.call
@@ -328,7 +341,7 @@ def loops(turns: Sequence[Turn]) -> tuple[Loop, ...]:
 @per_turns
 def _loops(turns: tuple[Turn, ...]) -> tuple[Loop, ...]:
     w = walk(turns)
-    starts = [Failure(r.at_result, r.result.seq, r.command, r.signature) for r in w.runs if r.failed]
+    starts = [Failure(r.at_result, r.result.seq, r.command, r.signature, output=r.result.text) for r in w.runs if r.failed]
     starts += [Failure(i, t.seq, "", sig, t.text) for i, t, sig in w.pasted]
     starts.sort(key=lambda f: f.at)
     out: list[Loop] = []
@@ -371,12 +384,17 @@ def _identifiers(text: str) -> set[str]:
     return out
 
 
+_ERROR_LINE = re.compile(r"(?im)^.*(?:error|exception|fail|panic|traceback|^\s*File \").*$")
+
+
 def names_in(attempt: Attempt, failure: Failure) -> frozenset[str]:
     """The files, identifiers and settings an attempt's changes and its loop's error name."""
     names: set[str] = set()
     for change in attempt.changes:
         names |= _identifiers(change.text)
+    names |= _identifiers(attempt.edit_blocks)
     names |= _identifiers(failure.signature)
+    names |= _identifiers("\n".join(_ERROR_LINE.findall(failure.output or failure.pasted_text)))
     names -= {"file_path", "old_string", "new_string", "command", "description", "replace_all", "content"}
     return frozenset(names)
 

@@ -208,3 +208,18 @@ def test_words_too_short_for_a_conclusion_that_name_the_fix_are_kept_beside_the_
     s.runs("pytest tests/test_cart.py").result("6 passed in 0.3s")
     found = choose_conclusion(s.turns)
     assert found.source == "evidence" and found.text.endswith("Said before the change: “Need to read `unit_price`.”")
+
+
+def test_an_aider_reply_that_explains_and_edits_in_one_message_names_what_its_edit_block_changed():
+    reply = ("Without strict, mypy skipped resolve_tz, which has no annotations; now it returns a ZoneInfo.\n\n"
+             "birdcount/partition.py\n```python\n<<<<<<< SEARCH\ndef resolve_tz():\n=======\n"
+             "def resolve_tz() -> ZoneInfo:\n>>>>>>> REPLACE\n```")
+    s = Script(host="aider").user("mypy fails")
+    s.runs("mypy birdcount").result("birdcount/partition.py:38: error: Function is missing a return type annotation  "
+                                     "[no-untyped-def]\nFound 1 error in 1 file (checked 14 source files)")
+    s.says(reply)
+    s.turns.append(Turn(host="aider", session_id=s.session_id, seq=len(s.turns), role="tool", kind="tool_result",
+                        text="Applied edit to birdcount/partition.py", timestamp=T0, tool_name="edit"))
+    s.runs("mypy birdcount").result("Success: no issues found in 14 source files")
+    found = choose_conclusion(s.turns)
+    assert found.source != "evidence" and "resolve_tz" in found.text and "SEARCH" not in found.text
