@@ -145,8 +145,9 @@ def _stems(command: str) -> set[str]:
 
 def same_check(failed_command: str, pasted_text: str, command: str) -> bool:
     """Does `command` check the same thing as a failure: the same command or target, or another
-    route to the same outcome. A failure a user pasted has no command: a later run checks it when
-    it is a route (CI, rollout, probe, migration) or points at a file the pasted output names."""
+    route to the same outcome. A failure a user pasted has no command: a later check covers it when
+    it is a route (CI, rollout, probe, migration), its runner is named in the paste (`cargo build`),
+    or it points at a file the pasted output names."""
     if failed_command:
         if same_target(failed_command, command) or same_target(command, failed_command):
             return True
@@ -160,10 +161,13 @@ def same_check(failed_command: str, pasted_text: str, command: str) -> bool:
         return True
     if not is_test_or_build(command):
         return False
+    low = pasted_text.lower()
+    runner = _runner(command)
+    if len(runner) >= 4 and re.search(rf"(?<![a-z0-9]){re.escape(runner)}(?![a-z0-9])", low):
+        return True  # the user pasted what `terraform apply` printed; `terraform apply` passes now
     stems = _stems(command)
     if not stems:  # a whole test suite covers a failing test the user pasted
         return bool(_TEST_RUNNER.search(command_key(command))) and bool(failing_tests(pasted_text))
-    low = pasted_text.lower()
     return any(re.search(rf"(?<![a-z0-9]){re.escape(s)}(?![a-z0-9])", low) for s in stems)
 
 

@@ -223,3 +223,13 @@ def test_an_aider_reply_that_explains_and_edits_in_one_message_names_what_its_ed
     s.runs("mypy birdcount").result("Success: no issues found in 14 source files")
     found = choose_conclusion(s.turns)
     assert found.source != "evidence" and "resolve_tz" in found.text and "SEARCH" not in found.text
+
+
+def test_a_pasted_failure_of_a_named_command_is_verified_when_that_command_passes_after_the_change():
+    s = Script().user("cargo build fails on main:\nerror[E0425]: cannot find value `retries` in this scope\n --> src/fetch.rs:40:9")
+    s.says("fetch.rs uses `retries` but the field is called max_retries after the config rename; using the field.")
+    _edit(s, "/home/dev/shop/src/fetch.rs", "retries", "self.max_retries")
+    s.runs("cargo build").result("   Compiling fetch v0.3.1\n    Finished `dev` profile [unoptimized + debuginfo] target(s) in 2.10s")
+    v = verification(s.turns)
+    assert v is not None and v.failed_seq == 0 and "E0425" in v.signature
+    assert "max_retries" in choose_conclusion(s.turns).text
