@@ -151,6 +151,8 @@ def same_check(failed_command: str, pasted_text: str, command: str) -> bool:
     if failed_command:
         if same_target(failed_command, command) or same_target(command, failed_command):
             return True
+        if any(same_target(failed_command, part) for part in _parts(command)):
+            return True  # `bash -ic 'command -v x && make lint'` runs `make lint` again
         if _whole_suite_of(failed_command, command):
             return True
         route = route_of(failed_command)
@@ -169,6 +171,16 @@ def same_check(failed_command: str, pasted_text: str, command: str) -> bool:
     if not stems:  # a whole test suite covers a failing test the user pasted
         return bool(_TEST_RUNNER.search(command_key(command))) and bool(failing_tests(pasted_text))
     return any(re.search(rf"(?<![a-z0-9]){re.escape(s)}(?![a-z0-9])", low) for s in stems)
+
+
+_SHELL_WRAP = re.compile(r"""^\s*(?:ba|z|da)?sh\s+-(\w*c)\s+(['"])(.*)\2\s*(?:2>&1\s*)?(?:\|.*)?$""", re.S)
+
+
+def _parts(command: str) -> list[str]:
+    """The steps of a chained or shell-wrapped command (`bash -ic 'a && b'` -> `a`, `b`)."""
+    m = _SHELL_WRAP.match(command)
+    inner = m.group(3) if m else command
+    return [p.strip() for p in _CHAIN.split(inner) if p.strip()]
 
 
 def _runner(command: str) -> str:
@@ -298,6 +310,9 @@ def _setting_change(before: Turn, after: Turn) -> str:
     changed = [f"{k}: {v}" for k, v in new.items() if old.get(k) != v and isinstance(v, (str, int, bool))]
     was = _prefixes(command_of(before))
     changed += [p for p in _prefixes(command_of(after)) if p not in was]
+    wrap = _SHELL_WRAP.match(command_of(after))
+    if wrap and "i" in wrap.group(1) and not _SHELL_WRAP.match(command_of(before)):
+        changed.append(f"an interactive shell ({command_of(after).split()[0]} -{wrap.group(1)})")
     return one_line(changed[0], 80) if changed else ""
 
 

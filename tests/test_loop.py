@@ -233,3 +233,12 @@ def test_a_pasted_failure_of_a_named_command_is_verified_when_that_command_passe
     v = verification(s.turns)
     assert v is not None and v.failed_seq == 0 and "E0425" in v.signature
     assert "max_retries" in choose_conclusion(s.turns).text
+
+
+def test_the_same_check_run_again_in_an_interactive_shell_is_a_setting_change():
+    s = Script().user("lint doesnt run on this box")
+    s.runs("make lint").error("make: golangci-lint: command not found\nmake: *** [Makefile:4: lint] Error 127")
+    s.runs("bash -ic 'command -v golangci-lint && make lint' 2>&1 | tail -3").result("/home/dev/go/bin/golangci-lint\n0 issues.")
+    lp = fixed_loop(s.turns)
+    assert lp is not None and lp.fix.setting.startswith("an interactive shell")
+    assert verification(s.turns) is not None
