@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from memoir.cards.conclude import choose_conclusion
 from memoir.cards.distill.extract import find_disproved
 from memoir.cards.draft import draft_card
@@ -191,15 +193,6 @@ def test_the_same_command_re_run_with_another_setting_is_the_change_that_worked(
     assert "re-running it with `sandbox_permissions: require_escalated`" in choose_conclusion(s.turns).text
 
 
-def test_an_environment_assignment_before_the_same_command_is_the_setting_that_changed():
-    s = Script().user("run the tests")
-    s.runs("pytest -q").error("ImportError while importing test module\nModuleNotFoundError: No module named 'opk'")
-    s.runs("PYTHONPATH=. pytest -q").result("4 passed in 0.2s")
-    lp = fixed_loop(s.turns)
-    assert lp is not None and lp.fix.setting == "PYTHONPATH=."
-    assert verification(s.turns).signature.startswith("ModuleNotFoundError")
-
-
 def test_words_too_short_for_a_conclusion_that_name_the_fix_are_kept_beside_the_evidence():
     s = Script().user("the cart total test fails")
     s.runs("pytest tests/test_cart.py").error(KEYERROR)
@@ -235,10 +228,17 @@ def test_a_pasted_failure_of_a_named_command_is_verified_when_that_command_passe
     assert "max_retries" in choose_conclusion(s.turns).text
 
 
-def test_the_same_check_run_again_in_an_interactive_shell_is_a_setting_change():
-    s = Script().user("lint doesnt run on this box")
-    s.runs("make lint").error("make: golangci-lint: command not found\nmake: *** [Makefile:4: lint] Error 127")
-    s.runs("bash -ic 'command -v golangci-lint && make lint' 2>&1 | tail -3").result("/home/dev/go/bin/golangci-lint\n0 issues.")
+@pytest.mark.parametrize("failed,output,rerun,setting", [
+    ("pytest -q", "ImportError while importing test module\nModuleNotFoundError: No module named 'opk'",
+     "PYTHONPATH=. pytest -q", "PYTHONPATH=."),
+    ("make lint", "make: golangci-lint: command not found\nmake: *** [Makefile:4: lint] Error 127",
+     "bash -ic 'command -v golangci-lint && make lint' 2>&1 | tail -3", "an interactive shell (bash -ic)"),
+])
+def test_the_same_check_run_again_with_another_environment_is_a_setting_change(failed, output, rerun, setting):
+    s = Script().user("the check fails on this box")
+    s.runs(failed).error(output)
+    s.runs(rerun).result("4 passed in 0.2s")
     lp = fixed_loop(s.turns)
-    assert lp is not None and lp.fix.setting.startswith("an interactive shell")
-    assert verification(s.turns) is not None
+    assert lp is not None and lp.fix.setting == setting
+    v = verification(s.turns)
+    assert v is not None and v.failed_seq == 2
