@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memoir.cards.distill.extract import CONFIRMED_CUE, extract_conclusions, find_disproved
+from memoir.cards.evidence import evidence_statement
+from memoir.cards.loop import LOOKS_AHEAD, Loop, fixed_loop, mentions, names_in
 from memoir.cards.values import Turn
 from memoir.cards.commands import command_of, is_change, is_inspection, may_hold_verdict
 from memoir.cards.verdicts import is_failing, is_passing
@@ -40,11 +42,7 @@ MIN_SETTLED_CHARS = 40
 _THINKING_TAGS = re.compile(
     r"<(thinking-content-[\w-]*|think|thinking|reasoning)>.*?(?:</\1>|\Z)", re.S | re.I
 )
-_FORWARD = re.compile(
-    r"(?i)^(?:(?:now|next|first|then|ok(?:ay)?|so|great|perfect|good|alright)[,!.]?\s+)*"
-    r"(?:let me|let's|i'?ll|i will|i'?m going to|i am going to|i need to|we need to|i should|"
-    r"i'?m gonna|going to|time to|i can now|i want to|now i)\b"
-)
+_FORWARD = LOOKS_AHEAD
 _OFFER = re.compile(
     r"(?i)^(?:let me know|would you like|do you want|want me to|shall i|should i|if you(?:'d)? (?:like|want)|"
     r"feel free|happy to|i can also|anything else|is there anything)\b"
@@ -265,7 +263,11 @@ def _changed(turn: Turn) -> bool:
 
 def _explanation(turns: Sequence[Turn], dead: set[int], upto: int) -> Conclusion | None:
     """The assistant's account of the cause given before the last change that precedes `upto`:
-    the nearest settled text when it says enough, else an earlier one that gives a reason."""
+    the nearest settled text when it says enough, else an earlier one that gives a reason.
+    In a loop whose check turned green, only the words before the change that worked count."""
+    loop = fixed_loop(turns)
+    if loop is not None:
+        return _fix_explanation(turns, dead, loop)
     change = next((i for i in range(upto - 1, -1, -1) if _changed(turns[i])), None)
     if change is None:
         return None
@@ -293,8 +295,13 @@ def _with_reason(outcome: Conclusion, reason: Conclusion | None) -> Conclusion:
 
 
 def choose_conclusion(turns: Sequence[Turn]) -> Conclusion:
-    """The best settled conclusion of an experience's turns (see the module docstring)."""
+    """The best settled conclusion of an experience's turns (see the module docstring), held to the
+    change that worked when a failing check turned green (`_held_to_the_fix`)."""
     turns = tuple(turns)
+    return _held_to_the_fix(turns, _best_sentence(turns))
+
+
+def _best_sentence(turns: tuple[Turn, ...]) -> Conclusion:
     dead = set(find_disproved(turns))
     checks = _checks(turns)
     found = _closing_report(turns, checks, dead) or _closing_words(turns)
@@ -313,3 +320,73 @@ def choose_conclusion(turns: Sequence[Turn]) -> Conclusion:
             text = settled_text(t.text, allow_trim=False)
             return Conclusion(text, t.seq, "final_answer") if text else Conclusion()
     return Conclusion()
+
+
+# --- mechanism: a conclusion is built from the change that worked (issue 24) ------------------------
+# In a loop (failing check -> changes -> the same check again, `cards.loop`), an explanation counts
+# only if it precedes the change after which the check turned green and names something in that
+# change or in the error; words before a change after which the check still failed are a failed
+# attempt (`find_disproved`, reason `failed_attempt`). With no sentence that qualifies, the
+# conclusion is the evidence itself: what failed, what was changed, what passed.
+
+_AFTER_FIX = ("closing_report", "commit_message", "tracker_reason", "pr_body")
+
+
+def _fix_explanation(turns: Sequence[Turn], dead: set[int], loop: Loop) -> Conclusion | None:
+    """The latest settled, unhedged text before the change that worked that names what it changed or the error."""
+    fix = loop.fix
+    if fix is None:
+        return None
+    names = names_in(fix, loop.failure)
+    said = set(fix.said)
+    for t in reversed(turns):
+        if t.seq in said and t.seq not in dead:
+            text = settled_text(t.text)
+            if text and not _hedged(text) and mentions(text, names):
+                return Conclusion(text, t.seq, "pre_fix_explanation")
+    return None
+
+
+MAX_SHORT_REASON = 200
+
+
+def _short_reason(turns: Sequence[Turn], dead: set[int], loop: Loop) -> str:
+    """The assistant's words right before the change that worked, too short to stand alone as a
+    conclusion ("Need to import `Phoenix.ChannelTest`:") but naming what it changed."""
+    fix = loop.fix
+    if fix is None:
+        return ""
+    names = names_in(fix, loop.failure)
+    for t in reversed(turns):
+        if t.seq in fix.said and t.seq not in dead:
+            text = " ".join(visible_text(t.text).split()).rstrip(":").strip()
+            if (text and len(text) <= MAX_SHORT_REASON and not text.endswith("?") and not _FORWARD.match(_bare(text))
+                    and "```" not in text and mentions(text, names)):
+                return text if text.endswith((".", "!")) else text + "."
+    return ""
+
+
+def _held_to_the_fix(turns: tuple[Turn, ...], found: Conclusion) -> Conclusion:
+    loop = fixed_loop(turns)
+    if loop is None or loop.fix is None:
+        return found
+    fix = loop.fix
+    names = names_in(fix, loop.failure)
+    verified = f"t{fix.check.result.seq}"
+    start = min(fix.said, default=fix.changes[0].seq if fix.changes else fix.check.call.seq)
+    outcome = found.source.rsplit("+", 1)[-1]
+    if found.settled and found.seq is not None and mentions(found.text, names) and (
+            found.seq >= start or outcome in _AFTER_FIX):
+        return found
+    dead = set(find_disproved(turns))
+    reason = _fix_explanation(turns, dead, loop)
+    if reason is not None:
+        return Conclusion(reason.text, reason.seq, reason.source, verified)
+    evidence = evidence_statement(loop)
+    words = _short_reason(turns, dead, loop)
+    if words:
+        evidence = f"{evidence} Said before the change: “{words}”"
+    if found.settled and outcome in _AFTER_FIX and found.seq is not None and found.seq >= fix.check.call.seq:
+        # What the session said after the fix, which names nothing of it: kept below the evidence.
+        return Conclusion(f"{evidence}\n\n{found.text}", found.seq, f"evidence+{outcome}", verified)
+    return Conclusion(evidence, fix.check.result.seq, "evidence", verified)

@@ -7,11 +7,13 @@ section with nothing to copy stays empty, which is safer than an invented one.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import datetime, timezone
 
 from memoir.cards.conclude import choose_conclusion
 from memoir.cards.distill.extract import Disproval, find_disproved
 from memoir.cards.values import Card, Experience, Source, Turn
+from memoir.cards.evidence import CUT_END, Ending, ending, open_statement
 from memoir.cards.outcomes import Verification, failure_conditions, verification
 from memoir.cards.cues import commit_subject, is_chatter, is_tooling_error, pasted_signature
 from memoir.cards.signals import is_notable_result
@@ -27,10 +29,7 @@ _FOLLOW_UP = re.compile(
     r"(?im)^.*\b(?:TODO|FIXME|follow[- ]up|next steps?|still need(?:s)? to|not yet|left to do|later we|"
     r"remaining work|open question)\b.*$"
 )
-_TRUNCATED_END = re.compile(
-    r"(?i)(?:\b(?:therefore|so|thus|hence|because|and|or|but|then|the|a|an|to|of|with|by|for|in|is|are|"
-    r"which|that|since|as|if|when)|[:,;(\[{–-]|\.\.\.|…)\s*$"
-)
+_TRUNCATED_END = CUT_END
 
 # Topic -> (single words matched as tokens, phrases matched as substrings). Token sets keep this
 # linear in the text: one lowercase + one split, however many topics there are.
@@ -114,6 +113,7 @@ _DISPROVED_BY = {
     "contradicted": "contradicted at t{by}",
     "still_failing": "same failure again at t{by}",
     "reverted": "reverted at t{by}",
+    "failed_attempt": "tried; the same check still failed at t{by}",
 }
 
 
@@ -149,8 +149,8 @@ def _counterexamples(exp: Experience) -> str:
     return "\n".join(lines[:MAX_EVIDENCE_ITEMS])
 
 
-def _follow_up(exp: Experience) -> str:
-    found: list[str] = []
+def _follow_up(exp: Experience, end: Ending | None = None) -> str:
+    found: list[str] = [f"- open: {end.question}"] if end is not None else []
     for t in exp.turns:
         if t.kind == "text" and t.role in ("user", "assistant"):
             found.extend(f"- {_one_line(m.group(0))}" for m in _FOLLOW_UP.finditer(t.text))
@@ -236,19 +236,25 @@ def _last_commit_subject(exp: Experience) -> str:
     return ""
 
 
-def draft_card(exp: Experience, min_conclusion_chars: int = 40) -> Card:
-    """A rule-filled card: `incomplete` when the conclusion fails the integrity check, `candidate`
-    (gate `no_settled_conclusion`) when the session settled nothing a card could state."""
+def draft_card(exp: Experience, min_conclusion_chars: int = 40, ends_session: bool = True) -> Card:
+    """A rule-filled card: `incomplete` when the experience ends unresolved (`cards.loop.ending`:
+    its conclusion is then the open state, never an earlier sentence) or the conclusion fails the
+    integrity check, `candidate` (gate `no_settled_conclusion`) when the session settled nothing a
+    card could state. Only a check that failed before the change and passes after it, or a fresh
+    check after the change, verifies (`cards.outcomes.verification`)."""
     goal = _goal(exp) or strip_boilerplate(exp.request)
     if not goal and exp.error_signature:
         goal = f"Get past `{exp.error_signature}` (continued from the previous task)."
+    end = ending(exp.turns, ends_session)
     found = choose_conclusion(exp.turns)
     fix = verification(exp.turns)
+    if end is not None:
+        found = replace(found, text=open_statement(exp.turns, end), verified_by="", source="open")
     conclusion = _clip(found.text, MAX_CONCLUSION) if found.settled else ""
-    verified = found.verified_by if found.settled else ""
-    if found.settled and fix is not None and (not verified or fix.same_command):
-        verified = f"t{fix.seq}"  # the failing command re-run green is the strongest confirmation
-    if found.settled:
+    verified = f"t{fix.seq}" if found.settled and fix is not None and end is None else ""
+    if end is not None:
+        problem, status = end.reason, "incomplete"
+    elif found.settled:
         problem = conclusion_problem(conclusion, min_conclusion_chars)
         status = "incomplete" if problem else "active"
     else:
@@ -286,6 +292,6 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40) -> Card:
         evidence=_evidence(exp, fix),
         conclusion=conclusion,
         counterexamples=_counterexamples(exp),
-        follow_up=_follow_up(exp),
+        follow_up=_follow_up(exp, end),
         extra={"conclusion_source": found.source} if found.source else {},
     )

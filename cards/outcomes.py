@@ -2,29 +2,24 @@
 
 Pure functions over ordered `Turn`s (a session or one experience), for every host:
 
-- `verification`: the re-run that confirmed a fix: a command that failed is run again after a
-  change and now passes; else a passing test/build run after a change that follows the last failure.
+- `verification`: the check that confirmed a fix: it failed before a change and passes after it
+  (the same check, or the same outcome by another route), and no later failure undid it; else a
+  test/build run that passes after the change and was not already green before it.
 - `failure_conditions`: the user's sentences that say when it fails ("only with --workers 6"),
-  attempts that did not help (a change, then the same error again), and the error the fix removed.
+  attempts that did not help (a change, then the same check failing again), and the error the fix removed.
 
-A result's verdict is `cards.verdicts`; what a call ran and whether it changed something is
-`cards.commands`.
+The walk of checks and changes is `cards.loop`; a result's verdict is `cards.verdicts`.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memoir.cards.commands import (
-    command_of, describe_change, is_change, is_test_or_build, one_line, only_looks, same_target,
-)
-from memoir.cards.signals import is_declined
-from memoir.cards.signatures import error_signature, is_error_output
+from memoir.cards.commands import one_line, same_target
+from memoir.cards.loop import Walk, fixed_loop, loops, runs_check, walk
 from memoir.cards.values import Turn, per_turns
-from memoir.cards.verdicts import is_failing, is_passing
 
 MAX_CONDITIONS = 8
 MAX_SENTENCE = 160
@@ -72,8 +67,8 @@ class Verification:
     command_seq: int  # the tool call that ran it
     command: str  # the command, one line
     signature: str  # the error it cleared ('' when the failure named none)
-    same_command: bool  # False: no failing command was re-run; a test/build run after the last change passed
-    failed_seq: int  # the failing result (or pasted error) it cleared
+    same_command: bool  # False: the failure was pasted (another route confirmed it), or none failed before
+    failed_seq: int | None  # the failing result (or pasted error) it cleared; None when it cleared none
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,134 +80,64 @@ class FailureCondition:
     kind: str  # condition (the user said when) | attempt (a change that did not help) | error (what the fix removed)
 
 
-# --- the walk: runs, changes, pasted failures -------------------------------------------------------
+# --- verification -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Run:
-    """A shell command and its result, where both sit in the turn order."""
-
-    call: Turn
-    result: Turn
-    command: str
-    at_call: int  # index of the call in the walked turns
-    at_result: int
-    failed: bool
-    passed: bool
-    signature: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Walk:
-    runs: tuple[_Run, ...]
-    changes: tuple[tuple[int, Turn], ...]  # (index, change turn)
-    pasted: tuple[tuple[int, Turn, str], ...]  # (index, user turn, signature) for errors a user pasted
+def _from_loop(turns: tuple[Turn, ...]) -> Verification | None:
+    """The latest loop whose check passed again after a change, and that nothing later undid."""
+    lp = fixed_loop(turns)
+    if lp is None or lp.fix is None:
+        return None
+    run = lp.fix.check
+    sigs = [lp.failure.signature] + [a.check.signature for a in lp.failed_attempts]
+    cleared = next((s for s in reversed(sigs) if s), "")
+    last_failed = lp.failed_attempts[-1].check.result.seq if lp.failed_attempts else lp.failure.seq
+    return Verification(run.result.seq, run.call.seq, one_line(run.command), cleared,
+                        bool(lp.failure.command), last_failed)
 
 
-@functools.lru_cache(maxsize=64)  # verification and failure_conditions walk the same turns
-@per_turns
-def _walk(turns: tuple[Turn, ...]) -> _Walk:
-    runs: list[_Run] = []
-    changes: list[tuple[int, Turn]] = []
-    pasted: list[tuple[int, Turn, str]] = []
-    pending: list[tuple[int, Turn]] = []  # calls awaiting results, in order
-    for i, turn in enumerate(turns):
-        if turn.kind == "tool_call":
-            pending.append((i, turn))
-            if is_change(turn):
-                changes.append((i, turn))
-        elif turn.role == "tool" and turn.kind in ("tool_result", "error"):
-            if turn.kind == "tool_result" and turn.tool_name == "edit":
-                changes.append((i, turn))  # Aider logs the edit its reply made as "Applied edit to x.py"
-                continue
-            # Results carry no call id here: take the oldest open call of the same tool.
-            name = turn.tool_name
-            k = next((k for k, (_, c) in enumerate(pending) if not name or c.tool_name == name), None)
-            if k is None:
-                continue
-            at_call, call = pending.pop(k)
-            command = command_of(call)
-            if not command or is_declined(turn.text):
-                continue
-            if only_looks(command):
-                continue  # `rg x` finding nothing is no failure, and finding something no fix
-            if is_change(call) and not is_test_or_build(command):
-                continue  # a patch or an install that failed is a failed attempt at a change, not the problem
-            failed = turn.kind == "error" or is_failing(turn.text)
-            passed = not failed and (turn.kind == "tool_result" or is_passing(turn.text))
-            runs.append(_Run(call, turn, command, at_call, i, failed, passed,
-                             error_signature(turn.text) if failed else ""))
-        elif turn.role == "user" and turn.kind == "text" and is_error_output(turn.text):
-            sig = error_signature(turn.text)
-            if sig:
-                pasted.append((i, turn, sig))
-    return _Walk(tuple(runs), tuple(changes), tuple(pasted))
+def _fresh_check(w: Walk) -> Verification | None:
+    """A passing test/build run after the work's first change (after the last failure, if any), of a
+    check that was not already green before that change and did not fail again after.
 
-
-def _changed_between(walk: _Walk, after: int, before: int) -> list[Turn]:
-    return [t for i, t in walk.changes if after < i < before]
-
-
-def _cleared_signature(fails: list[_Run]) -> str:
-    """The signature of the latest failure that named one."""
-    return next((f.signature for f in reversed(fails) if f.signature), "")
-
-
-def _same_command(walk: _Walk) -> Verification | None:
-    """The latest passing re-run of a failed command, after a change, that no later failure undid."""
-    failed = [r for r in walk.runs if r.failed]
+    It clears no failure: a check that passed before the change proves nothing, and one that never
+    failed cannot say the failure is gone.
+    """
+    last_failure = max([r.at_result for r in w.runs if r.failed] + [i for i, _, _ in w.pasted], default=-1)
+    first_change = next((i for i, _ in w.changes if i > last_failure), None)
+    if first_change is None:
+        return None
     found = None
-    for run in walk.runs:
-        if not run.passed:
+    for run in w.runs:
+        if run.at_call < first_change or not run.passed or not runs_check(run.command):
             continue
-        fails = [f for f in failed if f.at_result < run.at_call and same_target(f.command, run.command)]
-        if not fails or not _changed_between(walk, fails[-1].at_result, run.at_call):
-            continue  # never failed, or re-run with nothing changed (a flaky pass proves no fix)
-        if any(r.at_call > run.at_result and same_target(run.command, r.command) for r in failed):
-            continue  # the fix did not hold
-        found = Verification(run.result.seq, run.call.seq, one_line(run.command), _cleared_signature(fails),
-                             True, fails[-1].result.seq)
+        if any(r.passed and r.at_result < first_change and same_target(r.command, run.command) for r in w.runs):
+            continue  # already green before the change
+        if any(r.failed and r.at_call > run.at_result and same_target(run.command, r.command) for r in w.runs):
+            continue  # the check did not hold
+        found = Verification(run.result.seq, run.call.seq, one_line(run.command), "", False, None)
     return found
 
 
-def _any_check_after_last_failure(walk: _Walk) -> Verification | None:
-    """A passing test/build run after a change that follows the last failure (a run or a pasted error)."""
-    last_run = next((r for r in reversed(walk.runs) if r.failed), None)
-    last_paste = walk.pasted[-1] if walk.pasted else None
-    if last_run is None and last_paste is None:
-        return None
-    if last_run is not None and (last_paste is None or last_run.at_result > last_paste[0]):
-        at, failed_seq = last_run.at_result, last_run.result.seq
-        sig = _cleared_signature([r for r in walk.runs if r.failed and r.at_result <= at])
-    else:
-        at, failed_seq, sig = last_paste[0], last_paste[1].seq, last_paste[2]
-    first_change = next((i for i, _ in walk.changes if i > at), None)
-    if first_change is None:
-        return None
-    for run in walk.runs:
-        if run.at_call > first_change and run.passed and is_test_or_build(run.command):
-            return Verification(run.result.seq, run.call.seq, one_line(run.command), sig, False, failed_seq)
-    return None
-
-
 def verification(turns: Sequence[Turn]) -> Verification | None:
-    """The fix-confirming re-run in `turns`, or None.
+    """The run that confirms the change in `turns`, or None.
 
     Args:
         turns: one session's or experience's turns, in order.
 
-    A command that failed (an error result or a failing output) and is later run again, the same
-    command or the same test target once wrapping is stripped (`cd x &&`, `FOO=1`, `2>&1 | tail -3`,
-    `-x -q -v`), passing after at least one change. Without one, a passing test/build command after
-    a change that follows the last failure counts, with `same_command=False`.
+    A check that failed (an error result, a failing output, or an error the user pasted) passes
+    after a change: the same command or test target once wrapping is stripped (`cd x &&`, `FOO=1`,
+    `2>&1 | tail -3`, `-x -q -v`), or the same outcome by another route (`cards.loop.same_check`);
+    a later failure on the same goal cancels it. Without one, a test/build run that passes after
+    the change, and was not already green before it, counts with `same_command=False` and no
+    cleared signature.
     """
     return _verification(tuple(turns))
 
 
 @per_turns  # segmenting, drafting and the failure conditions all ask of the same turns
 def _verification(turns: tuple[Turn, ...]) -> Verification | None:
-    walk = _walk(turns)
-    return _same_command(walk) or _any_check_after_last_failure(walk)
+    return _from_loop(turns) or _fresh_check(walk(turns))
 
 
 # --- failure conditions -----------------------------------------------------------------------------
@@ -242,21 +167,18 @@ def _condition_sentences(text: str) -> list[str]:
     return out
 
 
-def _attempts(walk: _Walk) -> list[FailureCondition]:
-    """Changes followed by the same error again: `tried X → still Y`."""
+def _attempts(turns: tuple[Turn, ...]) -> list[FailureCondition]:
+    """Changes after which the same check still failed with a named error: `tried X → still Y`."""
     out = []
-    # A bare `exit code 1` says nothing about which error stayed: only named errors count.
-    failures = [(r.at_result, r.result.seq, r.signature) for r in walk.runs
-                if r.failed and r.signature and not r.signature.startswith("exit code")]
-    failures += [(i, t.seq, sig) for i, t, sig in walk.pasted]
-    failures.sort()
-    for (at_a, _, sig_a), (at_b, seq_b, sig_b) in zip(failures, failures[1:]):
-        if sig_a != sig_b:
-            continue
-        tried = list(dict.fromkeys(describe_change(t) for t in _changed_between(walk, at_a, at_b)))
-        if tried:
-            what = ", ".join(tried[:2]) + (f" and {len(tried) - 2} more" if len(tried) > 2 else "")
-            out.append(FailureCondition(seq_b, f"tried {what} → still `{sig_b}`", "attempt"))
+    for lp in loops(turns):
+        before = lp.failure.signature
+        for attempt in lp.attempts:
+            sig = attempt.check.signature
+            # A bare `exit code 1` says nothing about which error stayed: only named errors count; a
+            # different error after the change is progress, not an attempt that did not help.
+            if not attempt.worked and sig == before and sig and not sig.startswith("exit code"):
+                out.append(FailureCondition(attempt.check.result.seq, f"tried {attempt.tried()} → still `{sig}`", "attempt"))
+            before = sig
     return out
 
 
@@ -271,13 +193,12 @@ def failure_conditions(turns: Sequence[Turn]) -> list[FailureCondition]:
     the error a confirmed fix removed.
     """
     turns = tuple(turns)
-    walk = _walk(turns)
     found = [FailureCondition(t.seq, s, "condition")
              for t in turns if t.role == "user" and t.kind == "text" for s in _condition_sentences(t.text)]
-    found += _attempts(walk)
+    found += _attempts(turns)
     fix = verification(turns)
     cleared = None
-    if fix and fix.signature:
+    if fix and fix.signature and fix.failed_seq is not None:
         cleared = FailureCondition(fix.failed_seq, f"fails with `{fix.signature}` before the fix", "error")
     seen: set[str] = set()
     unique = []

@@ -58,6 +58,13 @@ GATE_HELP: dict[str, str] = {
                                   "when you finish or close the block (edit), then confirm.",
     "conclusion_cut_off": "The conclusion stops mid-sentence: it was cut. Clears when you finish the "
                           "sentence (edit), then confirm.",
+    "last_check_failed": "The experience ends with its check still failing: nothing was learned yet. The "
+                         "Follow-up names the open question. Clears when you write the conclusion you know "
+                         "(edit), then confirm; reject it if there is none.",
+    "ended_mid_sentence": "The session's last message stops mid-sentence: how it ended is unknown. Clears "
+                          "when you write the conclusion you know (edit), then confirm.",
+    "ended_mid_work": "The session stopped mid-work (a step announced or started, never reported back). "
+                      "Clears when you write the conclusion you know (edit), then confirm.",
     "no_settled_conclusion": "The session never settled on an answer (no fix confirmed, no conclusion "
                              "stated). Clears when you write the conclusion you know (edit), then confirm; "
                              "reject it if there is none.",

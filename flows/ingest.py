@@ -11,6 +11,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Iterable
+from itertools import chain
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
@@ -166,13 +167,18 @@ def plan_experiences(
             del turns
             sanitized = clock()
             timings["sanitize"] += sanitized - started
-            for exp in iter_segments(clean, rules, reasons):
-                began = clock()
-                try:
-                    mine.append((exp, draft_card(exp, settings.min_conclusion_chars)))
-                except Exception as exc:  # noqa: BLE001 - likewise for one experience
-                    failed[f"experience_error_{type(exc).__name__}"] += 1
-                drafting += clock() - began
+            # One experience behind the segmenter: the last of a session is drafted knowing it is the last
+            # (a session that stops mid-step leaves its last experience unresolved).
+            held = None
+            for exp in chain(iter_segments(clean, rules, reasons), (None,)):  # lazily: each drafted as it is cut
+                if held is not None:
+                    began = clock()
+                    try:
+                        mine.append((held, draft_card(held, settings.min_conclusion_chars, exp is None)))
+                    except Exception as exc:  # noqa: BLE001 - likewise for one experience
+                        failed[f"experience_error_{type(exc).__name__}"] += 1
+                    drafting += clock() - began
+                held = exp
             timings["segment"] += clock() - sanitized - drafting
             timings["draft"] += drafting
         except Exception as exc:  # noqa: BLE001 - one session no rule foresaw must not stop the batch

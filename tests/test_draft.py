@@ -38,13 +38,15 @@ def test_disproved_guess_never_becomes_the_conclusion():
     assert "disproved" in card.counterexamples and "Redis" in card.counterexamples
 
 
-def test_truncated_conclusion_marks_the_card_incomplete():
+def test_a_last_message_cut_mid_sentence_marks_the_card_incomplete_with_the_open_question():
     s = (Script().user("why does the deploy script hang on the migration step?")
-         .runs("bash deploy.sh").error("TimeoutError: migration lock not acquired")
+         .runs("kubectl logs job/migrate").result("waiting for advisory lock 7421 (held by pod api-old-1)")
          .says("The migration waits on an advisory lock held by the old pods, so the fix is therefore"))
     card = draft_card(_only(s))
     assert card.status == "incomplete"
-    assert card.gate == "conclusion_cut_off"
+    assert card.gate == "ended_mid_sentence"
+    assert "advisory lock" not in card.conclusion and card.conclusion.startswith("Unresolved:")
+    assert "open:" in card.follow_up and "fix is therefore" in card.follow_up
 
 
 @pytest.mark.parametrize("text,problem", [

@@ -27,11 +27,15 @@ from memoir.flows.cli.main import cli
 from memoir.flows.pipeline import run_pipeline
 from memoir.index.db import open_index
 from tests.test_hand_edits import reset_ledger
-from tests.user_cards import SHORTY_LOG, build_home, card, copy_home, store_of
+from tests.user_cards import EXAMPLES, SHORTY_LOG, build_home, card, copy_home, store_of
+
+# SHORTY_LOG alone holds one card back since a probe after the change verifies its TLS fix (issue
+# 24): the aider example adds the held-back cards the review script below answers.
+AIDER_LOG = EXAMPLES / "aider" / ".aider.chat.history.md"
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, embedder):
-    return build_home(tmp_path_factory.mktemp("built") / "home", [SHORTY_LOG])
+    return build_home(tmp_path_factory.mktemp("built") / "home", [SHORTY_LOG, AIDER_LOG])
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +43,7 @@ def held(built):
     """SHORTY_LOG's cards awaiting review, oldest first: the two this module confirms and rejects."""
     cards, _ = store_of(built).load_all()
     pending = awaiting_review(cards)
-    assert len(pending) == 2, [(c.id, c.status, c.gate) for c in cards]  # the review script below answers two
+    assert len(pending) >= 2, [(c.id, c.status, c.gate) for c in cards]  # the review script below answers two
     return pending[0], pending[1]
 
 
@@ -141,6 +145,7 @@ def test_confirm_and_reject_change_the_file_and_the_index_together(built, held, 
     (FIRST, gate), SECOND = (held[0].id, held[0].gate), held[1].id
     settings = copy_home(built, memoir_home)
     store = store_of(settings)
+    after_two = [c.id for c in awaiting_review(store.load_all()[0])][2:]  # the cards the script leaves alone
     assert row(settings, embedder, FIRST).status == "candidate"
 
     out = review(settings, "c\nr\nwrong lesson\n")
@@ -155,7 +160,8 @@ def test_confirm_and_reject_change_the_file_and_the_index_together(built, held, 
         r = row(settings, embedder, card_id)
         assert r.status == status
         assert r.file_hash == content_hash(store.path_for(card_id).read_bytes())
-    assert json.loads(CliRunner().invoke(cli, ["--home", str(settings.home), "review", "--json"]).output) == []
+    left = json.loads(CliRunner().invoke(cli, ["--home", str(settings.home), "review", "--json"]).output)
+    assert [p["id"] for p in left] == after_two
 
     before = {i: store.path_for(i).read_bytes() for i in (FIRST, SECOND)}
     reset_ledger(settings)
@@ -208,16 +214,17 @@ def test_end_of_input_stops_the_review_cleanly_and_keeps_what_was_decided(built,
     FIRST, SECOND = held[0].id, held[1].id
     settings = copy_home(built, memoir_home)
     store = store_of(settings)
+    others = len(awaiting_review(store.load_all()[0])) - 2
     before = store.path_for(SECOND).read_bytes()
     # Confirm the first, then Ctrl-D at the second's reason prompt: the second stays as it was.
     out = review(settings, "c\nr\n")
     assert out.exit_code == 0, out.output
     assert "Aborted" not in out.output and "Why reject it? The reason is kept in the card file" in out.output
-    assert "review stopped, 1 decided, 1 left (1 confirmed, 0 rejected, 0 edited, 0 skipped)" in out.output
+    assert f"review stopped, 1 decided, {1 + others} left (1 confirmed, 0 rejected, 0 edited, 0 skipped)" in out.output
     assert store.read(FIRST).status == "active" and store.path_for(SECOND).read_bytes() == before
 
     out = review(settings, "")
-    assert out.exit_code == 0 and "review stopped, 0 decided, 1 left" in out.output
+    assert out.exit_code == 0 and f"review stopped, 0 decided, {1 + others} left" in out.output
     out = review(settings, "r\n\n")  # Enter takes the offered reason
     assert out.exit_code == 0 and store.read(SECOND).extra["why"] == DEFAULT_WHY
 

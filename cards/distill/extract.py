@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memoir.cards.commands import is_change, may_hold_verdict
+from memoir.cards.loop import failed_explanations
 from memoir.cards.signals import failing_tests
 from memoir.cards.signatures import error_signature
 from memoir.cards.values import Turn, per_turns
@@ -56,7 +57,7 @@ class Disproval:
 
     seq: int
     by: int
-    reason: str  # contradicted | still_failing | reverted
+    reason: str  # contradicted | still_failing | reverted | failed_attempt
 
 
 def _is_text(turn: Turn, role: str | None = None) -> bool:
@@ -71,8 +72,14 @@ def find_disproved(turns: Sequence[Turn]) -> dict[int, Disproval]:
     """Claims a later turn contradicted: "that wasn't it", the same error or test failing again, a revert.
 
     Only the latest open claim can be disproved by a turn; a passing test run closes it (confirmed).
+    Beside cue-worded claims, the explanation of a change after which the same check failed again
+    with the same error is a failed attempt (`cards.loop.failed_explanations`), whatever its words.
     """
-    return dict(_find_disproved(tuple(turns)))
+    turns = tuple(turns)
+    found = dict(_find_disproved(turns))
+    for seq, by in failed_explanations(turns).items():
+        found.setdefault(seq, Disproval(seq, by, "failed_attempt"))
+    return found
 
 
 @per_turns  # drafting one card asks this of the same turns three times

@@ -1,0 +1,114 @@
+"""What the evidence alone supports: how an experience ended, and a conclusion no sentence gave.
+
+- `ending`: the turns end unresolved when the last check failed, the last message is cut
+  mid-sentence, or the work stopped mid-step; a card of such turns is `incomplete` and states
+  only what is open (`open_statement`), never an earlier sentence;
+- `evidence_statement`: for a loop whose check turned green (`cards.loop`) when no sentence of
+  the session explains the fix: what failed, what was changed, what passed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memoir.cards.commands import command_of, describe_change, one_line
+from memoir.cards.cues import is_commit_output
+from memoir.cards.loop import LOOKS_AHEAD, Loop, changed_between, last_sentence, walk
+from memoir.cards.values import Turn
+
+# --- how the turns end ----------------------------------------------------------------------------------
+
+CUT_END = re.compile(
+    r"(?i)(?:\b(?:therefore|so|thus|hence|because|and|or|but|then|the|a|an|to|of|with|by|for|in|is|are|"
+    r"which|that|since|as|if|when)|[:,;(\[{–-]|\.\.\.|…)\s*$"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Ending:
+    """Why the turns end unresolved, the turn that shows it, and the open question in a line."""
+
+    reason: str  # last_check_failed | ended_mid_sentence | ended_mid_work
+    seq: int
+    question: str  # for Follow-up: the open question, with the words it stopped on
+    what: str = ""  # for the conclusion: what the evidence shows, quoting no sentence
+
+
+def ending(turns: Sequence[Turn], ends_session: bool = True) -> Ending | None:
+    """How `turns` end when they end unresolved, or None when they end settled.
+
+    - `last_check_failed`: the last run with a verdict failed (nothing after it passed);
+    - `ended_mid_sentence`: the last turn is the assistant's text and it stops mid-sentence;
+    - `ended_mid_work`: the last turn is a call that got no result, or (when the turns end the
+      session: a next experience may well do the step announced) the assistant's last words say
+      what it is about to do and nothing after them passed.
+    """
+    turns = tuple(turns)
+    if not turns:
+        return None
+    w = walk(turns)
+    last_run = w.runs[-1] if w.runs else None
+    if last_run is not None and last_run.failed and not any(
+            is_commit_output(t.text) for t in turns[last_run.at_result + 1:] if t.kind == "tool_result"):
+        what = f"`{one_line(last_run.command, 120)}`"
+        sig = f" with `{one_line(last_run.signature, 120)}`" if last_run.signature else ""
+        return Ending("last_check_failed", last_run.result.seq, f"{what} still fails{sig} (t{last_run.result.seq}): what fixes it?")
+    talk = [(i, t) for i, t in enumerate(turns) if t.role == "assistant" and t.kind == "text" and t.text.strip()]
+    last = turns[-1]
+    if last.kind == "tool_call" and last.role == "assistant":
+        what = f"the session stopped while running `{_quotable(command_of(last) or last.tool_name)}` (t{last.seq})"
+        return Ending("ended_mid_work", last.seq, f"{what}; it never reported back", what)
+    if not talk:
+        return None
+    at, said = talk[-1]
+    text = said.text.strip()
+    if at == len(turns) - 1 and CUT_END.search(text) and not text.endswith("```"):
+        tail = " ".join(text.split()[-12:])
+        what = f"the last message stops mid-sentence (t{said.seq})"
+        return Ending("ended_mid_sentence", said.seq, f"{what}: “…{tail}”", what)
+    sentence = last_sentence(text)
+    passed_after = any(r.passed and r.at_result > at for r in w.runs)
+    if ends_session and sentence and LOOKS_AHEAD.match(sentence) and not passed_after:
+        what = f"the work stopped at t{said.seq}, with a step announced and never reported"
+        return Ending("ended_mid_work", said.seq, f"the work stopped at t{said.seq}: “{one_line(sentence, 160)}”", what)
+    return None
+
+
+# --- conclusions from the evidence itself -------------------------------------------------------------
+
+
+def _quotable(command: str) -> str:
+    """A command as a card may quote it: one line, cut before quotes or escapes a log stores escaped."""
+    line = one_line(command, 120)
+    cut = min((i for i in (line.find('"'), line.find("\\")) if i >= 0), default=-1)
+    if cut >= 0:
+        line = line[:cut].rstrip()
+    return line or one_line(command, 40).split(" ", 1)[0]
+
+
+def evidence_statement(lp: Loop) -> str:
+    """What failed, what was changed, what passed: a conclusion that cannot be wrong, for a loop
+    whose fix no sentence of the session explains."""
+    fix = lp.fix
+    if fix is None:
+        return ""
+    sig = f" with `{one_line(lp.failure.signature, 120)}`" if lp.failure.signature else ""
+    check = f"`{_quotable(fix.check.command)}` passes at t{fix.check.result.seq}"
+    if lp.failure.command:
+        return (f"`{_quotable(lp.failure.command)}` fails{sig} (t{lp.failure.seq}); {fix.tried()} fixed it: "
+                f"the same check {check}.")
+    return f"The failure the user pasted (t{lp.failure.seq}) fails{sig}; {fix.tried()} fixed it: {check}."
+
+
+def open_statement(turns: Sequence[Turn], end: Ending) -> str:
+    """What an unresolved experience shows, from the evidence alone: never an earlier sentence."""
+    if end.reason != "last_check_failed":
+        return f"Unresolved: {end.what}."
+    w = walk(tuple(turns))
+    last = w.runs[-1]
+    tried = [describe_change(t) for t in changed_between(w, -1, last.at_call)]
+    after = f" after {', '.join(list(dict.fromkeys(tried))[:3])}" if tried else ""
+    sig = f" with `{one_line(last.signature, 120)}`" if last.signature else ""
+    return f"Unresolved: `{_quotable(last.command)}` still fails{sig} at t{last.result.seq}{after}."

@@ -1,0 +1,471 @@
+"""The problem loop: a failing check, each change made about it, and the same check run again.
+
+Pure functions over ordered `Turn`s, for every host:
+
+- `walk`: each shell call paired with its result (a *run* with a verdict), the changes, and the
+  errors a user pasted;
+- `loops`: each failing check followed through the changes after it to the same check run again
+  (the same command or test target, or the same outcome by another route: a CI wait, a rollout,
+  a probe, a migration). Each change group is an `Attempt`, with the assistant's words before it;
+  the attempt after which the check passed is the loop's fix, and a later failure on the same goal
+  (the same check, or the same error in another environment) cancels it;
+- `names_in` / `mentions`: the files, identifiers and settings a change or an error names, so an
+  explanation can be tied to what it explains.
+
+Conclusions (`cards.conclude`), verification (`cards.outcomes`), how an experience ended
+(`cards.evidence`) and drafting read this one walk.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memoir.cards.commands import (
+    command_key, command_of, describe_change, is_change, is_test_or_build, one_line, only_looks, same_target,
+)
+from memoir.cards.cues import is_tooling_error
+from memoir.cards.signals import failing_tests, is_declined
+from memoir.cards.signatures import error_signature, is_error_output
+from memoir.cards.values import Turn, per_turns
+from memoir.cards.verdicts import is_failing, is_passing
+
+# --- the walk: runs, changes, pasted failures -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """A shell command and its result, where both sit in the turn order."""
+
+    call: Turn
+    result: Turn
+    command: str
+    at_call: int  # index of the call in the walked turns
+    at_result: int
+    failed: bool
+    passed: bool
+    signature: str
+
+
+@dataclass(frozen=True, slots=True)
+class Walk:
+    runs: tuple[Run, ...]
+    changes: tuple[tuple[int, Turn], ...]  # (index, change turn)
+    pasted: tuple[tuple[int, Turn, str], ...]  # (index, user turn, signature) for errors a user pasted
+
+
+@functools.lru_cache(maxsize=64)  # verification, failure conditions and conclusions walk the same turns
+@per_turns
+def walk(turns: tuple[Turn, ...]) -> Walk:
+    """Runs with a verdict, changes and pasted errors, in turn order (commands that only look skipped)."""
+    runs: list[Run] = []
+    changes: list[tuple[int, Turn]] = []
+    pasted: list[tuple[int, Turn, str]] = []
+    pending: list[tuple[int, Turn]] = []  # calls awaiting results, in order
+    for i, turn in enumerate(turns):
+        if turn.kind == "tool_call":
+            pending.append((i, turn))
+            if is_change(turn):
+                changes.append((i, turn))
+        elif turn.role == "tool" and turn.kind in ("tool_result", "error"):
+            if turn.kind == "tool_result" and turn.tool_name == "edit":
+                changes.append((i, turn))  # Aider logs the edit its reply made as "Applied edit to x.py"
+                continue
+            # Results carry no call id here: take the oldest open call of the same tool.
+            name = turn.tool_name
+            k = next((k for k, (_, c) in enumerate(pending) if not name or c.tool_name == name), None)
+            if k is None:
+                continue
+            at_call, call = pending.pop(k)
+            command = command_of(call)
+            if not command or is_declined(turn.text):
+                continue
+            if only_looks(command):
+                continue  # `rg x` finding nothing is no failure, and finding something no fix
+            if is_change(call) and not runs_check(command):
+                continue  # a patch or an install that failed is a failed attempt at a change, not the problem
+            failed = (turn.kind == "error" and not is_tooling_error(turn)) or is_failing(turn.text)
+            passed = not failed and (turn.kind == "tool_result" or is_passing(turn.text))
+            runs.append(Run(call, turn, command, at_call, i, failed, passed,
+                            error_signature(turn.text) if failed else ""))
+        elif turn.role == "user" and turn.kind == "text" and is_error_output(turn.text):
+            sig = error_signature(turn.text)
+            if sig:
+                pasted.append((i, turn, sig))
+    return Walk(tuple(runs), tuple(changes), tuple(pasted))
+
+
+_CHAIN = re.compile(r"&&|\|\||;|\n")
+
+
+def runs_check(command: str) -> bool:
+    """A command that runs a check, alone or chained after other steps (`pip install -e . && pytest -q`)."""
+    return any(is_test_or_build(part) for part in _CHAIN.split(command) if part.strip())
+
+
+def changed_between(w: Walk, after: int, before: int) -> list[Turn]:
+    """The changes made strictly between two turn indexes."""
+    return [t for i, t in w.changes if after < i < before]
+
+
+# --- the same check, by the same command or by another route -----------------------------------------
+
+# Commands that confirm an outcome without re-running the failing command: a CI run watched to its
+# end, a rollout waited for, a migration, an HTTP probe.
+_ROUTE = re.compile(
+    r"^(?:gh (?:run (?:watch|rerun)|pr checks|workflow run)|kubectl (?:rollout status|wait)|"
+    r"helm (?:status|test)|(?:flyctl|fly) (?:status|deploy)|curl|wget|http|https|xh|"
+    r"(?:alembic|flyway|sqlx|diesel|goose|dbmate) \S*|prisma migrate|rails db:migrate|rake db:migrate|"
+    r"(?:\S*manage\.py|django-admin) (?:migrate|showmigrations))\b"
+)
+_TEST_RUNNER = re.compile(r"\b(?:test|tests|pytest|jest|vitest|mocha|rspec|phpunit|unittest|ctest|tox|nox)\b")
+_STEM_NOISE = re.compile(r"^(?:test_)|(?:_test|_spec|\.test|\.spec|_tests)$")
+
+
+def route_of(command: str) -> str:
+    """The kind of outcome a command confirms by another route ('' for an ordinary command)."""
+    m = _ROUTE.match(command_key(command.strip().split("\n", 1)[0]))
+    return m.group(0).split()[0] if m else ""
+
+
+def _stems(command: str) -> set[str]:
+    """File stems a command points at, without test prefixes and suffixes (`test_db.py` -> `db`)."""
+    out = set()
+    for word in command_key(command).split():
+        if "/" in word or re.search(r"\.\w{1,5}$", word):
+            stem = word.split("::", 1)[0].rstrip("/").rsplit("/", 1)[-1].split(".", 1)[0]
+            stem = _STEM_NOISE.sub("", stem)
+            if len(stem) >= 3:
+                out.add(stem.lower())
+    return out
+
+
+def same_check(failed_command: str, pasted_text: str, command: str) -> bool:
+    """Does `command` check the same thing as a failure: the same command or target, or another
+    route to the same outcome. A failure a user pasted has no command: a later check covers it when
+    it is a route (CI, rollout, probe, migration), its runner is named in the paste (`cargo build`),
+    or it points at a file the pasted output names."""
+    if failed_command:
+        if same_target(failed_command, command) or same_target(command, failed_command):
+            return True
+        if any(same_target(failed_command, part) for part in _parts(command)):
+            return True  # `bash -ic 'command -v x && make lint'` runs `make lint` again
+        if _whole_suite_of(failed_command, command):
+            return True
+        route = route_of(failed_command)
+        return bool(route) and route == route_of(command)
+    if not pasted_text:
+        return False
+    if route_of(command):
+        return True
+    if not is_test_or_build(command):
+        return False
+    low = pasted_text.lower()
+    runner = _runner(command)
+    if len(runner) >= 4 and re.search(rf"(?<![a-z0-9]){re.escape(runner)}(?![a-z0-9])", low):
+        return True  # the user pasted what `terraform apply` printed; `terraform apply` passes now
+    stems = _stems(command)
+    if not stems:  # a whole test suite covers a failing test the user pasted
+        return bool(_TEST_RUNNER.search(command_key(command))) and bool(failing_tests(pasted_text))
+    return any(re.search(rf"(?<![a-z0-9]){re.escape(s)}(?![a-z0-9])", low) for s in stems)
+
+
+_SHELL_WRAP = re.compile(r"""^\s*(?:ba|z|da)?sh\s+-(\w*c)\s+(['"])(.*)\2\s*(?:2>&1\s*)?(?:\|.*)?$""", re.S)
+
+
+def _parts(command: str) -> list[str]:
+    """The steps of a chained or shell-wrapped command (`bash -ic 'a && b'` -> `a`, `b`)."""
+    m = _SHELL_WRAP.match(command)
+    inner = m.group(3) if m else command
+    return [p.strip() for p in _CHAIN.split(inner) if p.strip()]
+
+
+def _runner(command: str) -> str:
+    words = command_key(command).split()
+    return " ".join(words[:2]) if len(words) > 1 and not words[1].startswith("-") and not _stems(words[1]) else (words[0] if words else "")
+
+
+def _whole_suite_of(failed_command: str, command: str) -> bool:
+    """`pytest` after `pytest tests/x.py::t` failed: the same runner over everything covers the target."""
+    return (is_test_or_build(command) and not _stems(command) and bool(_stems(failed_command))
+            and _runner(command) == _runner(failed_command))
+
+
+# --- loops and attempts -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """Where a loop starts: a failing run, or an error the user pasted (no command)."""
+
+    at: int  # index in the walked turns
+    seq: int
+    command: str  # '' for a pasted error
+    signature: str
+    pasted_text: str = ""
+    output: str = ""  # the failing run's output, for the error lines an explanation may name
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One try inside a loop: the assistant's words before it, the changes, and the same check after."""
+
+    said: tuple[int, ...]  # seqs of the assistant's texts after the previous check, up to the last change
+    changes: tuple[Turn, ...]
+    check: Run  # the same check, run again after the changes
+    setting: str = ""  # a setting of the call itself that changed (`sandbox_permissions: require_escalated`)
+    edit_blocks: str = ""  # edits written inside the assistant's reply (Aider's SEARCH/REPLACE blocks)
+
+    @property
+    def worked(self) -> bool:
+        return self.check.passed
+
+    def tried(self) -> str:
+        """What the attempt changed, in a few words (`editing app/db.py`, `pip install x`)."""
+        if self.setting:
+            return f"re-running it with `{self.setting}`"
+        done = list(dict.fromkeys(describe_change(t) for t in self.changes))
+        return ", ".join(done[:2]) + (f" and {len(done) - 2} more" if len(done) > 2 else "")
+
+
+@dataclass(frozen=True, slots=True)
+class Loop:
+    """A failing check and what was done about it, up to the same check passing (or the end)."""
+
+    failure: Failure
+    attempts: tuple[Attempt, ...] = ()
+    cancelled_by: int | None = None  # seq of a later failure on the same goal after the check passed
+
+    @property
+    def fix(self) -> Attempt | None:
+        """The attempt after which the check passed, unless a later failure cancelled it."""
+        last = self.attempts[-1] if self.attempts else None
+        return last if last is not None and last.worked and self.cancelled_by is None else None
+
+    @property
+    def failed_attempts(self) -> tuple[Attempt, ...]:
+        return tuple(a for a in self.attempts if not a.worked)
+
+
+def _assistant_texts(turns: Sequence[Turn], after: int, before: int) -> tuple[int, ...]:
+    return tuple(t.seq for t in turns[after + 1:before] if t.role == "assistant" and t.kind == "text" and t.text.strip())
+
+
+_EDIT_BLOCK = re.compile(r"<<<<<<< SEARCH\n[\s\S]*?>>>>>>> REPLACE")
+
+
+def _edit_blocks(turns: Sequence[Turn], after: int, before: int) -> str:
+    """The SEARCH/REPLACE blocks the assistant's replies wrote (the change itself, for Aider)."""
+    return "\n".join(m.group(0) for t in turns[after + 1:before]
+                     if t.role == "assistant" and t.kind == "text" and "<<<<<<< SEARCH" in t.text
+                     for m in _EDIT_BLOCK.finditer(t.text))
+
+
+def _cancels(loop_sig: str, failure: Failure, run: Run) -> bool:
+    """A failure after the check passed undoes the fix: the same check again, or the same error elsewhere."""
+    if same_check(failure.command, failure.pasted_text, run.command):
+        return True
+    return bool(loop_sig) and run.signature == loop_sig and not loop_sig.startswith("exit code")
+
+
+_NOT_SETTINGS = frozenset({"command", "cmd", "description", "justification", "reason", "timeout", "timeout_ms",
+                           "yield_time_ms", "max_output_tokens", "run_in_background"})
+
+
+_PAIR = re.compile(r'"(\w+)"\s*:\s*("(?:[^"\\]|\\.)*"|true|false|-?\d+)')
+
+
+def _settings(call: Turn) -> dict:
+    """The arguments of a shell call beside its command (sandbox, workdir, env): settings of the run."""
+    body = call.text[len(call.tool_name):].lstrip() if call.tool_name and call.text.startswith(call.tool_name) else call.text
+    if not body.startswith("{"):
+        return {}
+    try:
+        args = json.loads(body)
+    except (ValueError, RecursionError):  # a long call the reader clipped: read its simple pairs
+        args = {m.group(1): m.group(2).strip('"') for m in _PAIR.finditer(body)}
+    return {k: v for k, v in args.items() if k not in _NOT_SETTINGS} if isinstance(args, dict) else {}
+
+
+_ENV_PREFIX = re.compile(r"^\s*(?:export\s+)?([A-Za-z_]\w*=\S*)\s+|^\s*(cd\s+\S+)\s*(?:&&|;)\s*")
+
+
+def _prefixes(command: str) -> list[str]:
+    """The environment assignments and `cd` a command starts with (`PYTHONPATH=.`, `cd api`)."""
+    out = []
+    while m := _ENV_PREFIX.match(command):
+        out.append(m.group(1) or m.group(2))
+        command = command[m.end():]
+    return out
+
+
+def _setting_change(before: Turn, after: Turn) -> str:
+    """A setting the re-run has that the failing run did not ('' if none): an argument of the call
+    beside its command (`sandbox_permissions: require_escalated`), or an environment assignment or
+    `cd` before the command (`PYTHONPATH=.`)."""
+    old, new = _settings(before), _settings(after)
+    changed = [f"{k}: {v}" for k, v in new.items() if old.get(k) != v and isinstance(v, (str, int, bool))]
+    was = _prefixes(command_of(before))
+    changed += [p for p in _prefixes(command_of(after)) if p not in was]
+    wrap = _SHELL_WRAP.match(command_of(after))
+    if wrap and "i" in wrap.group(1) and not _SHELL_WRAP.match(command_of(before)):
+        changed.append(f"an interactive shell ({command_of(after).split()[0]} -{wrap.group(1)})")
+    return one_line(changed[0], 80) if changed else ""
+
+
+def _follow(turns: tuple[Turn, ...], w: Walk, failure: Failure) -> Loop:
+    attempts: list[Attempt] = []
+    last_at = failure.at
+    last_call = next((r.call for r in w.runs if r.at_result == failure.at), None)
+    green = False
+    cancelled = None
+    for run in w.runs:
+        if run.at_call <= failure.at:
+            continue
+        if green:
+            if run.failed and _cancels(failure.signature, failure, run):
+                cancelled = run.result.seq
+                break
+            continue
+        if not same_check(failure.command, failure.pasted_text, run.command):
+            continue
+        changes = [(i, t) for i, t in w.changes if last_at < i < run.at_call]
+        setting = _setting_change(last_call, run.call) if last_call is not None and not changes else ""
+        if changes:
+            attempts.append(Attempt(_assistant_texts(turns, last_at, changes[-1][0]),
+                                    tuple(t for _, t in changes), run,
+                                    edit_blocks=_edit_blocks(turns, last_at, changes[-1][0])))
+        elif setting:  # the same command, run again with another setting: the setting was the change
+            attempts.append(Attempt(_assistant_texts(turns, last_at, run.at_call), (run.call,), run, setting))
+        last_at, last_call = run.at_result, run.call
+        if run.passed:
+            green = True  # re-run with nothing changed and green: flaky, no attempt worked
+    if green and cancelled is None and failure.signature and not failure.signature.startswith("exit code"):
+        last = attempts[-1].check.at_result if attempts else last_at
+        cancelled = next((t.seq for i, t, sig in w.pasted if i > last and sig == failure.signature), None)
+    return Loop(failure, tuple(attempts), cancelled)
+
+
+def loops(turns: Sequence[Turn]) -> tuple[Loop, ...]:
+    """Every failing check (or pasted error) followed to the same check again, oldest first.
+
+    A failure of a check an earlier loop already follows belongs to that loop.
+    """
+    return _loops(tuple(turns))
+
+
+@per_turns
+def _loops(turns: tuple[Turn, ...]) -> tuple[Loop, ...]:
+    w = walk(turns)
+    starts = [Failure(r.at_result, r.result.seq, r.command, r.signature, output=r.result.text) for r in w.runs if r.failed]
+    starts += [Failure(i, t.seq, "", sig, t.text) for i, t, sig in w.pasted]
+    starts.sort(key=lambda f: f.at)
+    out: list[Loop] = []
+    for failure in starts:
+        followed = any(
+            failure.command and lp.failure.at < failure.at and (
+                lp.cancelled_by is None or lp.cancelled_by >= failure.seq)
+            and same_check(lp.failure.command, lp.failure.pasted_text, failure.command)
+            for lp in out)
+        if not followed:
+            out.append(_follow(turns, w, failure))
+    return tuple(out)
+
+
+def fixed_loop(turns: Sequence[Turn]) -> Loop | None:
+    """The latest loop whose check turned green after a change and stayed green."""
+    return next((lp for lp in reversed(loops(turns)) if lp.fix is not None), None)
+
+
+# --- what an explanation is about ---------------------------------------------------------------------
+
+_IDENT = re.compile(r"[A-Za-z_][\w.\-/]*[\w]")
+_PLAIN = re.compile(r"[a-z]+")
+MAX_NAMED_CHARS = 3000  # an edit that writes a whole file names everything in it: its head is enough
+
+
+def _identifiers(text: str) -> set[str]:
+    """Identifier-shaped tokens: with `_`, `.`, `/`, `-`, a digit or an inner capital; and file stems."""
+    out = set()
+    for token in _IDENT.findall(text[:MAX_NAMED_CHARS]):
+        token = token.strip(".-/")
+        if len(token) < 3:
+            continue
+        if _PLAIN.fullmatch(token.lower()) and not re.search(r"[a-z][A-Z]", token):
+            continue  # a plain word names nothing in particular
+        out.add(token.lower())
+        for part in re.split(r"[/.]", token):
+            if len(part) >= 4 and not part.isdigit():
+                out.add(part.lower())
+    return out
+
+
+_ERROR_LINE = re.compile(r"(?im)^.*(?:error|exception|fail|panic|traceback|^\s*File \").*$")
+
+
+def names_in(attempt: Attempt, failure: Failure) -> frozenset[str]:
+    """The files, identifiers and settings an attempt's changes and its loop's error name."""
+    names: set[str] = set()
+    for change in attempt.changes:
+        names |= _identifiers(change.text)
+    names |= _identifiers(attempt.edit_blocks)
+    names |= _identifiers(failure.signature)
+    names |= _identifiers("\n".join(_ERROR_LINE.findall(failure.output or failure.pasted_text)))
+    names -= {"file_path", "old_string", "new_string", "command", "description", "replace_all", "content"}
+    return frozenset(names)
+
+
+def mentions(text: str, names: frozenset[str]) -> bool:
+    """Does `text` name one of `names` (as a whole token)?"""
+    low = text.lower()
+    return any(re.search(rf"(?<![\w]){re.escape(n)}(?![\w])", low) for n in names if n in low)
+
+
+LOOKS_AHEAD = re.compile(
+    r"(?i)^(?:(?:now|next|first|then|ok(?:ay)?|so|great|perfect|good|alright)[,!.]?\s+)*"
+    r"(?:let me|let's|i'?ll|i will|i'?m going to|i am going to|i need to|we need to|i should|"
+    r"i'?m gonna|going to|time to|i can now|i want to|now i)\b"
+)
+_LAST_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def last_sentence(text: str) -> str:
+    """The last sentence of a text's last line, without list or quote marks."""
+    lines = text.strip().splitlines()
+    parts = [p for p in _LAST_SENTENCE.split(lines[-1]) if p.strip()] if lines else []
+    return parts[-1].strip().lstrip("#>*-• \t").strip() if parts else ""
+
+
+def states_something(text: str) -> bool:
+    """Text that says something (not only what comes next, not a question), long enough to be a claim."""
+    text = text.strip()
+    first = _LAST_SENTENCE.split(text, 1)[0].strip().lstrip("#>*-• \t") if text else ""
+    return len(text) >= 40 and not text.endswith("?") and not LOOKS_AHEAD.match(first)
+
+
+def failed_explanations(turns: Sequence[Turn]) -> dict[int, int]:
+    """The assistant's explanations of a change after which the same check failed again with the
+    same error: {explanation seq: seq of that failing re-run}. A different error after the change
+    is progress, and leaves the explanation standing."""
+    return dict(_failed_explanations(tuple(turns)))
+
+
+@per_turns
+def _failed_explanations(turns: tuple[Turn, ...]) -> dict[int, int]:
+    by_seq = {t.seq: t for t in turns}
+    out: dict[int, int] = {}
+    for lp in loops(turns):
+        before = lp.failure.signature
+        for attempt in lp.attempts:
+            sig = attempt.check.signature
+            if not attempt.worked and sig and sig == before and not sig.startswith("exit code"):
+                names = names_in(attempt, lp.failure)
+                for seq in attempt.said:
+                    text = by_seq[seq].text
+                    if states_something(text) and mentions(text, names):
+                        out.setdefault(seq, attempt.check.result.seq)
+            before = sig
+    return out

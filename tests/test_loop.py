@@ -1,0 +1,244 @@
+"""The problem loop (issue 24, mechanisms 1-3), pinned on small hand-made sessions.
+
+A conclusion comes from the change that worked; a disproved explanation is a counterexample; a check
+that was green before the change verifies nothing; a later failure elsewhere cancels a verification;
+an unresolved ending makes the card incomplete.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memoir.cards.conclude import choose_conclusion
+from memoir.cards.distill.extract import find_disproved
+from memoir.cards.draft import draft_card
+from memoir.cards.evidence import ending
+from memoir.cards.loop import failed_explanations, fixed_loop, loops, same_check
+from memoir.cards.outcomes import verification
+from memoir.cards.values import Experience
+from memoir.cards.values import Turn
+from tests.turns import T0, Script
+
+KEYERROR = "Traceback (most recent call last):\n  File \"/home/dev/shop/app/cart.py\", line 12, in total\nKeyError: 'price'\n"
+
+
+def _edit(s: Script, path: str, old: str, new: str) -> Script:
+    args = {"file_path": path, "old_string": old, "new_string": new}
+    s.turns.append(Turn(host=s.host, session_id=s.session_id, seq=len(s.turns), role="assistant", kind="tool_call",
+                        text="Edit " + json.dumps(args), timestamp=T0, tool_name="Edit", cwd=s.cwd,
+                        source_file=f"/logs/{s.session_id}.jsonl", line=len(s.turns) + 1))
+    s.turns.append(Turn(host=s.host, session_id=s.session_id, seq=len(s.turns), role="tool", kind="tool_result",
+                        text=f"The file {path} has been updated.", timestamp=T0, tool_name="Edit", cwd=s.cwd,
+                        source_file=f"/logs/{s.session_id}.jsonl", line=len(s.turns) + 1))
+    return s
+
+
+def _card(s: Script):
+    """The draft of the whole script as one experience (segmenting is not under test here)."""
+    return draft_card(Experience(s.host, s.session_id, tuple(s.turns)))
+
+
+def _disproved_then_fixed() -> Script:
+    """The first diagnosis (a stale cache) is tried and the same check fails again; the second works."""
+    s = Script().user("the cart total test fails")
+    s.runs("pytest tests/test_cart.py").error(KEYERROR)
+    s.says("The KeyError comes from a stale fixture cache in conftest.py: the cached cart has no price.")
+    _edit(s, "/home/dev/shop/tests/conftest.py", "cache=True", "cache=False")
+    s.runs("pytest tests/test_cart.py").error(KEYERROR)
+    s.says("Not the cache. cart.py reads item['price'] but the importer stores the field as unit_price.")
+    _edit(s, "/home/dev/shop/app/cart.py", "item['price']", "item['unit_price']")
+    s.runs("pytest tests/test_cart.py").result("6 passed in 0.3s")
+    return s
+
+
+# --- mechanism 1: a conclusion is built from the change that worked ------------------------------------
+
+
+def test_an_explanation_followed_by_a_change_after_which_the_check_still_fails_is_a_failed_attempt():
+    s = _disproved_then_fixed()
+    assert set(failed_explanations(s.turns)) == {3}
+    assert find_disproved(s.turns)[3].reason == "failed_attempt"
+    lp = fixed_loop(s.turns)
+    assert lp is not None and [a.worked for a in lp.attempts] == [False, True]
+
+
+def test_a_disproved_explanation_goes_to_counterexamples_and_the_working_one_is_the_conclusion():
+    card = _card(_disproved_then_fixed())
+    assert "unit_price" in card.conclusion and "stale fixture cache" not in card.conclusion
+    assert "stale fixture cache" in card.counterexamples and "tried" in card.counterexamples
+    assert card.status == "active" and card.verified_by == "t12"
+
+
+def test_an_explanation_that_names_nothing_of_the_change_or_the_error_does_not_count():
+    s = Script().user("the cart total test fails")
+    s.runs("pytest tests/test_cart.py").error(KEYERROR)
+    s.says("Something in the data layer is off here; a small adjustment should sort it out for good.")
+    _edit(s, "/home/dev/shop/app/cart.py", "item['price']", "item['unit_price']")
+    s.runs("pytest tests/test_cart.py").result("6 passed in 0.3s")
+    found = choose_conclusion(s.turns)
+    assert "data layer" not in found.text
+    assert found.source == "evidence" and found.verified_by == "t7"
+
+
+def test_with_no_qualifying_sentence_the_conclusion_is_the_evidence_what_failed_what_changed_what_passed():
+    s = Script().user("the cart total test fails")
+    s.runs("pytest tests/test_cart.py").error(KEYERROR)
+    _edit(s, "/home/dev/shop/app/cart.py", "item['price']", "item['unit_price']")
+    s.runs("pytest tests/test_cart.py").result("6 passed in 0.3s")
+    text = choose_conclusion(s.turns).text
+    assert text.startswith("`pytest tests/test_cart.py` fails with `KeyError")
+    assert "editing `app/cart.py` fixed it" in text and "passes at t6" in text
+    card = _card(s)
+    assert card.status == "active" and card.verified_by == "t6"
+
+
+def test_a_change_after_which_the_error_changed_leaves_the_explanation_standing():
+    s = Script().user("the importer crashes")
+    s.runs("python import.py").error("Traceback (most recent call last):\nKeyError: 'sku'")
+    s.says("import.py looks up row['sku'] but the CSV header is SKU in capitals; reading it case-insensitively.")
+    _edit(s, "/home/dev/shop/import.py", "row['sku']", "row.get('sku') or row['SKU']")
+    s.runs("python import.py").error("Traceback (most recent call last):\nValueError: invalid literal for int()")
+    assert failed_explanations(s.turns) == {}
+
+
+# --- mechanism 2: verification means it --------------------------------------------------------------
+
+
+def test_a_check_already_green_before_the_change_verifies_nothing():
+    s = Script().user("add a --json flag to export")
+    s.runs("pytest tests/test_export.py").result("4 passed in 0.2s")
+    _edit(s, "/home/dev/shop/app/export.py", "def export(rows):", "def export(rows, as_json=False):")
+    s.runs("pytest tests/test_export.py").result("4 passed in 0.2s")
+    s.says("Added an as_json switch to export() in app/export.py; the export tests pass.")
+    assert verification(s.turns) is None
+    assert _card(s).verified_by == ""
+
+
+def test_a_different_green_check_clears_no_failure():
+    s = Script().user("the cart total test fails")
+    s.runs("pytest tests/test_cart.py").error(KEYERROR)
+    _edit(s, "/home/dev/shop/app/cart.py", "item['price']", "item['unit_price']")
+    s.runs("ruff check app").result("All checks passed!")
+    v = verification(s.turns)
+    assert v is None or (v.signature, v.failed_seq) == ("", None)
+    assert fixed_loop(s.turns) is None
+
+
+def test_a_later_failure_of_the_same_goal_in_another_environment_cancels_the_verification():
+    s = _disproved_then_fixed()
+    s.runs("docker compose run --rm app pytest").error(KEYERROR.replace("/home/dev/shop", "/app"))
+    lp = loops(s.turns)[0]
+    assert lp.cancelled_by == 14 and lp.fix is None
+    card = _card(s)
+    assert card.verified_by == "" and card.status == "incomplete" and card.gate == "last_check_failed"
+
+
+def test_a_ci_rerun_after_a_pasted_ci_failure_is_the_same_check_by_another_route():
+    pasted = "CI is red:\nFAILED tests/test_cart.py::test_total - KeyError: 'price'\nError: Process completed with exit code 1."
+    assert same_check("", pasted, "gh run watch 812")
+    assert same_check("", pasted, "pytest tests/test_cart.py")
+    assert not same_check("", pasted, "ruff check app")
+    s = Script().user(pasted)
+    s.says("cart.py reads item['price'], but the importer writes unit_price; reading unit_price instead.")
+    _edit(s, "/home/dev/shop/app/cart.py", "item['price']", "item['unit_price']")
+    s.runs("gh run watch 813").result("✓ main CI · 813\nJOBS\n✓ test in 41s")
+    v = verification(s.turns)
+    assert v is not None and v.failed_seq == 0 and "KeyError" in v.signature
+
+
+# --- mechanism 3: an unresolved experience is not a lesson --------------------------------------------
+
+
+def test_a_last_check_that_failed_makes_the_card_incomplete_with_the_open_question():
+    s = Script().user("the cart total test fails")
+    s.runs("pytest tests/test_cart.py").error(KEYERROR)
+    s.says("The root cause is that cart.py reads item['price'] while the importer writes unit_price.")
+    _edit(s, "/home/dev/shop/app/cart.py", "item['price']", "item['unit_price']")
+    s.runs("pytest tests/test_cart.py").error(KEYERROR.replace("'price'", "'unit_price'"))
+    card = _card(s)
+    assert card.status == "incomplete" and card.gate == "last_check_failed"
+    assert "root cause" not in card.conclusion.lower() and card.conclusion.startswith("Unresolved:")
+    assert "open:" in card.follow_up and "still fails" in card.follow_up
+
+
+def test_a_session_that_stops_after_announcing_a_step_ends_mid_work():
+    s = Script().user("add a --json flag to export")
+    _edit(s, "/home/dev/shop/app/export.py", "def export(rows):", "def export(rows, as_json=False):")
+    s.says("The flag is wired into export(). Now let me run the export tests.")
+    end = ending(s.turns)
+    assert end is not None and end.reason == "ended_mid_work"
+    card = _card(s)
+    assert card.status == "incomplete" and "wired into export" not in card.conclusion
+
+
+def test_a_settled_ending_is_not_unresolved():
+    s = _disproved_then_fixed().says("Fixed: cart.py now reads unit_price, the field the importer writes.")
+    assert ending(s.turns) is None
+
+
+def test_the_same_command_re_run_with_another_setting_is_the_change_that_worked():
+    s = Script(host="codex").user("create the feature branch")
+    call = {"command": "./scripts/new-feature.sh --json", "workdir": "/home/dev/shop"}
+    for args, out, kind in ((call, "fatal: cannot lock ref 'refs/heads/001-x': Operation not permitted", "error"),
+                            ({**call, "sandbox_permissions": "require_escalated", "justification": "needs .git"},
+                             "Switched to a new branch '001-x'", "tool_result")):
+        s.turns.append(Turn(host="codex", session_id=s.session_id, seq=len(s.turns), role="assistant", kind="tool_call",
+                            text="shell_command " + json.dumps(args), timestamp=T0, tool_name="shell_command"))
+        s.turns.append(Turn(host="codex", session_id=s.session_id, seq=len(s.turns), role="tool", kind=kind,
+                            text=out, timestamp=T0, tool_name="shell_command"))
+    lp = fixed_loop(s.turns)
+    assert lp is not None and lp.fix.setting == "sandbox_permissions: require_escalated"
+    assert "re-running it with `sandbox_permissions: require_escalated`" in choose_conclusion(s.turns).text
+
+
+def test_words_too_short_for_a_conclusion_that_name_the_fix_are_kept_beside_the_evidence():
+    s = Script().user("the cart total test fails")
+    s.runs("pytest tests/test_cart.py").error(KEYERROR)
+    s.says("Need to read `unit_price`:")
+    _edit(s, "/home/dev/shop/app/cart.py", "item['price']", "item['unit_price']")
+    s.runs("pytest tests/test_cart.py").result("6 passed in 0.3s")
+    found = choose_conclusion(s.turns)
+    assert found.source == "evidence" and found.text.endswith("Said before the change: “Need to read `unit_price`.”")
+
+
+def test_an_aider_reply_that_explains_and_edits_in_one_message_names_what_its_edit_block_changed():
+    reply = ("Without strict, mypy skipped resolve_tz, which has no annotations; now it returns a ZoneInfo.\n\n"
+             "birdcount/partition.py\n```python\n<<<<<<< SEARCH\ndef resolve_tz():\n=======\n"
+             "def resolve_tz() -> ZoneInfo:\n>>>>>>> REPLACE\n```")
+    s = Script(host="aider").user("mypy fails")
+    s.runs("mypy birdcount").result("birdcount/partition.py:38: error: Function is missing a return type annotation  "
+                                     "[no-untyped-def]\nFound 1 error in 1 file (checked 14 source files)")
+    s.says(reply)
+    s.turns.append(Turn(host="aider", session_id=s.session_id, seq=len(s.turns), role="tool", kind="tool_result",
+                        text="Applied edit to birdcount/partition.py", timestamp=T0, tool_name="edit"))
+    s.runs("mypy birdcount").result("Success: no issues found in 14 source files")
+    found = choose_conclusion(s.turns)
+    assert found.source != "evidence" and "resolve_tz" in found.text and "SEARCH" not in found.text
+
+
+def test_a_pasted_failure_of_a_named_command_is_verified_when_that_command_passes_after_the_change():
+    s = Script().user("cargo build fails on main:\nerror[E0425]: cannot find value `retries` in this scope\n --> src/fetch.rs:40:9")
+    s.says("fetch.rs uses `retries` but the field is called max_retries after the config rename; using the field.")
+    _edit(s, "/home/dev/shop/src/fetch.rs", "retries", "self.max_retries")
+    s.runs("cargo build").result("   Compiling fetch v0.3.1\n    Finished `dev` profile [unoptimized + debuginfo] target(s) in 2.10s")
+    v = verification(s.turns)
+    assert v is not None and v.failed_seq == 0 and "E0425" in v.signature
+    assert "max_retries" in choose_conclusion(s.turns).text
+
+
+@pytest.mark.parametrize("failed,output,rerun,setting", [
+    ("pytest -q", "ImportError while importing test module\nModuleNotFoundError: No module named 'opk'",
+     "PYTHONPATH=. pytest -q", "PYTHONPATH=."),
+    ("make lint", "make: golangci-lint: command not found\nmake: *** [Makefile:4: lint] Error 127",
+     "bash -ic 'command -v golangci-lint && make lint' 2>&1 | tail -3", "an interactive shell (bash -ic)"),
+])
+def test_the_same_check_run_again_with_another_environment_is_a_setting_change(failed, output, rerun, setting):
+    s = Script().user("the check fails on this box")
+    s.runs(failed).error(output)
+    s.runs(rerun).result("4 passed in 0.2s")
+    lp = fixed_loop(s.turns)
+    assert lp is not None and lp.fix.setting == setting
+    v = verification(s.turns)
+    assert v is not None and v.failed_seq == 2
