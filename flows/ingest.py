@@ -11,9 +11,9 @@ import re
 import time
 from collections import Counter
 from collections.abc import Iterable
-from itertools import chain
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
+from itertools import chain
 from pathlib import Path
 
 from memoir.cards.collect import DEFAULT_LINE_CAP, CollectReport, collect_file, iter_candidates
