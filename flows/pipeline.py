@@ -19,7 +19,7 @@ from memoir.cards.config import Settings
 from memoir.cards.distill.rules import RulesPlan
 from memoir.cards.ledger import Ledger
 from memoir.cards.private import tighten_home, tightened_note
-from memoir.cards.status import count_cards, record_run
+from memoir.cards.status import COUNTED, count_cards, counted_as, record_run
 from memoir.cards.store import CardStore
 from memoir.cards.values import Card, Experience
 from memoir.flows.distill_step import Neighbourhood, distill_cards
@@ -122,7 +122,9 @@ def distill(run: Run) -> None:
     run.plan = plan
     summary.rules.update({k: v for k, v in plan.counters.items() if v})
     summary.model = distilled.model
-    summary.distill.update(distilled.counts)
+    # The model stage's own counters (sent, ok, timeout, ...); the cards' statuses are counted once,
+    # from the cards the store step writes, so every place that shows them agrees with the files.
+    summary.distill.update({k: v for k, v in distilled.counts.items() if k not in COUNTED})
     summary.alerts.extend(distilled.alerts)
     for pairs in distilled.requeue:
         queue_distill_batch(run.queue, f"run-{pairs[0][1].id}", pairs, reason="model stage timed out or was down")
@@ -138,6 +140,7 @@ def store(run: Run) -> None:
     """
     queued_before = run.summary.queued["card_write"]
     changed = store_cards(run.store, run.cards, run.summary, run.queue)
+    run.summary.distill.update(counted_as(c) for c in changed)
     run.library.update((c.id, c) for c in changed)
     if run.summary.queued["card_write"] > queued_before:
         ids = {c.id for c in run.cards}
