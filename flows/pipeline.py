@@ -19,6 +19,7 @@ from memoir.cards.config import Settings
 from memoir.cards.distill.rules import RulesPlan
 from memoir.cards.ledger import Ledger
 from memoir.cards.private import tighten_home, tightened_note
+from memoir.cards.schema import CARD_SCHEMA
 from memoir.cards.status import COUNTED, count_cards, counted_as, record_run
 from memoir.cards.store import CardStore
 from memoir.cards.values import Card, Experience
@@ -72,11 +73,15 @@ def open_run(settings: Settings, logs: list[str], host: str = "auto", with_index
     store = CardStore(settings.cards_dir, settings.state_dir)
     queue = OverflowQueue(settings.queue_dir)
     clean_leftovers(settings, queue)
+    upgraded = store.upgrade_schema()  # refuses a library a newer memoir wrote, before any write
     index = IndexStep(settings, store, embedder=announced(default_embedder(), progress)) if with_index else None
     paths = [Path(p) for p in logs] or default_log_paths(aider_repos=settings.aider_repos)
     run = Run(settings, store, queue, paths, host, index, progress)
     if tightened:
         run.summary.notes.append(tightened_note(tightened))
+    if upgraded:
+        run.summary.notes.append(f"upgraded {len(upgraded)} card files to card schema {CARD_SCHEMA} in place "
+                                 "(one line added to each front matter)")
     if not paths:
         run.summary.notes.append("no host log folders found; pass --logs PATH, or `memoir logs add REPO` for Aider")
     return run

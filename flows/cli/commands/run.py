@@ -57,7 +57,17 @@ def examples_dir() -> Path:
 def run_cmd(ctx, logs, host, no_index, follow_symlinks, as_json, wait, flow):
     """Read new log lines, cut them into experiences and write experience cards.
 
-    Host logs are only ever read. A second run over the same logs writes nothing new.
+    Host logs are only ever read. A second run over the same logs writes nothing new. A corrupt
+    index is moved aside and rebuilt from the card files; card files of an older schema are
+    upgraded in place.
+
+    \b
+    Exit codes:
+      0  done (notes in the summary say what was healed or queued)
+      1  failed; the message says why
+      3  busy: another run holds this home (see --wait)
+      9  the card library was written by a newer memoir (card schema); upgrade memoir first
+    Runbook: runbooks/nightly-run-failed.md
     """
     settings = ctx.settings
     wait = settings.run_lock_timeout_s if wait is None else wait
