@@ -67,6 +67,10 @@ class Settings:
     model_timeout_s: float = 60.0
     # Alarms.
     append_only_runs: int = 5
+    # Retention of memoir's own logs (runs.jsonl, model-runs.jsonl, alarms.jsonl, rotated hook and
+    # recall logs): the newest keep_runs records, none older than keep_days; 0 lifts that limit.
+    keep_runs: int = 1000
+    keep_days: int = 365
 
     @property
     def cards_dir(self) -> Path:

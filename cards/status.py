@@ -2,7 +2,8 @@
 
 The counts are always computed from the files on disk (they are the truth); the state dir keeps
 what only a run can know: how many cards each run added and superseded (`runs.jsonl`) and when
-an alarm was raised or cleared (`alarms.jsonl`). Both logs are append-only.
+an alarm was raised or cleared (`alarms.jsonl`). Both logs are appended to, and pruned only by the
+run's retention (`cards/retention.py`, settings keep_runs / keep_days).
 
 `StatusReport` is built from sections so later stages (queue depth, model incidents) add theirs
 with `with_sections` instead of editing this module.
@@ -190,7 +191,7 @@ def append_only_alarm(runs: Sequence[RunRecord], window: int) -> Alarm | None:
 
 
 def _append_line(path: Path, record: Mapping) -> None:
-    """One JSON line, flushed and fsynced: the logs only ever grow. Every string in it is sanitized first."""
+    """One JSON line, flushed and fsynced. Every string in it is sanitized first."""
     append_jsonl(path, sanitize_value(dict(record)))
 
 

@@ -10,6 +10,7 @@ and `flows/index_step.py`. Nothing here knows about Prefect.
 from __future__ import annotations
 
 import time
+from datetime import datetime, timezone
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,8 @@ from memoir.cards.distill.rules import RulesPlan
 from memoir.cards.ledger import Ledger
 from memoir.cards.private import tighten_home, tightened_note
 from memoir.cards.schema import CARD_SCHEMA
-from memoir.cards.status import COUNTED, count_cards, counted_as, record_run
+from memoir.cards.retention import Retention, prune_log, prune_rotated
+from memoir.cards.status import ALARMS_FILE, COUNTED, RUNS_FILE, count_cards, counted_as, record_run
 from memoir.cards.store import CardStore
 from memoir.cards.values import Card, Experience
 from memoir.flows.distill_step import Neighbourhood, distill_cards
@@ -35,11 +37,13 @@ from memoir.flows.ingest import (
     write_cause,
 )
 from memoir.flows.lock import run_lock, step_deadline
-from memoir.flows.model_runs import record_model_run
+from memoir.flows.hook_client import HOOK_LOG
+from memoir.flows.model_runs import MODEL_RUNS, record_model_run
 from memoir.flows.progress import Progress, announced, stage
 from memoir.flows.queue import OverflowQueue
 from memoir.flows.replay import queue_distill_batch
 from memoir.index.embed import default_embedder
+from memoir.index.files import RECALL_LOG_FILE
 
 
 @dataclass
@@ -182,6 +186,26 @@ def record(run: Run) -> None:
                        counts=count_cards(cards_now), append_only_runs=run.settings.append_only_runs,
                        skipped=summary.skipped)
     record_model_run(run.settings.state_dir, entry.finished, summary.model, dict(summary.distill), summary.alerts)
+    prune_state_logs(run.settings)
+
+
+def prune_state_logs(settings: Settings, now: datetime | None = None) -> int:
+    """Keep memoir's own logs within keep_runs / keep_days; returns how many records and files went.
+
+    The append-only alarm reads the last append_only_runs runs, so at least that many are kept.
+    The live hook and recall logs are appended by other processes without the run lock: only
+    their rotated copies (`.1`, never appended to again) are removed once old enough.
+    """
+    now = now or datetime.now(timezone.utc)
+    state = Path(settings.state_dir)
+    runs = Retention(max(settings.keep_runs, settings.append_only_runs) if settings.keep_runs else 0,
+                     settings.keep_days)
+    gone = prune_log(state / RUNS_FILE, "finished", runs, now)
+    gone += prune_log(state / MODEL_RUNS, "finished", runs, now)
+    gone += prune_log(state / ALARMS_FILE, "at", Retention(settings.keep_runs, settings.keep_days), now,
+                      latest_per="name")
+    rotated = [state / f"{HOOK_LOG}.1", state / f"{RECALL_LOG_FILE}.1"]
+    return gone + len(prune_rotated(rotated, Retention(0, settings.keep_days), now))
 
 
 @dataclass(frozen=True)
