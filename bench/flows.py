@@ -5,13 +5,17 @@
 Generates a fixed Claude Code-shaped corpus (~50 MB by default), then times, each into a fresh
 memoir home: the direct run (`flows.pipeline.run_pipeline`, the same `STEPS`), the flow on a cold ephemeral API
 (starts the temporary server, migrates its database) and the flow again with the API warm.
+Then the two commands as a user types them, each a fresh process on a fresh home with no
+`PREFECT_*` in the environment: `memoir run` and `memoir run --flow` (start-up included).
 Prints the figures and the ratios; asserts nothing about wall time (goal: overhead under 15%).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -54,8 +58,25 @@ def main() -> None:
     print(f"overhead, warm API: {warm_s - direct_s:+.2f} s = {100 * (warm_s / direct_s - 1):+.1f}%  (goal < 15%)")
     print(f"overhead, cold API: {cold_s - direct_s:+.2f} s = {100 * (cold_s / direct_s - 1):+.1f}%  "
           "(includes starting the temporary API and migrating its database)")
+    cli_direct_s, cli_flow_s = as_typed(work, logs, ()), as_typed(work, logs, ("--flow",))
+    print(f"`memoir run`  (fresh process) {cli_direct_s:8.2f} s")
+    print(f"`memoir run --flow` (fresh)   {cli_flow_s:8.2f} s   overhead {cli_flow_s - cli_direct_s:+.2f} s = "
+          f"{100 * (cli_flow_s / cli_direct_s - 1):+.1f}%  (no PREFECT_* set: a fresh ephemeral API under the home)")
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def as_typed(work: Path, logs: Path, extra: tuple[str, ...]) -> float:
+    """Seconds for `memoir run [extra]` in a fresh process and home, no Prefect variables set."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_") and k != "MEMOIR_HOME"}
+    home = work / ("h-cli" + "".join(extra).replace("-", "_"))
+    t = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", "from memoir.flows.cli.main import main; main()", "run", *extra,
+                           "--logs", str(logs), "--home", str(home)], env=env, capture_output=True, text=True)
+    took = time.perf_counter() - t
+    if done.returncode != 0:
+        raise SystemExit(f"memoir run {' '.join(extra)} failed:\n{done.stderr[-2000:]}")
+    return took
 
 
 if __name__ == "__main__":
