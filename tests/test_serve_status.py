@@ -82,6 +82,10 @@ def test_run_events_say_start_finish_with_cards_and_skips_and_a_run_that_left_no
     assert result == {"result": "finished", **record}
     lines, result = sv.run_events(_snap(holder, 1, record), _snap(None, 1, record), "03:40:00")
     assert "ended without recording a result" in lines[0] and result["result"] == "failed"
+    # At keep_runs the log stays as long (one pruned, one appended): the new last record still counts.
+    later = {**record, "finished": "2026-12-04T02:31:00Z"}
+    lines, result = sv.run_events(_snap(holder, 1000, record), _snap(None, 1000, later), "03:31:00")
+    assert lines[0].startswith("03:31:00 run finished") and result == {"result": "finished", **later}
 
 
 def test_watch_prints_a_line_per_run_and_keeps_the_status_file(tmp_path):
