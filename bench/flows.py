@@ -8,6 +8,8 @@ memoir home: the direct run (`flows.pipeline.run_pipeline`, the same `STEPS`), t
 flow on a local Dask cluster of 2 workers (collection per file, the model per batch). With
 `--model-delay S` every run distills through a local OpenAI-compatible server (tests/openai_server.py)
 that takes S seconds per answer, as a real model does: that is the work the workers share.
+Then the two commands as a user types them, each a fresh process on a fresh home with no
+`PREFECT_*` in the environment: `memoir run` and `memoir run --flow` (start-up included).
 Prints the figures side by side; asserts nothing about wall time (goal: overhead under 15%).
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -68,6 +71,10 @@ def main() -> None:
     print(f"overhead, warm API: {warm_s - direct_s:+.2f} s = {100 * (warm_s / direct_s - 1):+.1f}%  (goal < 15%)")
     print(f"overhead, cold API: {cold_s - direct_s:+.2f} s = {100 * (cold_s / direct_s - 1):+.1f}%  "
           "(includes starting the temporary API and migrating its database)")
+    cli_direct_s, cli_flow_s = as_typed(work, logs, ()), as_typed(work, logs, ("--flow",))
+    print(f"`memoir run`  (fresh process) {cli_direct_s:8.2f} s")
+    print(f"`memoir run --flow` (fresh)   {cli_flow_s:8.2f} s   overhead {cli_flow_s - cli_direct_s:+.2f} s = "
+          f"{100 * (cli_flow_s / cli_direct_s - 1):+.1f}%  (no PREFECT_* set: a fresh ephemeral API under the home)")
     if not args.no_dask:
         side_by_side(work, logs)
     if server is not None:
@@ -101,6 +108,19 @@ def side_by_side(work: Path, logs: Path) -> None:
     print(f"{'':<28} {'sequential':>12} {'2 Dask workers':>16}   ({seq['files_read']} files, {calls} model calls)")
     print(f"{'memoir run (whole process)':<28} {seq_s:10.2f} s {dask_s:14.2f} s   x{seq_s / dask_s:.2f}"
           "  (the Dask column includes starting the local cluster)")
+
+
+def as_typed(work: Path, logs: Path, extra: tuple[str, ...]) -> float:
+    """Seconds for `memoir run [extra]` in a fresh process and home, no Prefect variables set."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_") and k != "MEMOIR_HOME"}
+    home = work / ("h-cli" + "".join(extra).replace("-", "_"))
+    t = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", "from memoir.flows.cli.main import main; main()", "run", *extra,
+                           "--logs", str(logs), "--home", str(home)], env=env, capture_output=True, text=True)
+    took = time.perf_counter() - t
+    if done.returncode != 0:
+        raise SystemExit(f"memoir run {' '.join(extra)} failed:\n{done.stderr[-2000:]}")
+    return took
 
 
 if __name__ == "__main__":

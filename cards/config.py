@@ -73,6 +73,10 @@ class Settings:
     # Run through `sh -c` once per new incident, the incident as JSON on stdin (runbooks/alerts.md).
     alert_command: str = ""
     alert_timeout_s: float = 30.0
+    # Retention of memoir's own logs (runs.jsonl, model-runs.jsonl, alarms.jsonl, rotated hook and
+    # recall logs): the newest keep_runs records, none older than keep_days; 0 lifts that limit.
+    keep_runs: int = 1000
+    keep_days: int = 365
 
     @property
     def cards_dir(self) -> Path:

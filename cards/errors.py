@@ -14,3 +14,7 @@ class MemoirError(Exception):
 
 class CardsError(MemoirError):
     """Base of the cards floor's failures: reading logs, writing card files, settings."""
+
+
+class LibraryTooNew(CardsError):
+    """A card file says a newer memoir wrote it (`schema:` above `CARD_SCHEMA`): read nothing, write nothing."""

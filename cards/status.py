@@ -2,7 +2,8 @@
 
 The counts are always computed from the files on disk (they are the truth); the state dir keeps
 what only a run can know: how many cards each run added and superseded (`runs.jsonl`) and when
-an alarm was raised or cleared (`alarms.jsonl`). Both logs are append-only.
+an alarm was raised or cleared (`alarms.jsonl`). Both logs are appended to, and pruned only by the
+run's retention (`cards/retention.py`, settings keep_runs / keep_days).
 
 `StatusReport` is built from sections so later stages (queue depth, model incidents) add theirs
 with `with_sections` instead of editing this module.
@@ -17,12 +18,14 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
+from memoir.cards.review import REJECTED
 from memoir.cards.values import STATUSES, Card
 from memoir.cards.sanitize.fields import sanitize_field, sanitize_value
 from memoir.cards.private import DIR_MODE, FILE_MODE, wider_modes
 from memoir.cards.store import CardStore
 from memoir.cards.jsonl import append_jsonl, read_jsonl
 
+COUNTED = STATUSES + ("rejected",)  # what a count is kept under: the statuses, and rejected in review
 RUNS_FILE = "runs.jsonl"
 ALARMS_FILE = "alarms.jsonl"
 SHOWN_RUNS = 10
@@ -37,33 +40,49 @@ log = logging.getLogger("memoir.status")
 
 @dataclass(frozen=True)
 class Counts:
-    """Cards per status. The four that matter for recall come first; `forgotten` are tombstones."""
+    """Cards per status. The four that matter for recall come first; `forgotten` are tombstones.
+
+    `rejected` are cards a person rejected in review: a candidate in the file (`gate:
+    rejected_by_user`), but no longer waiting for anyone, so not counted as candidate.
+    """
 
     active: int = 0
     superseded: int = 0
     candidate: int = 0
     incomplete: int = 0
     forgotten: int = 0
+    rejected: int = 0
 
     @property
     def total(self) -> int:
-        return self.active + self.superseded + self.candidate + self.incomplete + self.forgotten
+        return sum(getattr(self, s) for s in COUNTED)
 
     def to_dict(self) -> dict[str, int]:
-        return {s: getattr(self, s) for s in STATUSES} | {"total": self.total}
+        return {s: getattr(self, s) for s in COUNTED} | {"total": self.total}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, int]) -> Counts:
-        return cls(**{s: int(d.get(s, 0)) for s in STATUSES})
+        return cls(**{s: int(d.get(s, 0)) for s in COUNTED})
 
     def line(self) -> str:
-        return ", ".join(f"{getattr(self, s)} {s}" for s in STATUSES)
+        return ", ".join(f"{getattr(self, s)} {s}" for s in COUNTED)
+
+
+def counted_as(card: Card) -> str:
+    """The one name a card is counted under, everywhere a count is shown (`COUNTED`).
+
+    An unknown status (a hand edit) counts as candidate, the cautious reading; a candidate a
+    person rejected in review counts as rejected.
+    """
+    if card.status == "candidate" and card.gate == REJECTED:
+        return "rejected"
+    return card.status if card.status in STATUSES else "candidate"
 
 
 def count_cards(cards: Iterable[Card]) -> Counts:
-    """Counts per status; an unknown status (a hand edit) counts as candidate, the cautious reading."""
-    seen = Counter(c.status if c.status in STATUSES else "candidate" for c in cards)
-    return Counts(**{s: seen[s] for s in STATUSES})
+    """Counts per `counted_as` name."""
+    seen = Counter(counted_as(c) for c in cards)
+    return Counts(**{s: seen[s] for s in COUNTED})
 
 
 def counts_by_workspace(cards: Iterable[Card]) -> dict[str, Counts]:
@@ -172,7 +191,7 @@ def append_only_alarm(runs: Sequence[RunRecord], window: int) -> Alarm | None:
 
 
 def _append_line(path: Path, record: Mapping) -> None:
-    """One JSON line, flushed and fsynced: the logs only ever grow. Every string in it is sanitized first."""
+    """One JSON line, flushed and fsynced. Every string in it is sanitized first."""
     append_jsonl(path, sanitize_value(dict(record)))
 
 

@@ -26,11 +26,19 @@ from memoir.cards.sanitize import sanitize
 from memoir.cards.sanitize.fields import FIELD_CAP, sanitize_field, sanitize_id, sanitize_value
 from memoir.cards.render import render
 from memoir.cards.title import display_title
-from memoir.cards.errors import CardsError
+from memoir.cards.errors import CardsError, LibraryTooNew
+from memoir.cards.schema import (
+    CARD_SCHEMA,
+    file_schema,
+    refuse_newer,
+    too_new_message,
+    upgraded_text,
+    without_schema_line,
+)
 from memoir.cards.private import make_private_dir
 
 FRONT_MATTER_ORDER = (
-    "id", "status", "quality", "topics", "task_type", "workspace", "created", "updated",
+    "schema", "id", "status", "quality", "topics", "task_type", "workspace", "created", "updated",
     "error_signature", "gate", "verified_by", "confirmed_by", "supersedes", "superseded_by", "sources",
 )
 
@@ -99,6 +107,7 @@ def content_hash(text: str | bytes) -> str:
 
 def front_matter(card: Card) -> dict:
     data = {
+        "schema": CARD_SCHEMA,
         "id": card.id,
         "status": card.status,
         "quality": card.quality,
@@ -158,7 +167,13 @@ _HEADING = re.compile(r"^## (" + "|".join(re.escape(t) for t in SECTION_TITLES.v
 
 
 def parse_card(text: str, origin: str = "<card>") -> Card:
-    """Read a card file back into a `Card`; a hand-edited file parses as long as its headings stand."""
+    """Read a card file back into a `Card`; a hand-edited file parses as long as its headings stand.
+
+    Raises:
+        CardFileError: the file does not parse.
+        LibraryTooNew: a newer memoir wrote it (`cards/schema.py`).
+    """
+    refuse_newer(text, origin)
     if not text.startswith("---"):
         raise CardFileError(f"{origin}: no YAML front matter; the file must start with '---'")
     end = text.find("\n---", 3)
@@ -307,6 +322,51 @@ class CardStore:
                 self.path_for(card_id).unlink(missing_ok=True)
             fsync_dir(self.cards_dir)
         return removed, kept
+
+    def upgrade_schema(self) -> list[str]:
+        """Bring every card file to `CARD_SCHEMA` in place, each by one atomic write; returns the ids.
+
+        Refuses first, before any write, when a file is of a newer schema (`LibraryTooNew`). A file
+        memoir wrote stays memoir's (the manifest follows it); a hand-edited one stays hand-edited.
+        Only under the run lock: it rewrites files a run could be writing. An upgrade killed
+        midway is finished by the next one, which also points the manifest at files it upgraded.
+        """
+        texts: dict[str, str] = {}
+        newer: list[tuple[str, int]] = []
+        repaired = False
+        for card_id in self.ids():
+            try:
+                text = self.path_for(card_id).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue  # reported by whoever reads the library
+            schema = file_schema(text)
+            if schema > CARD_SCHEMA:
+                newer.append((card_id, schema))
+            elif schema < CARD_SCHEMA:
+                texts[card_id] = text
+            elif (before := self.manifest.get(card_id)) and before != content_hash(text) \
+                    and upgraded_text(without_schema_line(text)) == text \
+                    and before == content_hash(without_schema_line(text)):
+                self.manifest[card_id] = content_hash(text)  # upgraded by a run killed before its manifest
+                repaired = True
+        if newer:
+            first, schema = newer[0]
+            raise LibraryTooNew(too_new_message(str(self.path_for(first)), schema, len(newer) - 1))
+        upgraded = []
+        for card_id, text in texts.items():
+            new = upgraded_text(text)
+            if new is None:
+                continue
+            ours = self.manifest.get(card_id) == content_hash(text)
+            write_atomic(self.path_for(card_id), new, sync_dir=False)
+            if ours:
+                self.manifest[card_id] = content_hash(new)
+            upgraded.append(card_id)
+        if upgraded:
+            fsync_dir(self.cards_dir)
+        if upgraded or repaired:
+            self.save_manifest()
+        return upgraded
 
     def _decide(self, card: Card, force: bool) -> tuple[str, str]:
         """(action, text): what writing `card` would do, without touching the disk."""

@@ -10,6 +10,7 @@ and `flows/index_step.py`. Nothing here knows about Prefect.
 from __future__ import annotations
 
 import time
+from datetime import datetime, timezone
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,9 +20,11 @@ from memoir.cards.config import Settings
 from memoir.cards.distill.rules import RulesPlan
 from memoir.cards.ledger import Ledger
 from memoir.cards.private import tighten_home, tightened_note
-from memoir.cards.status import count_cards, record_run
 from memoir.cards.errors import CardsError
+from memoir.cards.retention import Retention, prune_log, prune_rotated
 from memoir.cards.review import user_owned
+from memoir.cards.schema import CARD_SCHEMA
+from memoir.cards.status import ALARMS_FILE, COUNTED, RUNS_FILE, count_cards, counted_as, record_run
 from memoir.cards.store import CardStore
 from memoir.cards.values import Card, Experience
 from memoir.flows.alerts import alert_new_incidents
@@ -41,12 +44,14 @@ from memoir.flows.ingest import (
     write_cause,
 )
 from memoir.flows.lock import run_lock, step_deadline
-from memoir.flows.model_runs import record_model_run
+from memoir.flows.hook_client import HOOK_LOG
+from memoir.flows.model_runs import MODEL_RUNS, record_model_run
 from memoir.flows.progress import Progress, announced, stage
 from memoir.flows.queue import OverflowQueue
 from memoir.flows.replay import queue_distill_batch
 from memoir.index.embed import default_embedder
 from memoir.index.rebuild import remove_leftovers
+from memoir.index.files import RECALL_LOG_FILE
 
 
 @dataclass
@@ -85,12 +90,16 @@ def open_run(settings: Settings, logs: list[str], host: str = "auto", with_index
     store = CardStore(settings.cards_dir, settings.state_dir)
     queue = OverflowQueue(settings.queue_dir)
     clean_leftovers(settings, queue)
+    upgraded = store.upgrade_schema()  # refuses a library a newer memoir wrote, before any write
     remove_leftovers(settings.index_dir)  # a rebuild killed half way: under this run's lock, none is running
     index = IndexStep(settings, store, embedder=announced(default_embedder(), progress)) if with_index else None
     paths = [Path(p) for p in logs] or default_log_paths(aider_repos=settings.aider_repos)
     run = Run(settings, store, queue, paths, host, index, progress)
     if tightened:
         run.summary.notes.append(tightened_note(tightened))
+    if upgraded:
+        run.summary.notes.append(f"upgraded {len(upgraded)} card files to card schema {CARD_SCHEMA} in place "
+                                 "(one line added to each front matter)")
     if not paths:
         run.summary.notes.append("no host log folders found; pass --logs PATH, or `memoir logs add REPO` for Aider")
     return run
@@ -189,7 +198,9 @@ def finish_distill(run: Run) -> None:
     summary.notes.extend(distilled.notes)
     summary.rules.update({k: v for k, v in plan.counters.items() if v})
     summary.model = distilled.model
-    summary.distill.update(distilled.counts)
+    # The model stage's own counters (sent, ok, timeout, ...); the cards' statuses are counted once,
+    # from the cards the store step writes, so every place that shows them agrees with the files.
+    summary.distill.update({k: v for k, v in distilled.counts.items() if k not in COUNTED})
     summary.alerts.extend(distilled.alerts)
     for pairs in distilled.requeue:
         queue_distill_batch(run.queue, f"run-{pairs[0][1].id}", pairs, reason="model stage timed out or was down")
@@ -204,6 +215,7 @@ def store(run: Run) -> None:
     """
     queued_before = run.summary.queued["card_write"]
     changed = store_cards(run.store, run.cards, run.summary, run.queue)
+    run.summary.distill.update(counted_as(c) for c in changed)
     run.library.update((c.id, c) for c in changed)
     if run.summary.queued["card_write"] > queued_before:
         ids = {c.id for c in run.cards}
@@ -252,6 +264,26 @@ def record(run: Run) -> None:
                                   now=entry.finished)
     summary.notes.extend(alerted.notes)
     summary.notes.extend(f"new incident {name}: alert_command run" for name in alerted.new if run.settings.alert_command)
+    prune_state_logs(run.settings)
+
+
+def prune_state_logs(settings: Settings, now: datetime | None = None) -> int:
+    """Keep memoir's own logs within keep_runs / keep_days; returns how many records and files went.
+
+    The append-only alarm reads the last append_only_runs runs, so at least that many are kept.
+    The live hook and recall logs are appended by other processes without the run lock: only
+    their rotated copies (`.1`, never appended to again) are removed once old enough.
+    """
+    now = now or datetime.now(timezone.utc)
+    state = Path(settings.state_dir)
+    runs = Retention(max(settings.keep_runs, settings.append_only_runs) if settings.keep_runs else 0,
+                     settings.keep_days)
+    gone = prune_log(state / RUNS_FILE, "finished", runs, now)
+    gone += prune_log(state / MODEL_RUNS, "finished", runs, now)
+    gone += prune_log(state / ALARMS_FILE, "at", Retention(settings.keep_runs, settings.keep_days), now,
+                      latest_per="name")
+    rotated = [state / f"{HOOK_LOG}.1", state / f"{RECALL_LOG_FILE}.1"]
+    return gone + len(prune_rotated(rotated, Retention(0, settings.keep_days), now))
 
 
 @dataclass(frozen=True)

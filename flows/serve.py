@@ -167,7 +167,8 @@ def run_events(before: Snapshot, after: Snapshot, at: str) -> tuple[list[str], d
     result = None
     started = after.holder and (not before.holder or before.holder.get("pid") != after.holder.get("pid")
                                 or before.holder.get("started") != after.holder.get("started"))
-    if after.runs > before.runs and after.last_run is not None:
+    # A new last record, not only a longer log: retention (keep_runs) keeps runs.jsonl's length flat.
+    if after.last_run is not None and (after.runs > before.runs or after.last_run != before.last_run):
         result = {"result": "finished", **after.last_run}
         lines.append(f"{at} run finished: {describe_run(after.last_run)}")
     elif before.holder and not after.holder:

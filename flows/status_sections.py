@@ -10,11 +10,12 @@ so misses (timeouts, cold starts) are visible.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 
 from memoir.cards.config import Settings
 from memoir.cards.jsonl import JsonlError, read_jsonl
+from memoir.cards.retention import when
 from memoir.cards.status import StatusReport, StatusSection, build_status, privacy_section, read_runs
 from memoir.cards.store import CardStore
 from memoir.flows.hook_calls import read_calls
@@ -65,20 +66,12 @@ MISS_ALERT_SHARE = 0.2  # timeouts + cold starts above this share of the hook's 
 MISS_ALERT_MIN_CALLS = 10  # ... over at least this many calls is an alert, not noise
 
 
-def _when(value: object) -> datetime | None:
-    try:
-        t = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
-
-
 def count_recall_calls(hook_calls: list[dict], recalls: list[dict], since: str | None) -> dict:
     """Outcomes of the hook's calls and of logged recalls at or after `since` (all when None); pure."""
-    start = _when(since) if since else None
+    start = when(since) if since else None
 
     def after(item: dict) -> bool:
-        t = _when(item.get("ts"))
+        t = when(item.get("ts"))
         return start is None or (t is not None and t >= start)
 
     hook = {o: 0 for o in HOOK_OUTCOMES}

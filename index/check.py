@@ -1,7 +1,8 @@
 """`memoir index check`: is the index sound, and does it match the card files?
 
-Corrupt (damaged file, missing tables, rows that fail their hashes) needs a rebuild; stale
-(cards changed since, another model) is fixed by the next run or a rebuild; neither patches rows.
+Corrupt (damaged file, missing tables, rows that fail their hashes or hold invalid UTF-8) needs a
+rebuild; stale (cards changed since, another model) is fixed by the next run or a rebuild; missing
+(card files, but no index file yet) is filled by the next run; none of them patches rows.
 "Cannot open" (permission denied, a file where the folder should be) says nothing about the file's
 contents: a rebuild would fail the same way, so it is never reported as corrupt.
 """
@@ -23,7 +24,7 @@ from memoir.index.pending import PendingIndex
 from memoir.index.plan import plan_index_changes
 from memoir.index.sync import file_hashes, read_card_file
 
-HEALTHY, STALE, CORRUPT, CANNOT_OPEN = "healthy", "stale", "corrupt", "cannot_open"
+HEALTHY, STALE, CORRUPT, CANNOT_OPEN, MISSING = "healthy", "stale", "corrupt", "cannot_open", "missing"
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,8 @@ def check_index(index_dir: Path, store: CardStore, model_id: str, dim: int,
     if not path.exists():
         if not hashes:
             return IndexHealth(HEALTHY, [], **base)
-        return IndexHealth(STALE, [f"no index file at {path}; run `memoir index rebuild`"], **base)
+        return IndexHealth(MISSING, [f"no index file at {path}; the next `memoir run` builds it, or run "
+                                     "`memoir index rebuild`"], missing=len(hashes), **base)
     base["size_bytes"] = _file_size(path)
     try:
         conn = connect(path, busy_timeout_ms=busy_timeout_ms)
@@ -122,6 +124,9 @@ def check_index(index_dir: Path, store: CardStore, model_id: str, dim: int,
                                          "permissions"], **base)
     except apsw.Error as exc:
         return IndexHealth(CORRUPT, [f"reading {path} failed: {type(exc).__name__}: {exc}"], **base)
+    except UnicodeDecodeError as exc:  # a stored text with bad bytes, past `verify`
+        return IndexHealth(CORRUPT, [f"reading {path} failed: a stored text is not valid UTF-8 ({exc.reason})"],
+                           **base)
     finally:
         conn.close()
 

@@ -322,6 +322,9 @@ class Index:
                             "when the running `memoir run` or rebuild has finished") from exc
         except apsw.Error as exc:
             problems.append(f"reading the index failed: {type(exc).__name__}: {exc}")
+        except UnicodeDecodeError as exc:
+            # Bytes inside a stored text went bad: the b-tree is intact, so integrity_check passed.
+            problems.append(f"a stored text is not valid UTF-8 ({exc.reason} at byte {exc.start})")
         return problems
 
 

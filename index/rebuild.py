@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 import apsw
@@ -39,6 +40,7 @@ from memoir.index.check import CORRUPT, IndexHealth, check_index
 from memoir.index.apsw_errors import translate
 from memoir.index.db import connect, now_utc, open_index
 from memoir.index.files import INDEX_FILE
+from memoir.index.heal import set_aside
 from memoir.index.errors import IndexFailure, RebuildFailed
 from memoir.index.pending import PendingIndex
 from memoir.index.plan import retrieval_text
@@ -361,19 +363,26 @@ def rebuild_index(store: CardStore, index_dir: Path, embedder, concurrency: int 
 
 @dataclass(frozen=True)
 class EnsureReport:
-    """What `memoir run` did about the index before its own work: nothing, or a rebuild and why."""
+    """What `memoir run` did about the index before its own work: nothing, or a rebuild and why.
+
+    `set_aside` is where a corrupt file went (`index/heal.py`); empty when none was moved.
+    """
 
     health: IndexHealth
     rebuilt: RebuildReport | None = None
     reason: str = ""
+    set_aside: str = ""
 
 
 def ensure_index(store: CardStore, index_dir: Path, embedder, *, concurrency: int = 2,
                  pending: PendingIndex | None = None,
-                 progress: Callable[[int], None] | None = None) -> EnsureReport:
+                 progress: Callable[[int], None] | None = None,
+                 now: datetime | None = None) -> EnsureReport:
     """Check first; rebuild by itself when the file is corrupt or built for another model.
 
-    A merely stale index (cards changed since) is left to `sync_index`, which costs far less.
+    A corrupt file is first set aside (`index.db.corrupt-<time>`, see `index/heal.py`), so the
+    rebuild starts from the card files alone and the damaged file is still there to look at.
+    A merely stale or missing index (cards changed since) is left to `sync_index`, which costs far less.
 
     Raises:
         IndexFailure: the check or the rebuild failed.
@@ -381,8 +390,10 @@ def ensure_index(store: CardStore, index_dir: Path, embedder, *, concurrency: in
     health = check_index(index_dir, store, embedder.model_id, embedder.dim, pending=pending)
     if health.status == CORRUPT or health.model_mismatch:
         why = "corrupt" if health.status == CORRUPT else "built for another model"
+        aside = set_aside(Path(index_dir), now) if health.status == CORRUPT else None
         report = rebuild_index(store, index_dir, embedder, concurrency, progress, pending)
-        reason = (f"index was {why} ({'; '.join(health.problems[:2])}); rebuilt from "
+        moved = f"; the damaged file was moved aside to {aside}" if aside else ""
+        reason = (f"index was {why} ({'; '.join(health.problems[:2])}){moved}; rebuilt from "
                   f"{report.cards} card files in {report.seconds:.1f} s")
-        return EnsureReport(health, report, reason)
+        return EnsureReport(health, report, reason, str(aside or ""))
     return EnsureReport(health)

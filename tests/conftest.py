@@ -22,6 +22,18 @@ def memoir_home(tmp_path, monkeypatch):
     return home
 
 
+@pytest.fixture(autouse=True)
+def prefect_variables_restored():
+    """A command run in-process (`serve`, `run --flow` through CliRunner) exports PREFECT_* for its own
+    home; put back what was there before, so a later test's subprocess never inherits another
+    test's Prefect database (a served deployment from an earlier test then shows up in it)."""
+    before = {k: v for k, v in os.environ.items() if k.startswith("PREFECT_")}
+    yield
+    for key in [k for k in os.environ if k.startswith("PREFECT_") and k not in before]:
+        del os.environ[key]
+    os.environ.update(before)
+
+
 @pytest.fixture(scope="module")
 def embedder():
     """The real model, loaded and warmed once per test module."""

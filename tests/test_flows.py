@@ -89,15 +89,25 @@ def test_the_nightly_flow_on_the_ephemeral_api_writes_the_same_cards_as_memoir_r
 
 
 @pytest.mark.slow
-def test_memoir_run_flow_works_on_a_fresh_home_with_no_prefect_home_set(tmp_path):
-    # Nothing may import prefect before the home's PREFECT_HOME is chosen (PrefectAlreadyImported).
+def test_memoir_run_flow_on_a_fresh_home_with_no_prefect_variables_writes_the_cards_memoir_run_writes(tmp_path):
+    # As a user runs it: no PREFECT_* at all in the environment (nothing may import prefect before
+    # the home's PREFECT_HOME is chosen: PrefectAlreadyImported), no MEMOIR_HOME, --home given.
     root = Path(__file__).resolve().parent.parent
-    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_HOME", "PREFECT_API_URL", "MEMOIR_HOME")}
-    home = tmp_path / "fresh"
-    proc = subprocess.run([sys.executable, "-c", ENTRY, "run", "--flow", "--logs", str(root / "cards" / "examples"),
-                           "--home", str(home)], env=env, cwd=root, capture_output=True, text=True, timeout=300)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_") and k != "MEMOIR_HOME"}
+    logs = str(root / "cards" / "examples")
+    direct, flowed = tmp_path / "direct", tmp_path / "fresh"
+
+    def run(home: Path, *extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", ENTRY, "run", *extra, "--logs", logs, "--home", str(home)],
+                              env=env, cwd=root, capture_output=True, text=True, timeout=300,
+                              stdin=subprocess.DEVNULL)
+
+    proc = run(flowed, "--flow")
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr[-3000:]}"
-    assert (home / "prefect").is_dir() and any((home / "cards").glob("*.md"))
+    assert "Traceback" not in proc.stderr
+    assert run(direct).returncode == 0
+    assert (flowed / "prefect").is_dir()  # Prefect's state went under the home, not ~/.prefect
+    assert tree(flowed / "cards") == tree(direct / "cards") and len(tree(direct / "cards")) > 0
 
 
 SERVED_REBUILD = """

@@ -6,6 +6,7 @@ Real model, real sqlite-vec, real card files written through `CardStore.write`, 
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import apsw
 import numpy as np
@@ -15,7 +16,7 @@ from click.testing import CliRunner
 from memoir.cards.store import CardStore
 from memoir.flows.cli.app import CHECK_EXIT
 from memoir.flows.cli.main import cli
-from memoir.index.check import CORRUPT, HEALTHY, STALE, check_index
+from memoir.index.check import CORRUPT, HEALTHY, MISSING, STALE, check_index
 from memoir.index.db import open_index
 from memoir.index.files import INDEX_FILE
 from memoir.index.embed import default_embedder
@@ -83,7 +84,7 @@ def test_deleted_index_rebuilds_to_the_same_rows_and_neighbours(home, query_vect
     assert len(rows) == N_CARDS and all(len(t) == 10 for t in top)
 
     shutil.rmtree(index_dir)
-    assert check(home) == STALE
+    assert check(home) == MISSING
     second = rebuild_index(store, index_dir, default_embedder(), concurrency=4)
     rows2, vectors2, top2 = snapshot(index_dir, query_vectors)
     assert second.cards == N_CARDS
@@ -191,7 +192,8 @@ def test_check_of_an_unreadable_file_and_a_missing_table_is_corrupt(home):
     conn.close()
     assert check(home) == CORRUPT
     outcome = ensure_index(store_at(home), index_dir, default_embedder())
-    assert outcome.rebuilt is not None and outcome.rebuilt.replaced and check(home) == HEALTHY
+    assert outcome.rebuilt is not None and outcome.set_aside and check(home) == HEALTHY
+    assert Path(outcome.set_aside).exists()  # the damaged file is kept beside the new one
 
 
 def test_help_texts_name_the_runbook():

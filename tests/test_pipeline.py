@@ -8,10 +8,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from memoir.cards.config import load_settings
 from memoir.cards.values import SECTION_TITLES
 from memoir.cards.store import CardStore, parse_card
+from memoir.flows.cli.main import cli
 from memoir.flows.pipeline import run_pipeline
 
 # Real logs copied unchanged (MIT/Apache-2.0) and hand-written logs in the shape of ones whose licence
@@ -206,3 +208,18 @@ def test_a_session_no_rule_foresaw_is_counted_and_the_others_still_make_cards(se
     skipped: Counter = Counter()
     drafted = plan_experiences({**sessions, ("codex", "broken"): broken}, settings, Counter(), skipped)
     assert len(drafted) == good and skipped["session_error_TypeError"] == 1
+
+
+def test_the_run_summary_counts_every_card_it_wrote_by_the_status_in_its_file(logs, settings):
+    # One source for a run's counts: the statuses of the files the run wrote, whether or not the
+    # gates judged the card in this run (a superseded rule card, an update of an older card).
+    summary = run_pipeline(settings, [logs]).to_dict()
+    on_disk: dict[str, int] = {}
+    for path in settings.cards_dir.glob("*.md"):
+        status = parse_card(path.read_text()).status
+        on_disk[status] = on_disk.get(status, 0) + 1
+    written = {k: v for k, v in summary["distill"].items() if k in on_disk}
+    assert written == on_disk and sum(written.values()) == summary["cards"]["new"] > 0
+    status = json.loads(CliRunner().invoke(cli, ["--home", str(settings.home), "status", "--json"]).output)
+    last = status["model"]["last_run"]["counts"]
+    assert {k: v for k, v in last.items() if k in on_disk} == on_disk  # `memoir status` says the same

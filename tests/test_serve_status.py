@@ -83,6 +83,10 @@ def test_run_events_say_start_finish_with_cards_and_skips_and_a_run_that_left_no
     assert result == {"result": "finished", **record}
     lines, result = sv.run_events(_snap(holder, 1, record), _snap(None, 1, record), "03:40:00")
     assert "ended without recording a result" in lines[0] and result["result"] == "failed"
+    # At keep_runs the log stays as long (one pruned, one appended): the new last record still counts.
+    later = {**record, "finished": "2026-12-04T02:31:00Z"}
+    lines, result = sv.run_events(_snap(holder, 1000, record), _snap(None, 1000, later), "03:31:00")
+    assert lines[0].startswith("03:31:00 run finished") and result == {"result": "finished", **later}
 
 
 def test_watch_prints_a_line_per_run_and_keeps_the_status_file(tmp_path):
@@ -164,11 +168,14 @@ def test_a_second_serve_on_the_same_home_exits_busy(memoir_home):
 
 
 def test_a_signal_sets_the_stop_event_instead_of_raising():
-    before = signal.getsignal(signal.SIGINT)  # default_int_handler, or SIG_IGN in a background job
+    # Whatever was there before comes back: default_int_handler at a terminal, SIG_IGN for SIGINT in
+    # a background job or under nohup (which may also leave SIGHUP ignored), pytest's own otherwise.
+    signals = (signal.SIGINT, signal.SIGTERM)
+    before = {sig: signal.getsignal(sig) for sig in signals}
     with sv.stop_on_signals() as stopping:
         os.kill(os.getpid(), signal.SIGTERM)
         assert stopping.wait(5)
-    assert signal.getsignal(signal.SIGINT) is before
+    assert {sig: signal.getsignal(sig) for sig in signals} == before
 
 
 def test_stop_children_ends_a_whole_tree_even_one_that_ignores_sigterm():

@@ -96,6 +96,17 @@ def test_status_text_names_every_count_and_says_when_no_run_was_recorded(setting
     assert "none recorded yet" in result.output
 
 
+def test_a_card_rejected_in_review_counts_as_rejected_not_candidate(settings):
+    from memoir.cards.review import reject
+
+    _write(settings, LIBRARY + [reject(_card(50, "candidate"), why="a one-off", at="2026-11-03T09:00:00Z")])
+    report = build_status(settings.cards_dir, settings.state_dir)
+    assert report.counts == Counts(active=3, superseded=2, candidate=1, incomplete=2, forgotten=1, rejected=1)
+    assert report.counts.total == 10
+    first = CliRunner().invoke(cli, ["--home", str(settings.home), "status"]).output.splitlines()[0]
+    assert "1 candidate" in first and "1 rejected" in first
+
+
 def test_an_unreadable_card_file_is_reported_and_not_counted(settings):
     _write(settings, LIBRARY[:2])
     (settings.cards_dir / "c-broken.md").write_text("no front matter here\n")

@@ -20,7 +20,7 @@ from typing import NoReturn
 import click
 
 from memoir.cards.config import ConfigError, Settings, default_config_file, environment, load_settings
-from memoir.cards.errors import MemoirError
+from memoir.cards.errors import LibraryTooNew, MemoirError
 from memoir.flows.errors import Busy, FlowError
 from memoir.index.errors import IndexBusy
 
@@ -35,6 +35,7 @@ EXIT_MISSING = 5  # `index check`: no memoir home, or no index there yet
 EXIT_STALE = 6  # `index check`: rows behind the card files, or built for another model or schema
 EXIT_CORRUPT = 7  # `index check`: the file is damaged
 EXIT_INCIDENT = 8  # `run`: done and the cards are safe, but the model stage raised an incident (runbooks/alerts.md)
+EXIT_TOO_NEW = 9  # the card library was written by a newer memoir (card schema): upgrade memoir first
 
 # `memoir index check`: each verdict has its own code, none shared with a failure of the check itself.
 CHECK_EXIT = {"healthy": EXIT_OK, "busy": EXIT_BUSY, "cannot_open": EXIT_CANNOT_OPEN, "missing": EXIT_MISSING,
@@ -58,6 +59,7 @@ ERROR_EXITS: tuple[tuple[type[Exception], int], ...] = (
     (Busy, EXIT_BUSY),  # the run lock, the serve lock, a command's own refusal
     (IndexBusy, EXIT_BUSY),
     (CommandUsage, EXIT_USAGE),
+    (LibraryTooNew, EXIT_TOO_NEW),
     (MemoirError, EXIT_FAILED),
 )
 FAILURES = tuple(cls for cls, _ in ERROR_EXITS)

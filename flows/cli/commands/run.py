@@ -62,11 +62,20 @@ def examples_dir() -> Path:
 def run_cmd(ctx, logs, host, no_index, follow_symlinks, as_json, wait, flow, runner):
     """Read new log lines, cut them into experiences and write experience cards.
 
-    Host logs are only ever read. A second run over the same logs writes nothing new.
+    Host logs are only ever read. A second run over the same logs writes nothing new. A corrupt
+    index is moved aside and rebuilt from the card files; card files of an older schema are
+    upgraded in place.
 
-    Exit codes: 0 done; 1 failed; 3 another run held the home; 8 done, but the model stage
-    raised an incident (model_alive_no_output, endpoints_unavailable, ...): the cards are safe,
-    the summary names the incident and its runbook, and `alert_command` ran once for each new one.
+    \b
+    Exit codes:
+      0  done (notes in the summary say what was healed or queued)
+      1  failed; the message says why
+      3  busy: another run holds this home (see --wait)
+      8  done, but the model stage raised an incident (model_alive_no_output, endpoints_unavailable,
+         ...): the cards are safe, the summary names the incident and its runbook, and
+         `alert_command` ran once for each new one
+      9  the card library was written by a newer memoir (card schema); upgrade memoir first
+    Runbook: runbooks/nightly-run-failed.md
     """
     settings = ctx.settings
     wait = settings.run_lock_timeout_s if wait is None else wait
