@@ -11,9 +11,10 @@ from datetime import datetime, timezone
 
 from memoir.cards.conclude import choose_conclusion
 from memoir.cards.distill.extract import Disproval, find_disproved
+from memoir.cards.limits import limit_lines, restates_error
 from memoir.cards.values import Card, Experience, Source, Turn
 from memoir.cards.outcomes import Verification, failure_conditions, verification
-from memoir.cards.cues import commit_subject, is_chatter, is_tooling_error, pasted_signature
+from memoir.cards.cues import commit_subject, is_chatter
 from memoir.cards.signals import is_notable_result
 from memoir.cards.signatures import error_signature
 from memoir.cards.title import make_title, strip_boilerplate, strip_opener
@@ -122,30 +123,20 @@ def _disproved_line(turn: Turn, d: Disproval) -> str:
 
 
 _BARE_EXIT = re.compile(r"`exit code -?\d+`")  # says that something failed, not what or when
-_CONDITION_PREFIX = {"condition": "appears when: ", "attempt": "did not help: ", "error": ""}
+_CONDITION_PREFIX = {"condition": "appears when: ", "attempt": "did not help: "}
 
 
-def _counterexamples(exp: Experience) -> str:
+def _counterexamples(exp: Experience, conclusion: str = "") -> str:
     """Failure conditions by rule: what the user said made it appear, attempts that did not help,
-    disproved claims, and the error the fix removed (or every distinct error seen)."""
+    disproved claims, and the conclusion's own scope sentences (`cards.limits`). The error the fix
+    removed, or any error met on the way, is no limit: Evidence shows it."""
     dead = find_disproved(exp.turns)
+    errors = {exp.error_signature} | {error_signature(t.text) for t in exp.turns if t.kind == "error"}
     lines = [f"- {_CONDITION_PREFIX.get(c.kind, '')}{_one_line(strip_opener(c.text) if c.kind == 'condition' else c.text)} (t{c.seq})"
-             for c in failure_conditions(exp.turns) if not _BARE_EXIT.search(c.text)]
+             for c in failure_conditions(exp.turns) if c.kind != "error" and not _BARE_EXIT.search(c.text)
+             and not (c.kind == "condition" and restates_error(c.text, errors))]
     lines += [_disproved_line(t, dead[t.seq]) for t in exp.turns if t.seq in dead]
-    said = "\n".join(lines)
-    seen: set[str] = {sig for t in exp.turns if t.kind == "error" and (sig := error_signature(t.text)) and f"`{sig}`" in said}
-    pasted = next((t for t in exp.turns if t.role == "user" and t.kind == "text"
-                   and exp.error_signature and pasted_signature(t.text) == exp.error_signature), None)
-    if pasted is not None and exp.error_signature not in seen and f"`{exp.error_signature}`" not in said:
-        # The user pasted the failure: that is the error the session set out to remove.
-        seen.add(exp.error_signature)
-        lines.append(f"- fails with `{_one_line(exp.error_signature, 160)}` (t{pasted.seq}, pasted by the user)")
-    for t in exp.turns:
-        if t.kind == "error":
-            sig = error_signature(t.text)
-            if sig and sig not in seen and not is_tooling_error(t) and not sig.startswith("exit code"):
-                seen.add(sig)
-                lines.append(f"- fails with `{_one_line(sig, 160)}` (t{t.seq})")
+    lines += limit_lines(conclusion, "\n".join(lines))
     return "\n".join(lines[:MAX_EVIDENCE_ITEMS])
 
 
@@ -285,7 +276,7 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40) -> Card:
         goal=_clip(goal, MAX_GOAL),
         evidence=_evidence(exp, fix),
         conclusion=conclusion,
-        counterexamples=_counterexamples(exp),
+        counterexamples=_counterexamples(exp, conclusion),
         follow_up=_follow_up(exp),
         extra={"conclusion_source": found.source} if found.source else {},
     )

@@ -51,6 +51,44 @@ class EvidenceView:
     def user_words(self) -> tuple[str, ...]:
         return tuple(t.text for t in self.turns if t.typed_by_user)
 
+    def user_confirmation(self, conclusion: str) -> str:
+        """The user's own words confirming the answer `conclusion` came from ('' when none did):
+        a short reply after it such as "that worked" or "confirmed, the build is green". The last
+        word counts: a later "still fails" takes an earlier "works now" back."""
+        anchor = _anchor(self.turns, conclusion)
+        if anchor is None:
+            return ""
+        said = ""
+        for turn in self.turns[anchor + 1:]:
+            if turn.typed_by_user:
+                text = " ".join(turn.text.split())
+                if _UNCONFIRMED.search(text) or len(text) > MAX_CONFIRMATION_CHARS:
+                    said = ""  # "that didn't work", or a new request: the answer is not confirmed by it
+                elif _CONFIRMS.search(text):
+                    said = text
+        return said
+
+
+# The user saying the answer worked, in their own words; a negation or a "but" undoes it.
+_CONFIRMS = re.compile(
+    r"(?i)\b(?:(?:that|it|this|the fix|your fix|the change|everything)\s+(?:now\s+)?(?:works|worked|did it|did the trick|"
+    r"fixed it|solved it|helped)|works now|working now|fixed now|(?:is|it'?s) (?:now )?(?:fixed|solved|working|green)|"
+    r"confirmed|can confirm|problem solved|solved|that'?s it|that was it|exactly (?:it|right)|"
+    r"(?:tests?|build|ci|pipeline|deploy) (?:is |are )?(?:now )?(?:green|passing|passes|pass))\b"
+)
+_UNCONFIRMED = re.compile(
+    r"(?i)\b(?:not|never|still|but|however|although|except|no longer|nope|wrong|same (?:error|problem|issue))\b|n't\b|\?\s*$"
+)
+MAX_CONFIRMATION_CHARS = 300  # a confirmation is a short reply, not a new request with a "works" in it
+
+
+def _anchor(turns: Sequence[EvidenceTurn], conclusion: str) -> int | None:
+    """Index of the assistant text the conclusion came from: the one holding its first line, else
+    (a model's paraphrase, an edited card) the first assistant text."""
+    head = " ".join(conclusion.strip().splitlines()[0].split())[:60] if conclusion.strip() else ""
+    answers = [i for i, t in enumerate(turns) if t.role == "assistant" and t.kind == "text"]
+    return next((i for i in answers if head and head in " ".join(turns[i].text.split())), answers[0] if answers else None)
+
 
 # --- text helpers -------------------------------------------------------------------------------
 
