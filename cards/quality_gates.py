@@ -458,11 +458,13 @@ def decide_status(card: Card, verdict: Verdict, model_enabled: bool, distilled: 
     """Status and quality from the verdict and the model stage's state.
 
     Model off: a passing rule card is `active`, `quality: rule`. Model on: a card waits as
-    `candidate` until it is distilled and passes (`quality: model`). A failing card is
-    `candidate` with `gate: <name>`. Superseded and forgotten cards are never touched, and an
+    `candidate` until it is distilled and passes (`quality: model`), or until the model's answer
+    was overruled by the evidence (`model_overruled`: the rule card is judged, `quality: rule`).
+    A failing card is `candidate` with `gate: <name>`. Superseded and forgotten cards are never touched, and an
     `incomplete` rule card stays incomplete (the conclusion integrity check owns that state).
     """
-    quality = "model" if distilled else card.quality
+    # A rule card whose model answer was overruled by its evidence (`model_overruled`) stays `rule`.
+    quality = "model" if distilled and not card.extra.get("model_overruled") else card.quality
     if card.status in FINAL_STATUSES:
         return card
     if card.status == "incomplete" and not distilled:
