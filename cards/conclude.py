@@ -311,3 +311,118 @@ def choose_conclusion(turns: Sequence[Turn]) -> Conclusion:
             text = settled_text(t.text, allow_trim=False)
             return Conclusion(text, t.seq, "final_answer") if text else Conclusion()
     return Conclusion()
+
+
+# --- the lesson as a card keeps it: no filler, no next steps, no file lists, within a budget -------
+
+CONCLUSION_BUDGET = 600  # characters; every card file states it (`conclusion_budget`), the model's slot is as long
+
+# An acknowledgement before the lesson: "Good catch — thanks for the traceback. You're right:".
+_LEAD_IN = re.compile(
+    r"^(?:(?:good (?:catch|call|news|question|point)|great (?:catch|question|news)|nice catch|thanks(?: for [^.!:—–]{1,40})?|"
+    r"thank you(?: for [^.!:—–]{1,40})?|you['’]?re (?:absolutely |completely )?right|you were (?:absolutely )?right|"
+    r"perfect|excellent|great|awesome|done|all set|success|sure|got it|understood|"
+    r"(?:here'?s|here is) (?:what|the summary)[^:]{0,30})\s*[!.:,—–-]+\s*)+",
+    re.I,
+)
+# Closing filler: offers, wishes and invitations that teach nothing.
+_CLOSING = re.compile(
+    r"(?i)^(?:let me know|would you like|do you want|want me to|shall i|should i|if you(?:'d)? (?:like|want|need)|"
+    r"feel free|happy to|i can also|anything else|is there anything|hope (?:this|that) helps|happy coding|"
+    r"enjoy|good luck|cheers)\b"
+)
+# Next-step lines: where the work goes from here, not what was learned.
+_NEXT_STEP = re.compile(
+    r"(?i)^(?:next steps?|next up|suggested next steps?|what'?s next|follow[- ]?ups?|to ?dos?|"
+    r"ready for (?:the )?next (?:phase|step)|you can now|now you can|to (?:try|test|run|use|see) it|"
+    r"(?:when|once) you(?:'re| are)? ready|if you want(?: to)?,? (?:i|we) can)\b"
+)
+# A heading that opens an inventory ("What's in the GUI now:", "Files changed:", "Summary of changes").
+_INVENTORY = re.compile(
+    r"(?i)^(?:what'?s (?:in|new|there)\b[^:]{0,40}|what (?:changed|i did|was done)|summary(?: of (?:the )?changes)?|"
+    r"changes(?: made)?|(?:files?|paths?) (?:changed|modified|touched|updated|created|added|edited)|"
+    r"(?:changed|modified|touched|updated|created|new) files?|deliverables|artifacts)\s*:?\s*$"
+)
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
+_HEADINGISH = re.compile(r"^\s*(?:#{1,6}\s+|\*\*[^*]+\*\*:?\s*$|[^.!?]{1,60}:\s*$)")
+# A list item that leads with a file: "`src/app.py` — …", "Spec: `specs/x/spec.md`", "app/db.py: …".
+_FILE_LED = re.compile(
+    r"^(?:[\w .-]{1,24}:\s*)?`?(?:[~.]{0,2}/)?[\w.@-]+(?:/[\w.@-]+)+`?|^(?:[\w .-]{1,24}:\s*)?`?[\w.-]+\.[A-Za-z]{1,5}`?(?:\s|:|$)"
+)
+
+
+def _bare_line(line: str) -> str:
+    return _LIST_ITEM.sub("", line).strip().strip("*_# ").strip()
+
+
+def _blocks(lines: list[str]) -> list[list[str]]:
+    """Lines grouped as paragraphs, with a list and the heading line right above it in one block."""
+    blocks: list[list[str]] = []
+    for line in lines:
+        if not line.strip():
+            blocks.append([])
+            continue
+        item = bool(_LIST_ITEM.match(line))
+        if blocks and blocks[-1] and (item or not _LIST_ITEM.match(blocks[-1][-1])):
+            blocks[-1].append(line)
+        else:
+            blocks.append([line])
+    return [b for b in blocks if b]
+
+
+def _is_file_list(items: list[str]) -> bool:
+    files = sum(bool(_FILE_LED.match(_bare_line(i))) for i in items)
+    return len(items) >= 2 and files * 2 >= len(items)
+
+
+def _keep_block(block: list[str]) -> list[str]:
+    """A block without filler lines; [] when the whole block is an inventory, a file list or next steps."""
+    head = _bare_line(block[0])
+    items = [ln for ln in block if _LIST_ITEM.match(ln)]
+    if items and (_INVENTORY.match(head) or _NEXT_STEP.match(head) or _is_file_list(items)):
+        return []
+    return [ln for ln in block if not (_CLOSING.match(_bare_line(ln)) or _NEXT_STEP.match(_bare_line(ln)))]
+
+
+def without_filler(text: str) -> str:
+    """The lesson and its evidence: no opening acknowledgement ("Good catch — you're right:"), no
+    closing offer ("Let me know if …"), no next-step lines, no inventory of what changed or list
+    of every file touched. Prose that would be left with nothing to say keeps the text as it was."""
+    if not text.strip():
+        return text
+    lines = text.strip().splitlines()
+    first = _LEAD_IN.sub("", lines[0]).strip()
+    if first and first != lines[0]:
+        lines[0] = first[:1].upper() + first[1:]
+    kept = [_keep_block(b) for b in _blocks(lines)]
+    out = _without_closing_sentences("\n\n".join("\n".join(b) for b in kept if b).strip())
+    return out if len(_prose(out).strip()) >= MIN_SETTLED_CHARS else text.strip()
+
+
+def _without_closing_sentences(text: str) -> str:
+    """`text` without trailing sentences that only offer more or point at next steps."""
+    while True:
+        head, sep, last = text.rpartition(". ")
+        if not sep or "\n" in last or not (_CLOSING.match(last.strip()) or _NEXT_STEP.match(last.strip())):
+            return text
+        text = head + "."
+
+
+def within_budget(text: str, budget: int = CONCLUSION_BUDGET) -> str:
+    """At most `budget` characters, cut after a whole paragraph or sentence (never inside a code
+    block), marked `[…]` when cut."""
+    text = text.strip()
+    if len(text) <= budget:
+        return text
+    room = budget - len(" […]")
+    cut = text[:room]
+    stop = max(cut.rfind("\n\n"), cut.rfind(". "), cut.rfind(".\n"), cut.rfind("; "))
+    cut = (cut[: stop + 1] if stop > room // 2 else cut[: cut.rfind(" ")] if " " in cut else cut).rstrip()
+    if cut.count("```") % 2:
+        cut = cut[: cut.rfind("```")].rstrip()
+    return cut + " […]"
+
+
+def lesson(text: str, budget: int = CONCLUSION_BUDGET) -> str:
+    """A conclusion as a card keeps it: `without_filler`, then `within_budget`."""
+    return within_budget(without_filler(text), budget)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 
-from memoir.cards.conclude import choose_conclusion
+from memoir.cards.conclude import choose_conclusion, within_budget, without_filler
 from memoir.cards.distill.extract import Disproval, find_disproved
 from memoir.cards.limits import limit_lines, restates_error
 from memoir.cards.values import Card, Experience, Source, Turn
@@ -20,7 +20,6 @@ from memoir.cards.signatures import error_signature
 from memoir.cards.title import make_title, strip_boilerplate, strip_opener
 
 MAX_GOAL = 800
-MAX_CONCLUSION = 1200
 MAX_EVIDENCE_ITEMS = 12
 MAX_ITEM = 240
 
@@ -235,7 +234,8 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40) -> Card:
         goal = f"Get past `{exp.error_signature}` (continued from the previous task)."
     found = choose_conclusion(exp.turns)
     fix = verification(exp.turns)
-    conclusion = _clip(found.text, MAX_CONCLUSION) if found.settled else ""
+    said = without_filler(found.text) if found.settled else ""  # the lesson, its scope sentences included
+    conclusion = within_budget(said)
     verified = found.verified_by if found.settled else ""
     if found.settled and fix is not None and (not verified or fix.same_command):
         verified = f"t{fix.seq}"  # the failing command re-run green is the strongest confirmation
@@ -276,7 +276,7 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40) -> Card:
         goal=_clip(goal, MAX_GOAL),
         evidence=_evidence(exp, fix),
         conclusion=conclusion,
-        counterexamples=_counterexamples(exp, conclusion),
+        counterexamples=_counterexamples(exp, said),
         follow_up=_follow_up(exp),
         extra={"conclusion_source": found.source} if found.source else {},
     )

@@ -25,6 +25,7 @@ from memoir.cards.sanitize import sanitize
 from memoir.cards.sanitize.fields import FIELD_CAP, sanitize_field, sanitize_id, sanitize_value
 from memoir.cards.render import render
 from memoir.cards.title import display_title
+from memoir.cards.conclude import CONCLUSION_BUDGET
 from memoir.cards.errors import CardsError
 from memoir.cards.private import make_private_dir
 
@@ -146,6 +147,7 @@ def render_card(card: Card) -> str:
         "card.md.j2",
         card=card,
         front_matter=fm,
+        conclusion_budget=CONCLUSION_BUDGET,
         title=display_title(card),
         sections=[(name, SECTION_TITLES[name]) for name in SECTIONS],
     )
@@ -177,7 +179,7 @@ def parse_card(text: str, origin: str = "<card>") -> Card:
     for i, m in enumerate(matches):
         stop = matches[i + 1].start() if i + 1 < len(matches) else len(body)
         sections[by_title[m.group(1)]] = body[m.end():stop].strip("\n").rstrip()
-    known = set(FRONT_MATTER_ORDER)
+    known = set(FRONT_MATTER_ORDER) | {"conclusion_budget"}  # the template states it; not the card's own
     confirmed = str(meta.get("confirmed_by") or "")
     # Files written before the rename said `confirmed_by: tN` for a passing test run; that is
     # `verified_by` now, and `confirmed_by` means a person (`user`) alone.

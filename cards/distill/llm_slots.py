@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memoir.cards.conclude import CONCLUSION_BUDGET, within_budget
 from memoir.cards.distill.errors import InvalidOutput
 from memoir.cards.distill.extract import find_disproved
 from memoir.cards.outcomes import failure_conditions
@@ -20,7 +21,7 @@ from memoir.cards.values import Card, Turn
 
 SLOTS = ("conclusion", "applies_when", "fails_when", "topics", "task_type", "confidence")
 TASK_TYPES = ("debug", "feature", "refactor", "config", "question")  # what cards.draft assigns
-MAX_LEN = {"conclusion": 600, "applies_when": 300, "fails_when": 300}
+MAX_LEN = {"conclusion": CONCLUSION_BUDGET, "applies_when": 300, "fails_when": 300}
 MAX_TOPICS = 5
 MAX_TOPIC_LEN = 40
 
@@ -108,10 +109,12 @@ def parse_slots(content: str) -> Slots:
 
 
 def apply_slots(card: Card, slots: Slots, model_name: str) -> Card:
-    """The distilled card: the model's conclusion and boundaries over the rule card's evidence."""
+    """The distilled card: the model's conclusion and boundaries over the rule card's evidence,
+    the conclusion within the budget every card states (its "Applies when" line goes first)."""
     conclusion = slots.conclusion
     if slots.applies_when:
         conclusion += f"\n\nApplies when: {slots.applies_when}"
+    conclusion = within_budget(conclusion)
     failures = [f"Fails when: {slots.fails_when}"] if slots.fails_when else []
     if card.counterexamples.strip():
         failures.append(card.counterexamples.strip())  # the rule stage's disproved claims stay
