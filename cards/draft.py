@@ -249,8 +249,7 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40) -> Card:
     all_text = "\n".join(t.text[:2000] for t in exp.turns if t.kind in ("text", "tool_call", "error"))
     lo, hi = exp.lines
     title = make_title(commit_subject=_last_commit_subject(exp), signature=exp.error_signature,
-                       conclusion=conclusion, request=goal, settled=found.settled and not problem,
-                       cleared=fix.signature if fix is not None else "")
+                       conclusion=conclusion, request=goal, settled=found.settled and not problem)
     return Card(
         id=exp.id,
         title=title,

@@ -163,14 +163,34 @@ def verifiable_judgment(card: Card) -> GateResult:
 # --- gate: verified conclusion -------------------------------------------------------------------
 
 
+# A conclusion that says itself that nothing checked it: "not tested yet", "needs the DNS record
+# checked", "one lead: …", "I can't change X from here". A green run elsewhere does not check it.
+_SAYS_UNCHECKED = re.compile(
+    r"(?i)(?<!\bdo )(?<!\bdoes )\b(?:not|never|couldn'?t|could not|can'?t|cannot|didn'?t|did not|haven'?t|have not|hasn'?t|has not|"
+    r"wasn'?t|was not)\s+(?:yet\s+)?(?:been\s+)?(?:able to\s+)?(?:test(?:ed)?|verif(?:y|ied)|check(?:ed)?|confirm(?:ed)?|"
+    r"reproduc(?:e|ed)|run (?:it|the tests?)|tried)\b(?!\s+(?:on|in|with|under|for|against|beyond|outside)\b)"
+    r"|\b(?:untested|unverified)\b|\bneeds?\s+(?:to be\s+)?(?:\w+\s+){0,4}(?:checked|verified|tested|confirmed)\b"
+    r"|\b(?:one|a|the only|my best)\s+(?:lead|hypothesis|guess|theory)\b"
+    r"|\bcan'?t\s+(?:change|access|reach|run|test|apply)\b[^.]{0,60}\bfrom here\b"
+)
+
+
+def says_unchecked(conclusion: str) -> str:
+    """The conclusion's own words saying nothing checked it ('' when it says no such thing)."""
+    m = _SAYS_UNCHECKED.search(conclusion)
+    return m.group(0) if m else ""
+
+
 def checked_by(card: Card, evidence: EvidenceView | None = None) -> str:
     """What checked the conclusion, in a few words, or '' when nothing did: a check that passed
     after the change (`verified_by`), a person in review, or the user in the session (they typed
     it, or confirmed the answer in their own words). Rule-made and model-made cards alike."""
-    if card.verified_by:
-        return f"check at {card.verified_by}"
     if card.confirmed_by == "user":
         return "confirmed in review"
+    if says_unchecked(card.conclusion):
+        return ""  # the agent said so itself: a green run elsewhere in the session checked something else
+    if card.verified_by:
+        return f"check at {card.verified_by}"
     if evidence is not None and card.conclusion.strip():
         if _typed_by_user(card.conclusion, evidence):
             return "the user's own words"
@@ -186,6 +206,9 @@ def verified_conclusion(card: Card, evidence: EvidenceView) -> GateResult:
     gate = "verified_conclusion"
     if checked_by(card, evidence):
         return _result(gate, "")
+    own = says_unchecked(card.conclusion)
+    if own:
+        return _result(gate, f"nothing checked it, as the conclusion says itself ({own!r}); confirm it in `memoir review`")
     return _result(gate, "nothing checked it: no check failed before the change and passed after it, and the "
                          "user did not confirm it; confirm it in `memoir review`")
 

@@ -5,10 +5,11 @@ conclusion's sentence that gives the cause or the fix (`` `ImportError` → QAct
 imported from PySide6.QtGui``); without an error, that sentence alone (the decision). A commit
 subject is the title only when the conclusion says nothing more, and then without its
 `feat:`-style type. An error met along the way (named neither in the request nor in the
-conclusion, and not the one the verified fix cleared) is not what the card teaches and stays out. Only a card that settled nothing falls
-back to the user's request, with its conversational opener ("ok, next:", "new task:",
-"unrelated, but …"), slash commands, template headings and host boilerplate taken off: a first
-prompt or a greeting is never a title as it was typed.
+conclusion; a command that failed once and passed on a retry is not enough) is not what the
+card teaches and stays out. Only a card that settled nothing falls back to the user's request,
+with its conversational opener ("ok, next:", "new task:", "unrelated, but …"), slash commands,
+template headings and host boilerplate taken off: a first prompt or a greeting is never a title
+as it was typed.
 """
 
 from __future__ import annotations
@@ -158,17 +159,12 @@ def about_signature(signature: str, *texts: str) -> bool:
 
 
 def make_title(*, commit_subject: str = "", signature: str = "", conclusion: str = "",
-               request: str = "", settled: bool = True, cleared: str = "") -> str:
-    """One line naming what the card teaches; see the module docstring for the order.
-
-    Args:
-        cleared: the error signature the verified fix removed ('' when no check cleared one):
-            the session was about that error even where no sentence names it.
-    """
+               request: str = "", settled: bool = True) -> str:
+    """One line naming what the card teaches; see the module docstring for the order."""
     subject = _COMMIT_TYPE.sub("", commit_subject.strip())
     if re.fullmatch(r"exit code -?\d+", signature.strip()):
         signature = ""  # a bare exit status names no failure
-    if settled and signature and signature != cleared and not about_signature(signature, request, conclusion):
+    if settled and signature and not about_signature(signature, request, conclusion):
         signature = ""  # an error met along the way is not what the card teaches
     gist = _COMMIT_TYPE.sub("", _gist(conclusion, signature) if settled else "")
     if signature:

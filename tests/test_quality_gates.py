@@ -247,3 +247,21 @@ def test_thanks_a_negation_or_a_question_is_no_confirmation(replies):
                        conclusion="timeout=None means a stalled upstream blocks forever; timeout=30 raises httpx.ReadTimeout.")
     evidence = EvidenceView(ANSWERED + tuple(EvidenceTurn("user", "text", r) for r in replies))
     assert judge_card(howto, evidence, []).failed_gate == "verified_conclusion"
+
+
+@pytest.mark.parametrize("conclusion", [
+    "Same 404 with a new challenge. One lead: the host name resolves to another address than the ingress, "
+    "so the ACME request lands elsewhere; I can't change DNS from here and it needs the record checked.",
+    "timeout=30 on httpx.Client should stop the hang, but I have not run the tests yet.",
+])
+def test_a_conclusion_that_says_nothing_checked_it_is_held_whatever_ran_green(conclusion):
+    card = GOOD.with_(conclusion=conclusion)  # verified_by is set: some run in the session passed
+    verdict = judge_card(card, EVIDENCE, [])
+    assert verdict.failed_gate == "verified_conclusion"
+    assert "as the conclusion says itself" in verdict.reasons[0]
+    assert judge_card(card.with_(confirmed_by="user"), EVIDENCE, []).results[0].passed  # a person's word still counts
+
+
+def test_a_limit_on_where_it_was_tested_is_not_a_confession_that_nothing_was():
+    card = GOOD.with_(conclusion=GOOD.conclusion + " It was not tested on Windows.")
+    assert judge_card(card, EVIDENCE, [UNRELATED_ACTIVE]).results[0].passed

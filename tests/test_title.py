@@ -25,8 +25,7 @@ def test_conversational_openers_and_host_boilerplate_are_dropped(typed, cleaned)
 def test_a_signature_title_names_the_failure_and_the_fix():
     title = make_title(signature="OperationalError: database is locked",
                        conclusion="Perfect! The seed connection was never closed; committing and closing it fixes the lock.",
-                       request="ok, next: backfill dies with --workers 6",
-                       cleared="OperationalError: database is locked")  # the re-run after the fix no longer shows it
+                       request="ok, next: backfill dies with --workers 6: database is locked")
     assert title.startswith("`OperationalError: database is locked` → The seed connection was never closed")
     assert len(title) <= MAX_TITLE
 
@@ -99,7 +98,7 @@ def test_a_drafted_card_is_titled_cause_then_fix_not_by_its_commit_subject_or_fi
     from memoir.cards.segment import segment_session
     from tests.turns import Script
 
-    s = (Script().user("hi! can you look at the GUI? python -m opk.ui.main_window dies on start")
+    s = (Script().user("hi! can you look at the GUI? python -m opk.ui.main_window dies on start with an ImportError")
          .runs("python -m opk.ui.main_window")
          .error("ImportError: cannot import name 'QAction' from 'PySide6.QtWidgets'"))
     s._add("assistant", "tool_call", 'Edit {"file_path": "opk/ui/main_window.py"}', None, tool="Edit")
