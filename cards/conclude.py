@@ -339,9 +339,11 @@ _NEXT_STEP = re.compile(
 )
 # A heading that opens an inventory ("What's in the GUI now:", "Files changed:", "Summary of changes").
 _INVENTORY = re.compile(
-    r"(?i)^(?:what'?s (?:in|new|there)\b[^:]{0,40}|what (?:changed|i did|was done)|summary(?: of (?:the )?changes)?|"
+    r"(?i)^(?:what'?s (?:in|new|there)\b[^:]{0,40}|what (?:changed|was (?:done|changed|fixed|added))|"
+    r"what (?:i|we) (?:did|fixed|changed|added|updated|built|implemented)|summary(?: of (?:the )?changes)?|"
+    r"(?:a )?(?:reminder|overview|recap|list|tour) of\b[^:]{0,50}|(?:recent|new|current|other) [\w -]{0,30}features|"
     r"changes(?: made)?|(?:files?|paths?) (?:changed|modified|touched|updated|created|added|edited)|"
-    r"(?:changed|modified|touched|updated|created|new) files?|deliverables|artifacts)\s*:?\s*$"
+    r"(?:changed|modified|touched|updated|created|new) files?|deliverables|artifacts|how to (?:run|try|use) it)\s*:?\s*$"
 )
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
 _HEADINGISH = re.compile(r"^\s*(?:#{1,6}\s+|\*\*[^*]+\*\*:?\s*$|[^.!?]{1,60}:\s*$)")
@@ -370,18 +372,40 @@ def _blocks(lines: list[str]) -> list[list[str]]:
     return [b for b in blocks if b]
 
 
+MAX_FILE_ITEM_WORDS = 4  # "Spec: `specs/x/spec.md` (all items checked)" lists a file; a longer item says what changed
+
+
+def _bare_file(item: str) -> bool:
+    m = _FILE_LED.match(item)
+    return bool(m) and len(re.findall(r"[A-Za-z]{2,}", item[m.end():])) <= MAX_FILE_ITEM_WORDS
+
+
 def _is_file_list(items: list[str]) -> bool:
-    files = sum(bool(_FILE_LED.match(_bare_line(i))) for i in items)
+    files = sum(_bare_file(_bare_line(i)) for i in items)
     return len(items) >= 2 and files * 2 >= len(items)
 
 
+_LABEL_TAIL = re.compile(r"(?<=[.!?])\s+([^.!?]{1,60}):\s*$")  # "… hence X. Changes:" ends on a list's label
+
+
 def _keep_block(block: list[str]) -> list[str]:
-    """A block without filler lines; [] when the whole block is an inventory, a file list or next steps."""
-    head = _bare_line(block[0])
+    """A block without filler lines, and without its list when that is an inventory, a list of
+    files or next steps (the prose above the list stays; a line that only labels it goes)."""
+    lines = [ln for ln in block if not (_CLOSING.match(_bare_line(ln)) or _NEXT_STEP.match(_bare_line(ln)))]
     items = [ln for ln in block if _LIST_ITEM.match(ln)]
-    if items and (_INVENTORY.match(head) or _NEXT_STEP.match(head) or _is_file_list(items)):
-        return []
-    return [ln for ln in block if not (_CLOSING.match(_bare_line(ln)) or _NEXT_STEP.match(_bare_line(ln)))]
+    if not items:
+        return lines
+    head = _bare_line(block[0])
+    if _INVENTORY.match(head) or _NEXT_STEP.match(head) or _is_file_list(items):
+        prose = [ln for ln in lines if not _LIST_ITEM.match(ln)]
+        if prose and (_INVENTORY.match(head) or _NEXT_STEP.match(head) or _HEADINGISH.match(prose[0])):
+            prose = prose[1:]  # the list's own label
+        if prose:
+            tail = _LABEL_TAIL.search(prose[-1])
+            if tail and (_INVENTORY.match(tail.group(1)) or _NEXT_STEP.match(tail.group(1))):
+                prose[-1] = prose[-1][: tail.start()]
+        return prose
+    return lines
 
 
 def without_filler(text: str) -> str:

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 
 from memoir.cards.conclude import choose_conclusion, within_budget, without_filler
 from memoir.cards.distill.extract import Disproval, find_disproved
-from memoir.cards.limits import limit_lines, restates_error
+from memoir.cards.limits import limit_lines, restates_error, split_limits
 from memoir.cards.values import Card, Experience, Source, Turn
 from memoir.cards.outcomes import Verification, failure_conditions, verification
 from memoir.cards.cues import commit_subject, is_chatter
@@ -235,7 +235,7 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40) -> Card:
     found = choose_conclusion(exp.turns)
     fix = verification(exp.turns)
     said = without_filler(found.text) if found.settled else ""  # the lesson, its scope sentences included
-    conclusion = within_budget(said)
+    conclusion = within_budget(split_limits(said)[0])  # paragraphs labelled as limits go to Counterexamples
     verified = found.verified_by if found.settled else ""
     if found.settled and fix is not None and (not verified or fix.same_command):
         verified = f"t{fix.seq}"  # the failing command re-run green is the strongest confirmation

@@ -20,7 +20,8 @@ MAX_LIMIT_CHARS = 200
 
 # A sentence that bounds the claim it belongs to. "the only way", "not only … but" do not.
 _SCOPE = re.compile(
-    r"(?i)\b(?:does\s*n[o']t|do\s*n[o']t|doesn't|won'?t|will\s+not|would\s*n[o']t|cannot|can'?t)\s+"
+    r"(?i)\b(?:does\s*n[o']t|do\s*n[o']t|doesn't|don't)\s+apply\b"
+    r"|\b(?:does\s*n[o']t|do\s*n[o']t|doesn't|won'?t|will\s+not|would\s*n[o']t|cannot|can'?t)\s+"
     r"(?:apply|work|help|hold|cover|fix|happen)\b(?:\s+\w+){0,3}?\s+(?:when|if|on|in|for|with|under|to|unless|once)\b"
     r"|\bnot\s+(?:applicable|supported|available|needed|required)\s+(?:when|if|on|in|for|with|under|to|by)\b"
     r"|(?<!\bnot\s)\bonly\s+(?:applies|works|matters|helps|happens|holds|affects|when|if|for|with|on|under|after|"
@@ -36,16 +37,36 @@ _LABELLED = re.compile(
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\"'(\[])|\n+")
 
 
+MAX_LABELLED_CHARS = 400  # a paragraph the agent labelled "Limits:" moves whole, up to this much
+
+
+def split_limits(conclusion: str) -> tuple[str, list[str]]:
+    """The conclusion without the paragraphs the agent labelled as limits ("Limits: …",
+    "Caveat: …", "Counterexamples: …"), and those paragraphs, each on one line. A conclusion that
+    would be left with nothing else keeps them."""
+    kept, labelled = [], []
+    for para in re.split(r"\n[ \t]*\n", conclusion.strip()):
+        line = " ".join(para.split())
+        (labelled if _LABELLED.search(line) else kept).append(para if not _LABELLED.search(line) else line)
+    if not kept:
+        return conclusion.strip(), []
+    return "\n\n".join(kept).strip(), [_clip(p, MAX_LABELLED_CHARS) for p in labelled]
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
 def scope_limits(conclusion: str) -> list[str]:
-    """The conclusion's sentences that say where it stops holding, one line each, in order."""
+    """The conclusion's limits, one line each, in order: the paragraphs labelled as limits, then
+    the sentences that say where the rest stops holding."""
+    rest, labelled = split_limits(conclusion)
     found = []
-    for part in _SENTENCE.split(conclusion):
+    for part in _SENTENCE.split(rest if labelled else conclusion):
         sentence = " ".join(part.strip().lstrip("#>*-• \t").split())
         if sentence and (_LABELLED.search(sentence) or _SCOPE.search(sentence)) and not sentence.startswith("`"):
-            if len(sentence) > MAX_LIMIT_CHARS:
-                sentence = sentence[: MAX_LIMIT_CHARS - 1].rstrip() + "…"
-            found.append(sentence)
-    return list(dict.fromkeys(found))[:MAX_LIMITS]
+            found.append(_clip(sentence, MAX_LIMIT_CHARS))
+    return list(dict.fromkeys(labelled + found))[:MAX_LIMITS]
 
 
 def limit_lines(conclusion: str, already: str = "") -> list[str]:

@@ -84,3 +84,13 @@ def test_the_injected_conclusion_honours_the_budget_whatever_the_file_holds():
     block = immediate_context([RecalledCard("c-1", long, "", (), 0.9, 1.0)])
     shown = block.split("Conclusion: ", 1)[1].split("\nSource:", 1)[0]
     assert len(shown) <= CONCLUSION_BUDGET and shown.endswith("[…]")
+
+
+def test_the_lesson_above_a_list_of_files_stays_and_a_list_that_says_what_changed_stays_too():
+    bare = ("Pydantic 2 moved BaseSettings into the separate pydantic-settings package. Files changed:\n"
+            "- `pyproject.toml`\n- `app/settings.py`")
+    assert without_filler(bare) == "Pydantic 2 moved BaseSettings into the separate pydantic-settings package."
+    described = ("Pydantic 2 moved BaseSettings into the separate pydantic-settings package. Changes:\n"
+                 "- pyproject.toml: added pydantic-settings next to pydantic 2.9\n"
+                 "- app/settings.py: BaseSettings now comes from pydantic_settings, with env_file set in model_config")
+    assert without_filler(described) == described

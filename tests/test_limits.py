@@ -71,3 +71,18 @@ def test_a_user_sentence_that_only_restates_the_error_is_no_condition_but_a_real
     card = draft_card(exp)
     assert "appears when: It only happens on CI" in card.counterexamples
     assert "database is locked" not in card.counterexamples
+
+
+def test_a_paragraph_labelled_as_a_limit_moves_whole_to_counterexamples():
+    s = _loop("The exporter now reuses the request's connection, so the write lock is never held twice; 12 tests "
+              "pass.\n\nLimits: a second process still needs its own connection. It then needs a busy timeout too.")
+    (exp,) = segment_session(s.turns)
+    card = draft_card(exp)
+    assert "Limits:" not in card.conclusion
+    assert ("- stated limit: Limits: a second process still needs its own connection. It then needs a busy "
+            "timeout too.") in card.counterexamples
+
+
+def test_does_not_apply_is_a_limit_whatever_follows():
+    assert scope_limits("Pin pydantic-settings. Does not apply while pydantic is pinned below 2.0.") == [
+        "Does not apply while pydantic is pinned below 2.0."]
