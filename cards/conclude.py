@@ -329,7 +329,7 @@ _LEAD_IN = re.compile(
 _CLOSING = re.compile(
     r"(?i)^(?:let me know|would you like|do you want|want me to|shall i|should i|if you(?:'d)? (?:like|want|need)|"
     r"feel free|happy to|i can also|anything else|is there anything|hope (?:this|that) helps|happy coding|"
-    r"enjoy|good luck|cheers)\b"
+    r"enjoy|good luck|cheers|(?:just )?(?:ping|tell) me|if you (?:see|hit|run into|notice|encounter|get|have) (?:any|another|more|other)\b)"
 )
 # Next-step lines: where the work goes from here, not what was learned.
 _NEXT_STEP = re.compile(
@@ -385,6 +385,13 @@ def _is_file_list(items: list[str]) -> bool:
     return len(items) >= 2 and files * 2 >= len(items)
 
 
+def _is_label(line: str) -> bool:
+    """A short line with no sentence in it ("New test", "What I fixed"): the title of the list below."""
+    bare = _bare_line(line)
+    return len(bare.split()) <= MAX_LABEL_WORDS and not re.search(r"[.!?;]\s*$|`", bare)
+
+
+MAX_LABEL_WORDS = 6
 _LABEL_TAIL = re.compile(r"(?<=[.!?])\s+([^.!?]{1,60}):\s*$")  # "… hence X. Changes:" ends on a list's label
 
 
@@ -398,7 +405,8 @@ def _keep_block(block: list[str]) -> list[str]:
     head = _bare_line(block[0])
     if _INVENTORY.match(head) or _NEXT_STEP.match(head) or _is_file_list(items):
         prose = [ln for ln in lines if not _LIST_ITEM.match(ln)]
-        if prose and (_INVENTORY.match(head) or _NEXT_STEP.match(head) or _HEADINGISH.match(prose[0])):
+        if prose and (_INVENTORY.match(head) or _NEXT_STEP.match(head) or _HEADINGISH.match(prose[0])
+                      or _is_label(prose[0])):
             prose = prose[1:]  # the list's own label
         if prose:
             tail = _LABEL_TAIL.search(prose[-1])

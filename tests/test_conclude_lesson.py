@@ -94,3 +94,11 @@ def test_the_lesson_above_a_list_of_files_stays_and_a_list_that_says_what_change
                  "- pyproject.toml: added pydantic-settings next to pydantic 2.9\n"
                  "- app/settings.py: BaseSettings now comes from pydantic_settings, with env_file set in model_config")
     assert without_filler(described) == described
+
+
+def test_a_bare_label_left_above_a_dropped_list_and_an_invitation_to_report_more_go_too():
+    text = ("QAction must be imported from PySide6.QtGui, not QtWidgets; the smoke test imports the window.\n\n"
+            "New test\n- `tests/test_gui_import.py`\n- `tests/conftest.py`\n\n"
+            "If you see any other runtime issues when launching the GUI, paste the traceback.")
+    assert without_filler(text) == ("QAction must be imported from PySide6.QtGui, not QtWidgets; the smoke test "
+                                    "imports the window.")
