@@ -14,6 +14,7 @@ from memoir.cards.distill.extract import Disproval, find_disproved
 from memoir.cards.limits import limit_lines, restates_error, split_limits
 from memoir.cards.values import Card, Experience, Source, Turn
 from memoir.cards.outcomes import Verification, failure_conditions, verification
+from memoir.cards.quality_inputs import EvidenceView
 from memoir.cards.cues import commit_subject, is_chatter
 from memoir.cards.signals import is_notable_result
 from memoir.cards.signatures import error_signature
@@ -239,6 +240,11 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40) -> Card:
     verified = found.verified_by if found.settled else ""
     if found.settled and fix is not None and (not verified or fix.same_command):
         verified = f"t{fix.seq}"  # the failing command re-run green is the strongest confirmation
+    said_yes = None
+    if found.settled and not verified:
+        # No check backs it, but the user said in their own words that it worked: that is the check.
+        said_yes = EvidenceView.of_experience(exp).confirming_turn(found.text)
+        verified = f"t{said_yes.seq}" if said_yes is not None else ""
     if found.settled:
         problem = conclusion_problem(conclusion, min_conclusion_chars)
         status = "incomplete" if problem else "active"
@@ -274,7 +280,8 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40) -> Card:
         verified_by=verified,
         background=_background(exp),
         goal=_clip(goal, MAX_GOAL),
-        evidence=_evidence(exp, fix),
+        evidence=_evidence(exp, fix) + (f"\n- [t{said_yes.seq}] confirmed by the user: {_one_line(said_yes.text, 160)}"
+                                          if said_yes is not None else ""),
         conclusion=conclusion,
         counterexamples=_counterexamples(exp, said),
         follow_up=_follow_up(exp),

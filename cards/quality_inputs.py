@@ -22,6 +22,7 @@ class EvidenceTurn:
     role: str
     kind: str
     text: str
+    seq: int = -1  # the turn's number in its session, when known
 
     @property
     def typed_by_user(self) -> bool:
@@ -37,7 +38,7 @@ class EvidenceView:
 
     @classmethod
     def of(cls, turns: Iterable[Turn]) -> EvidenceView:
-        return cls(tuple(EvidenceTurn(t.role, t.kind, t.text) for t in turns if t.kind != "thinking"))
+        return cls(tuple(EvidenceTurn(t.role, t.kind, t.text, t.seq) for t in turns if t.kind != "thinking"))
 
     @classmethod
     def of_experience(cls, exp: Experience) -> EvidenceView:
@@ -55,18 +56,23 @@ class EvidenceView:
         """The user's own words confirming the answer `conclusion` came from ('' when none did):
         a short reply after it such as "that worked" or "confirmed, the build is green". The last
         word counts: a later "still fails" takes an earlier "works now" back."""
+        turn = self.confirming_turn(conclusion)
+        return " ".join(turn.text.split()) if turn else ""
+
+    def confirming_turn(self, conclusion: str) -> EvidenceTurn | None:
+        """The user's turn behind `user_confirmation`, or None."""
         anchor = _anchor(self.turns, conclusion)
         if anchor is None:
-            return ""
-        said = ""
+            return None
+        found = None
         for turn in self.turns[anchor + 1:]:
             if turn.typed_by_user:
                 text = " ".join(turn.text.split())
                 if _UNCONFIRMED.search(text) or len(text) > MAX_CONFIRMATION_CHARS:
-                    said = ""  # "that didn't work", or a new request: the answer is not confirmed by it
+                    found = None  # "that didn't work", or a new request: the answer is not confirmed by it
                 elif _CONFIRMS.search(text):
-                    said = text
-        return said
+                    found = turn
+        return found
 
 
 # The user saying the answer worked, in their own words; a negation or a "but" undoes it.
