@@ -53,16 +53,17 @@ class EvidenceView:
         return tuple(t.text for t in self.turns if t.typed_by_user)
 
     def user_confirmation(self, conclusion: str) -> str:
-        """The user's own words confirming the answer `conclusion` came from ('' when none did):
-        a short reply after it such as "that worked" or "confirmed, the build is green". The last
-        word counts: a later "still fails" takes an earlier "works now" back."""
+        """The user's own words confirming the experience's answer, which `conclusion` states ('' when
+        none did): a short reply after the assistant's first answer such as "that worked" or
+        "confirmed, the build is green". The last word counts: a later "still fails" takes an earlier
+        "works now" back. A conclusion written after the user's "this worked" restates what they confirmed."""
         turn = self.confirming_turn(conclusion)
         return " ".join(turn.text.split()) if turn else ""
 
     def confirming_turn(self, conclusion: str) -> EvidenceTurn | None:
         """The user's turn behind `user_confirmation`, or None."""
-        anchor = _anchor(self.turns, conclusion)
-        if anchor is None:
+        anchor = _first_answer(self.turns)
+        if anchor is None or not conclusion.strip():
             return None
         found = None
         for turn in self.turns[anchor + 1:]:
@@ -88,12 +89,9 @@ _UNCONFIRMED = re.compile(
 MAX_CONFIRMATION_CHARS = 300  # a confirmation is a short reply, not a new request with a "works" in it
 
 
-def _anchor(turns: Sequence[EvidenceTurn], conclusion: str) -> int | None:
-    """Index of the assistant text the conclusion came from: the one holding its first line, else
-    (a model's paraphrase, an edited card) the first assistant text."""
-    head = " ".join(conclusion.strip().splitlines()[0].split())[:60] if conclusion.strip() else ""
-    answers = [i for i, t in enumerate(turns) if t.role == "assistant" and t.kind == "text"]
-    return next((i for i in answers if head and head in " ".join(turns[i].text.split())), answers[0] if answers else None)
+def _first_answer(turns: Sequence[EvidenceTurn]) -> int | None:
+    """Index of the assistant's first text: the user's word after it is about this experience's answer."""
+    return next((i for i, t in enumerate(turns) if t.role == "assistant" and t.kind == "text"), None)
 
 
 # --- text helpers -------------------------------------------------------------------------------
