@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 
+from memoir.cards.limits import scope_limits
+
 MAX_TITLE = 80
 
 _OPENER = re.compile(
@@ -115,6 +117,8 @@ _CAUSE = re.compile(r"(?i)\b(?:root cause|because|caused|came from|meant|missed|
 _FIXED = re.compile(r"(?i)\b(?:fix(?:es|ed)?|now)\b")
 _DONE_WORDS = re.compile(r"(?i)^(?:fixed|done|works now|all (?:set|good)|committed)\b[^.:`]{0,40}[.:,]\s*")
 _CAUSE_LABEL = re.compile(r"(?i)^(?:the )?(?:real |actual |root )?(?:cause|problem|issue|fix|reason)\s*(?:was|is)?\s*:\s*")
+# An aside or a note beside the lesson: "Not affected: …", "Separately: …", "Note: …".
+_ASIDE = re.compile(r"(?i)^(?:not affected|unaffected|unchanged|separately|aside|note|also|side note|unrelated|fyi)\b[^.:]{0,30}:")
 # A failed attempt is no lesson: "WAL did not help", "that wasn't it".
 _FAILED_TRY = re.compile(r"(?i)\b(?:did ?n[o']t (?:help|work|fix)|didn't (?:help|work|fix)|was ?n[o']t it|no luck|still fail\w*)\b")
 
@@ -126,8 +130,8 @@ def _gist(conclusion: str, signature: str) -> str:
     for line in conclusion.splitlines():
         for sentence in re.split(r"(?<=[.!?])\s+", _MARKDOWN.sub("", line).strip()):
             sentence = _CAUSE_LABEL.sub("", _DONE_WORDS.sub("", _FLUFF.sub("", sentence)).strip()).strip()
-            if _FAILED_TRY.search(sentence):
-                continue
+            if _FAILED_TRY.search(sentence) or _ASIDE.match(sentence) or scope_limits(sentence):
+                continue  # a failed attempt, an aside or a limit is not what was learned
             if kind and kind in sentence:  # the failure restated: drop its quoted form
                 sentence = re.sub(r"`[^`]*" + re.escape(kind) + r"[^`]*`", "", sentence)
                 sentence = " ".join(re.sub(r"^\W*(?:this time|it|here)\b\W*", "", sentence.strip(), flags=re.I).split())

@@ -110,3 +110,11 @@ def test_a_drafted_card_is_titled_cause_then_fix_not_by_its_commit_subject_or_fi
     card = draft_card(exp)
     assert card.title == "`ImportError` → QAction lives in PySide6.QtGui since Qt 6, not in QtWidgets…"
     assert "Let me know" not in card.conclusion
+
+
+def test_an_aside_or_a_stated_limit_never_titles_a_card():
+    title = make_title(conclusion="Not affected: real environment variables still override .env values. "
+                                  "Settings now come from pydantic-settings with env_file anchored to the project root. "
+                                  "This does not apply when the app runs from a zipped wheel.",
+                       commit_subject="Move to pydantic-settings; anchor .env to the project root")
+    assert title.startswith("Settings now come from pydantic-settings with env_file anchored")
