@@ -69,9 +69,18 @@ def scope_limits(conclusion: str) -> list[str]:
     return list(dict.fromkeys(labelled + found))[:MAX_LIMITS]
 
 
+STATED_LIMIT = "- stated limit: "  # how a Counterexamples line taken from the conclusion begins
+
+
 def limit_lines(conclusion: str, already: str = "") -> list[str]:
     """Counterexamples lines for the conclusion's scope sentences not already in `already`."""
-    return [f"- stated limit: {s}" for s in scope_limits(conclusion) if s not in already]
+    return [STATED_LIMIT + s for s in scope_limits(conclusion) if s not in already]
+
+
+def stated_limits(counterexamples: str) -> list[str]:
+    """The limits a card's Counterexamples took from its conclusion, the agent's own words, label off."""
+    return [re.sub(r"^[A-Za-z][\w ]{0,30}:\s+", "", line[len(STATED_LIMIT):])
+            for line in counterexamples.splitlines() if line.startswith(STATED_LIMIT)]
 
 
 def restates_error(sentence: str, signatures: Collection[str]) -> bool:

@@ -15,7 +15,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memoir.cards.quality_inputs import EvidenceView, Similarity, content_words, lexical_similarity, sentences
+from memoir.cards.quality_inputs import (
+    EvidenceView, Similarity, content_words, lexical_similarity, says_unchecked, sentences,
+)
+from memoir.cards.limits import stated_limits
 from memoir.cards.signatures import error_signature, mask
 from memoir.cards.values import Card
 
@@ -161,24 +164,6 @@ def verifiable_judgment(card: Card) -> GateResult:
 
 
 # --- gate: verified conclusion -------------------------------------------------------------------
-
-
-# A conclusion that says itself that nothing checked it: "not tested yet", "needs the DNS record
-# checked", "one lead: …", "I can't change X from here". A green run elsewhere does not check it.
-_SAYS_UNCHECKED = re.compile(
-    r"(?i)(?<!\bdo )(?<!\bdoes )\b(?:not|never|couldn'?t|could not|can'?t|cannot|didn'?t|did not|haven'?t|have not|hasn'?t|has not|"
-    r"wasn'?t|was not)\s+(?:yet\s+)?(?:been\s+)?(?:able to\s+)?(?:test(?:ed)?|verif(?:y|ied)|check(?:ed)?|confirm(?:ed)?|"
-    r"reproduc(?:e|ed)|run (?:it|the tests?)|tried)\b(?!\s+(?:on|in|with|under|for|against|beyond|outside)\b)"
-    r"|\b(?:untested|unverified)\b|\bneeds?\s+(?:to be\s+)?(?:\w+\s+){0,4}(?:checked|verified|tested|confirmed)\b"
-    r"|\b(?:one|a|the only|my best)\s+(?:lead|hypothesis|guess|theory)\b"
-    r"|\bcan'?t\s+(?:change|access|reach|run|test|apply)\b[^.]{0,60}\bfrom here\b"
-)
-
-
-def says_unchecked(conclusion: str) -> str:
-    """The conclusion's own words saying nothing checked it ('' when it says no such thing)."""
-    m = _SAYS_UNCHECKED.search(conclusion)
-    return m.group(0) if m else ""
 
 
 def checked_by(card: Card, evidence: EvidenceView | None = None) -> str:
@@ -365,7 +350,8 @@ _REASON = re.compile(r"(?i)[;,]?\s*\b(?:because|since|as otherwise|so that|other
 def _order_clauses(card: Card) -> list[str]:
     """The commanding part of each order-shaped sentence (its reason is judged by the other gates)."""
     found = []
-    ordered = sentences("\n".join((card.conclusion, card.follow_up)))
+    # A limit taken from the conclusion is still the agent's conclusion: an order there counts too.
+    ordered = sentences("\n".join((card.conclusion, card.follow_up, *stated_limits(card.counterexamples))))
     for s in dict.fromkeys(ordered + sentences(card.counterexamples)):
         m = _ORDER.search(s) if s in ordered else None
         if m is None and not (_SHELL_PIPE.search(s) or _REMOTE_EXEC.search(s)):

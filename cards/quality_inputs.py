@@ -94,6 +94,24 @@ def _first_answer(turns: Sequence[EvidenceTurn]) -> int | None:
     return next((i for i, t in enumerate(turns) if t.role == "assistant" and t.kind == "text"), None)
 
 
+# A conclusion that says itself that nothing checked it: "not tested yet", "needs the DNS record
+# checked", "one lead: …", "I can't change X from here". A green run elsewhere does not check it.
+_SAYS_UNCHECKED = re.compile(
+    r"(?i)(?<!\bdo )(?<!\bdoes )\b(?:not|never|couldn'?t|could not|can'?t|cannot|didn'?t|did not|haven'?t|have not|hasn'?t|has not|"
+    r"wasn'?t|was not)\s+(?:yet\s+)?(?:been\s+)?(?:able to\s+)?(?:test(?:ed)?|verif(?:y|ied)|check(?:ed)?|confirm(?:ed)?|"
+    r"reproduc(?:e|ed)|run (?:it|the tests?)|tried)\b(?!\s+(?:on|in|with|under|for|against|beyond|outside)\b)"
+    r"|\b(?:untested|unverified)\b|\bneeds?\s+(?:to be\s+)?(?:\w+\s+){0,4}(?:checked|verified|tested|confirmed)\b"
+    r"|\b(?:one|a|the only|my best)\s+(?:lead|hypothesis|guess|theory)\b"
+    r"|\bcan'?t\s+(?:change|access|reach|run|test|apply)\b[^.]{0,60}\bfrom here\b"
+)
+
+
+def says_unchecked(conclusion: str) -> str:
+    """The conclusion's own words saying nothing checked it ('' when it says no such thing)."""
+    m = _SAYS_UNCHECKED.search(conclusion)
+    return m.group(0) if m else ""
+
+
 # --- text helpers -------------------------------------------------------------------------------
 
 _STOP = frozenset(

@@ -86,3 +86,12 @@ def test_a_paragraph_labelled_as_a_limit_moves_whole_to_counterexamples():
 def test_does_not_apply_is_a_limit_whatever_follows():
     assert scope_limits("Pin pydantic-settings. Does not apply while pydantic is pinned below 2.0.") == [
         "Does not apply while pydantic is pinned below 2.0."]
+
+
+def test_an_order_moved_with_a_limit_paragraph_is_still_judged_as_the_agents_order():
+    s = _loop("The exporter now reuses the request's connection, so the write lock is never held twice; 12 tests "
+              "pass.\n\nCaveat: never open a second sqlite3 connection inside a request handler.")
+    (exp,) = segment_session(s.turns)
+    card = draft_card(exp)
+    assert "never open a second sqlite3 connection" in card.counterexamples
+    assert judge_card(card, EvidenceView.of_experience(exp), []).failed_gate == "instruction_not_self_promoted"
