@@ -333,13 +333,13 @@ _CLOSING = re.compile(
 )
 # Next-step lines: where the work goes from here, not what was learned.
 _NEXT_STEP = re.compile(
-    r"(?i)^(?:next steps?|next up|suggested next steps?|what'?s next|follow[- ]?ups?|to ?dos?|"
+    r"(?i)^(?:next steps?|next up|suggested next steps?|what['’]?s next|follow[- ]?ups?|to ?dos?|"
     r"ready for (?:the )?next (?:phase|step)|you can now|now you can|to (?:try|test|run|use|see) it|"
     r"(?:when|once) you(?:'re| are)? ready|if you want(?: to)?,? (?:i|we) can)\b"
 )
 # A heading that opens an inventory ("What's in the GUI now:", "Files changed:", "Summary of changes").
 _INVENTORY = re.compile(
-    r"(?i)^(?:what'?s (?:in|new|there)\b[^:]{0,40}|what (?:changed|was (?:done|changed|fixed|added))|"
+    r"(?i)^(?:what['’]?s (?:in|new|there)\b[^:]{0,40}|what (?:changed|was (?:done|changed|fixed|added))|"
     r"what (?:i|we) (?:did|fixed|changed|added|updated|built|implemented)|summary(?: of (?:the )?changes)?|"
     r"(?:a )?(?:reminder|overview|recap|list|tour) of\b[^:]{0,50}|(?:recent|new|current|other) [\w -]{0,30}features|"
     r"changes(?: made)?|(?:files?|paths?) (?:changed|modified|touched|updated|created|added|edited)|"

@@ -30,7 +30,7 @@ _OPENER = re.compile(
     re.I,
 )
 _FLUFF = re.compile(
-    r"^(?:(?:perfect|great|excellent|done|all set|awesome|good (?:news|call|catch)|nice|sure|okay|ok|"
+    r"^(?:(?:perfect|great(?: (?:list|question|point|idea|catch))?|excellent|done|all set|awesome|good (?:news|call|catch)|nice|sure|okay|ok|"
     r"you['’]?re (?:absolutely )?right|you were (?:absolutely )?right|thanks for (?:the [\w ]{1,20}|that|catching that)|got it|"
     r"now yes|yes|no|to summari[sz]e|for the record|in short|short answer|summary|tl;?dr|here'?s (?:what|the summary)[^:]{0,30})\s*[!.:,—–-]+\s*)+",
     re.I,
@@ -119,6 +119,9 @@ _DONE_WORDS = re.compile(r"(?i)^(?:fixed|done|works now|all (?:set|good)|committ
 _CAUSE_LABEL = re.compile(r"(?i)^(?:the )?(?:real |actual |root )?(?:cause|problem|issue|fix|reason)\s*(?:was|is)?\s*:\s*")
 # An aside or a note beside the lesson: "Not affected: …", "Separately: …", "Note: …".
 _ASIDE = re.compile(r"(?i)^(?:not affected|unaffected|unchanged|separately|aside|note|also|side note|unrelated|fyi)\b[^.:]{0,30}:")
+# Work still ahead is no lesson: "Next, I'll add …", "To implement X, we need to …".
+_AHEAD = re.compile(r"(?i)^(?:(?:next|now|then|first|so)\b[,:]?\s*)?(?:i['’]ll|i will|let me|let['’]s|we need to|we['’]ll|"
+                    r"i['’]m going to|i need to)\b|^to \w+\b[^,]{0,60},\s*(?:we|i|you)\s+(?:need|will|['’]ll|should|must)\b")
 # A failed attempt is no lesson: "WAL did not help", "that wasn't it".
 _FAILED_TRY = re.compile(r"(?i)\b(?:did ?n[o']t (?:help|work|fix)|didn't (?:help|work|fix)|was ?n[o']t it|no luck|still fail\w*)\b")
 
@@ -130,7 +133,7 @@ def _gist(conclusion: str, signature: str) -> str:
     for line in conclusion.splitlines():
         for sentence in re.split(r"(?<=[.!?])\s+", _MARKDOWN.sub("", line).strip()):
             sentence = _CAUSE_LABEL.sub("", _DONE_WORDS.sub("", _FLUFF.sub("", sentence)).strip()).strip()
-            if _FAILED_TRY.search(sentence) or _ASIDE.match(sentence) or scope_limits(sentence):
+            if _FAILED_TRY.search(sentence) or _ASIDE.match(sentence) or _AHEAD.match(sentence) or scope_limits(sentence):
                 continue  # a failed attempt, an aside or a limit is not what was learned
             if kind and kind in sentence:  # the failure restated: drop its quoted form
                 sentence = re.sub(r"`[^`]*" + re.escape(kind) + r"[^`]*`", "", sentence)

@@ -102,3 +102,9 @@ def test_a_bare_label_left_above_a_dropped_list_and_an_invitation_to_report_more
             "If you see any other runtime issues when launching the GUI, paste the traceback.")
     assert without_filler(text) == ("QAction must be imported from PySide6.QtGui, not QtWidgets; the smoke test "
                                     "imports the window.")
+
+
+def test_an_inventory_heading_with_a_typographic_apostrophe_goes_too():
+    text = ("The editor keeps G-code blocks per stage, so start and end code no longer mix.\n\n"
+            "What’s in the GUI now\n- a Start tab\n- an End tab")
+    assert without_filler(text) == "The editor keeps G-code blocks per stage, so start and end code no longer mix."

@@ -118,3 +118,11 @@ def test_an_aside_or_a_stated_limit_never_titles_a_card():
                                   "This does not apply when the app runs from a zipped wheel.",
                        commit_subject="Move to pydantic-settings; anchor .env to the project root")
     assert title.startswith("Settings now come from pydantic-settings with env_file anchored")
+
+
+@pytest.mark.parametrize("conclusion", [
+    "Next, I’ll add the new CLI subcommands in the parser. The parser now rejects unknown hooks with exit code 2.",
+    "To implement the sync command, we need to create a script first. The parser now rejects unknown hooks with exit code 2.",
+])
+def test_work_still_ahead_never_titles_a_card(conclusion):
+    assert make_title(conclusion=conclusion).startswith("The parser now rejects unknown hooks")
