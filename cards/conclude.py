@@ -402,12 +402,13 @@ def _keep_block(block: list[str]) -> list[str]:
     items = [ln for ln in block if _LIST_ITEM.match(ln)]
     if not items:
         return lines
-    head = _bare_line(block[0])
+    first = block.index(items[0])
+    head = _bare_line(block[first - 1]) if first else ""  # the line right above the list labels it
     if _INVENTORY.match(head) or _NEXT_STEP.match(head) or _is_file_list(items):
         prose = [ln for ln in lines if not _LIST_ITEM.match(ln)]
-        if prose and (_INVENTORY.match(head) or _NEXT_STEP.match(head) or _HEADINGISH.match(prose[0])
-                      or _is_label(prose[0])):
-            prose = prose[1:]  # the list's own label
+        if prose and (_INVENTORY.match(head) or _NEXT_STEP.match(head) or _HEADINGISH.match(prose[-1])
+                      or _is_label(prose[-1])):
+            prose = prose[:-1]  # the list's own label
         if prose:
             tail = _LABEL_TAIL.search(prose[-1])
             if tail and (_INVENTORY.match(tail.group(1)) or _NEXT_STEP.match(tail.group(1))):
@@ -424,7 +425,9 @@ def without_filler(text: str) -> str:
         return text
     lines = text.strip().splitlines()
     first = _LEAD_IN.sub("", lines[0]).strip()
-    if first and first != lines[0]:
+    if not first and len(lines) > 1:
+        lines = lines[1:]  # a first line of only "Done." or "Perfect!"
+    elif first and first != lines[0]:
         lines[0] = first[:1].upper() + first[1:]
     kept = [_keep_block(b) for b in _blocks(lines)]
     out = _without_closing_sentences("\n\n".join("\n".join(b) for b in kept if b).strip())

@@ -108,3 +108,10 @@ def test_an_inventory_heading_with_a_typographic_apostrophe_goes_too():
     text = ("The editor keeps G-code blocks per stage, so start and end code no longer mix.\n\n"
             "What’s in the GUI now\n- a Start tab\n- an End tab")
     assert without_filler(text) == "The editor keeps G-code blocks per stage, so start and end code no longer mix."
+
+
+def test_an_inventory_label_in_the_middle_of_a_paragraph_goes_with_its_list():
+    text = ("Done.\nThe peripherals now live in their own tab, so the machine tab holds only standard M-codes.\n"
+            "What’s in the GUI now\n- Machine Control tab\n  - PSU on at start (M80)\n- Peripherals tab")
+    assert without_filler(text) == ("The peripherals now live in their own tab, so the machine tab holds only "
+                                    "standard M-codes.")
