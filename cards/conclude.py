@@ -100,7 +100,7 @@ def without_dumps(text: str) -> str:
     return _FENCED.sub(lambda m: "" if _dump(m) else m.group(0), text).strip()
 
 
-def _prose(text: str) -> str:
+def prose_of(text: str) -> str:
     """The words of a text, every code block left out."""
     return _FENCED.sub("", text) if ("```" in text or "<" in text) else text
 
@@ -133,7 +133,7 @@ def settled_text(text: str, allow_trim: bool = True) -> str:
         return ""
     if len(kept) < MIN_SETTLED_CHARS or not _CLAIMISH.search(kept) or _FORWARD.match(_bare(kept)):
         return ""
-    prose = _prose(kept).strip()
+    prose = prose_of(kept).strip()
     if len(prose) < MIN_SETTLED_CHARS or not _CLAIMISH.search(prose):
         return ""  # code with a caption: it shows a change, it does not say what was learned
     return kept

@@ -11,17 +11,19 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 from memoir.cards.conclude import choose_conclusion
+from memoir.cards.lesson import within_budget, without_filler
 from memoir.cards.distill.extract import Disproval, find_disproved
+from memoir.cards.limits import limit_lines, restates_error, split_limits
 from memoir.cards.values import Card, Experience, Source, Turn
 from memoir.cards.evidence import CUT_END, Ending, ending, open_statement
 from memoir.cards.outcomes import Verification, failure_conditions, verification
-from memoir.cards.cues import commit_subject, is_chatter, is_tooling_error, pasted_signature
+from memoir.cards.quality_inputs import EvidenceView
+from memoir.cards.cues import commit_subject, is_chatter
 from memoir.cards.signals import is_notable_result
 from memoir.cards.signatures import error_signature
 from memoir.cards.title import make_title, strip_boilerplate, strip_opener
 
 MAX_GOAL = 800
-MAX_CONCLUSION = 1200
 MAX_EVIDENCE_ITEMS = 12
 MAX_ITEM = 240
 
@@ -122,30 +124,20 @@ def _disproved_line(turn: Turn, d: Disproval) -> str:
 
 
 _BARE_EXIT = re.compile(r"`exit code -?\d+`")  # says that something failed, not what or when
-_CONDITION_PREFIX = {"condition": "appears when: ", "attempt": "did not help: ", "error": ""}
+_CONDITION_PREFIX = {"condition": "appears when: ", "attempt": "did not help: "}
 
 
-def _counterexamples(exp: Experience) -> str:
+def _counterexamples(exp: Experience, conclusion: str = "") -> str:
     """Failure conditions by rule: what the user said made it appear, attempts that did not help,
-    disproved claims, and the error the fix removed (or every distinct error seen)."""
+    disproved claims, and the conclusion's own scope sentences (`cards.limits`). The error the fix
+    removed, or any error met on the way, is no limit: Evidence shows it."""
     dead = find_disproved(exp.turns)
+    errors = {exp.error_signature} | {error_signature(t.text) for t in exp.turns if t.kind == "error"}
     lines = [f"- {_CONDITION_PREFIX.get(c.kind, '')}{_one_line(strip_opener(c.text) if c.kind == 'condition' else c.text)} (t{c.seq})"
-             for c in failure_conditions(exp.turns) if not _BARE_EXIT.search(c.text)]
+             for c in failure_conditions(exp.turns) if c.kind != "error" and not _BARE_EXIT.search(c.text)
+             and not (c.kind == "condition" and restates_error(c.text, errors))]
     lines += [_disproved_line(t, dead[t.seq]) for t in exp.turns if t.seq in dead]
-    said = "\n".join(lines)
-    seen: set[str] = {sig for t in exp.turns if t.kind == "error" and (sig := error_signature(t.text)) and f"`{sig}`" in said}
-    pasted = next((t for t in exp.turns if t.role == "user" and t.kind == "text"
-                   and exp.error_signature and pasted_signature(t.text) == exp.error_signature), None)
-    if pasted is not None and exp.error_signature not in seen and f"`{exp.error_signature}`" not in said:
-        # The user pasted the failure: that is the error the session set out to remove.
-        seen.add(exp.error_signature)
-        lines.append(f"- fails with `{_one_line(exp.error_signature, 160)}` (t{pasted.seq}, pasted by the user)")
-    for t in exp.turns:
-        if t.kind == "error":
-            sig = error_signature(t.text)
-            if sig and sig not in seen and not is_tooling_error(t) and not sig.startswith("exit code"):
-                seen.add(sig)
-                lines.append(f"- fails with `{_one_line(sig, 160)}` (t{t.seq})")
+    lines += limit_lines(conclusion, "\n".join(lines))
     return "\n".join(lines[:MAX_EVIDENCE_ITEMS])
 
 
@@ -248,10 +240,18 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40, ends_session: bo
     end = ending(exp.turns, ends_session)
     found = choose_conclusion(exp.turns)
     fix = verification(exp.turns)
-    if end is not None:
+    if end is not None:  # unresolved: the open state, never an earlier sentence
         found = replace(found, text=open_statement(exp.turns, end), verified_by="", source="open")
-    conclusion = _clip(found.text, MAX_CONCLUSION) if found.settled else ""
+        said = found.text
+    else:
+        said = without_filler(found.text) if found.settled else ""  # the lesson, its scope sentences included
+    conclusion = within_budget(split_limits(said)[0])  # paragraphs labelled as limits go to Counterexamples
     verified = f"t{fix.seq}" if found.settled and fix is not None and end is None else ""
+    said_yes = None
+    if found.settled and end is None and not verified:
+        # No check backs it, but the user said in their own words that it worked: that is the check.
+        said_yes = EvidenceView.of_experience(exp).confirming_turn(found.text)
+        verified = f"t{said_yes.seq}" if said_yes is not None else ""
     if end is not None:
         problem, status = end.reason, "incomplete"
     elif found.settled:
@@ -289,9 +289,10 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40, ends_session: bo
         verified_by=verified,
         background=_background(exp),
         goal=_clip(goal, MAX_GOAL),
-        evidence=_evidence(exp, fix),
+        evidence=_evidence(exp, fix) + (f"\n- [t{said_yes.seq}] confirmed by the user: {_one_line(said_yes.text, 160)}"
+                                          if said_yes is not None else ""),
         conclusion=conclusion,
-        counterexamples=_counterexamples(exp),
+        counterexamples=_counterexamples(exp, said),
         follow_up=_follow_up(exp, end),
         extra={"conclusion_source": found.source} if found.source else {},
     )

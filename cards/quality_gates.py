@@ -15,17 +15,22 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memoir.cards.quality_inputs import EvidenceView, Similarity, content_words, lexical_similarity, sentences
+from memoir.cards.quality_inputs import (
+    EvidenceView, Similarity, content_words, lexical_similarity, says_unchecked, sentences,
+)
+from memoir.cards.limits import stated_limits
 from memoir.cards.signatures import error_signature, mask
 from memoir.cards.values import Card
 
+# `verified_conclusion` comes first: an answer nothing checked (an opinion, an unverified how-to,
+# a parked plan) is held because nothing checked it, whatever else it lacks.
 QUALITY_GATE_NAMES = (
+    "verified_conclusion",
     "verifiable_judgment",
     "failure_conditions_stated",
     "no_unsupported_specifics",
     "instruction_not_self_promoted",
     "not_duplicate",
-    "verified_conclusion",
 )
 # Statuses the gates never touch: history (superseded) and tombstones (forgotten) are final.
 FINAL_STATUSES = ("superseded", "forgotten")
@@ -37,9 +42,10 @@ GATE_HELP: dict[str, str] = {
     "verifiable_judgment": "The conclusion must be a claim someone could check (X fails when Y; use A, "
                            "not B, because C), not a feeling or a diary of steps. Clears when the "
                            "Conclusion states that claim: edit it, then confirm.",
-    "failure_conditions_stated": "The card must say when its conclusion stops holding. Clears when "
-                                 "Counterexamples names at least one real limit (a version, platform, "
-                                 "setting or case where it does not apply): edit it, then confirm.",
+    "failure_conditions_stated": "A conclusion nothing checked must say when it stops holding, and "
+                                 "Counterexamples, when filled, must name a real limit (a version, platform, "
+                                 "setting or case where it does not apply), not a placeholder. Clears when "
+                                 "you write one (edit), then confirm.",
     "no_unsupported_specifics": "A number, identifier, flag, path or URL in the Conclusion or "
                                 "Counterexamples never appears in the session, so it may be invented. "
                                 "Clears when you correct or remove it (edit), or confirm because you know it "
@@ -50,8 +56,10 @@ GATE_HELP: dict[str, str] = {
                                      "with its reason.",
     "not_duplicate": "An active card already says the same. Reject this one (the active card stays), or "
                      "edit it until it says what the other does not, then confirm.",
-    "verified_conclusion": "No passing check after the change backed the conclusion, and the user never "
-                           "said it. Clears when you confirm it: your confirmation is the check.",
+    "verified_conclusion": "Nothing checked the conclusion: no check failed before the change and passed "
+                           "after it, and the user neither said it nor confirmed it in their own words (an "
+                           "opinion, an unverified how-to, a plan). Clears when you confirm it: your "
+                           "confirmation is the check.",
     "conclusion_too_short": "The conclusion is shorter than min_conclusion_chars, too little to recall. "
                             "Clears when you write the full conclusion (edit), then confirm.",
     "conclusion_open_code_fence": "The conclusion opens a code block it never closes: it was cut. Clears "
@@ -165,16 +173,36 @@ def verifiable_judgment(card: Card) -> GateResult:
 # --- gate: verified conclusion -------------------------------------------------------------------
 
 
+def checked_by(card: Card, evidence: EvidenceView | None = None) -> str:
+    """What checked the conclusion, in a few words, or '' when nothing did: a check that passed
+    after the change (`verified_by`), a person in review, or the user in the session (they typed
+    it, or confirmed the answer in their own words). Rule-made and model-made cards alike."""
+    if card.confirmed_by == "user":
+        return "confirmed in review"
+    if says_unchecked(card.conclusion):
+        return ""  # the agent said so itself: a green run elsewhere in the session checked something else
+    if card.verified_by:
+        return f"check at {card.verified_by}"
+    if evidence is not None and card.conclusion.strip():
+        if _typed_by_user(card.conclusion, evidence):
+            return "the user's own words"
+        said = evidence.user_confirmation(card.conclusion)
+        if said:
+            return f"the user confirmed it: {said[:60]!r}"
+    return ""
+
+
 def verified_conclusion(card: Card, evidence: EvidenceView) -> GateResult:
-    """A check that passed after the change (`verified_by`) or a person backs the conclusion (they
-    confirmed it in review, or typed it in the session); anything else is a guess, however well it reads."""
+    """Something checked the conclusion (`checked_by`); anything else is a guess, however well it
+    reads. A model's card is held to this as a rule card is: it inherits only the rule card's check."""
     gate = "verified_conclusion"
-    # Model-made conclusions are judged by the model stage's own slots and the other gates.
-    if card.verified_by or card.confirmed_by == "user" or card.quality != "rule":
+    if checked_by(card, evidence):
         return _result(gate, "")
-    if _typed_by_user(card.conclusion, evidence):
-        return _result(gate, "")
-    return _result(gate, "no passing check after the change confirmed it; confirm it in `memoir review`")
+    own = says_unchecked(card.conclusion)
+    if own:
+        return _result(gate, f"nothing checked it, as the conclusion says itself ({own!r}); confirm it in `memoir review`")
+    return _result(gate, "nothing checked it: no check failed before the change and passed after it, and the "
+                         "user did not confirm it; confirm it in `memoir review`")
 
 
 # --- gate: failure conditions stated ------------------------------------------------------------
@@ -182,10 +210,21 @@ def verified_conclusion(card: Card, evidence: EvidenceView) -> GateResult:
 _PLACEHOLDER = re.compile(r"(?i)^\W*(?:none|n/?a|nothing|unknown|tbd|todo|-+|no counterexamples?|not known|always applies)\W*$")
 
 
-def failure_conditions_stated(card: Card) -> GateResult:
-    """The card says when its conclusion stops holding; advice without limits misleads later."""
+def failure_conditions_stated(card: Card, checked: bool | None = None) -> GateResult:
+    """The card says when its conclusion stops holding, or a check stands in for the limits.
+
+    A checked conclusion (`checked`; by default its own `verified_by` or a person's confirmation)
+    may have no known limit: an empty Counterexamples then holds nothing back.
+
+    Args:
+        checked: whether something checked the conclusion (`checked_by`); None reads the card alone.
+    """
     gate = "failure_conditions_stated"
+    if checked is None:
+        checked = bool(checked_by(card))
     text = card.counterexamples.strip()
+    if not text and checked:
+        return _result(gate, "")
     if not text or _PLACEHOLDER.match(text):
         return _result(gate, "no failure conditions (Counterexamples is empty or a placeholder)")
     if len(content_words(text)) < MIN_FAILURE_WORDS:
@@ -318,7 +357,8 @@ _REASON = re.compile(r"(?i)[;,]?\s*\b(?:because|since|as otherwise|so that|other
 def _order_clauses(card: Card) -> list[str]:
     """The commanding part of each order-shaped sentence (its reason is judged by the other gates)."""
     found = []
-    ordered = sentences("\n".join((card.conclusion, card.follow_up)))
+    # A limit taken from the conclusion is still the agent's conclusion: an order there counts too.
+    ordered = sentences("\n".join((card.conclusion, card.follow_up, *stated_limits(card.counterexamples))))
     for s in dict.fromkeys(ordered + sentences(card.counterexamples)):
         m = _ORDER.search(s) if s in ordered else None
         if m is None and not (_SHELL_PIPE.search(s) or _REMOTE_EXEC.search(s)):
@@ -412,13 +452,14 @@ def judge_card(
         active_cards: cards already active (the card itself is skipped by id).
         similarity: embedding similarity in [0, 1]; lexical overlap alone when None.
     """
+    verified = verified_conclusion(card, evidence)
     results = (
+        verified,
         verifiable_judgment(card),
-        failure_conditions_stated(card),
+        failure_conditions_stated(card, checked=verified.passed),
         no_unsupported_specifics(card, evidence),
         instruction_not_self_promoted(card, evidence),
         not_duplicate(card, active_cards, similarity),
-        verified_conclusion(card, evidence),
     )
     failed = [r for r in results if not r.passed]
     return Verdict(
@@ -433,11 +474,13 @@ def decide_status(card: Card, verdict: Verdict, model_enabled: bool, distilled: 
     """Status and quality from the verdict and the model stage's state.
 
     Model off: a passing rule card is `active`, `quality: rule`. Model on: a card waits as
-    `candidate` until it is distilled and passes (`quality: model`). A failing card is
-    `candidate` with `gate: <name>`. Superseded and forgotten cards are never touched, and an
+    `candidate` until it is distilled and passes (`quality: model`), or until the model's answer
+    was overruled by the evidence (`model_overruled`: the rule card is judged, `quality: rule`).
+    A failing card is `candidate` with `gate: <name>`. Superseded and forgotten cards are never touched, and an
     `incomplete` rule card stays incomplete (the conclusion integrity check owns that state).
     """
-    quality = "model" if distilled else card.quality
+    # A rule card whose model answer was overruled by its evidence (`model_overruled`) stays `rule`.
+    quality = "model" if distilled and not card.extra.get("model_overruled") else card.quality
     if card.status in FINAL_STATUSES:
         return card
     if card.status == "incomplete" and not distilled:

@@ -22,6 +22,7 @@ class EvidenceTurn:
     role: str
     kind: str
     text: str
+    seq: int = -1  # the turn's number in its session, when known
 
     @property
     def typed_by_user(self) -> bool:
@@ -37,7 +38,7 @@ class EvidenceView:
 
     @classmethod
     def of(cls, turns: Iterable[Turn]) -> EvidenceView:
-        return cls(tuple(EvidenceTurn(t.role, t.kind, t.text) for t in turns if t.kind != "thinking"))
+        return cls(tuple(EvidenceTurn(t.role, t.kind, t.text, t.seq) for t in turns if t.kind != "thinking"))
 
     @classmethod
     def of_experience(cls, exp: Experience) -> EvidenceView:
@@ -50,6 +51,65 @@ class EvidenceView:
     @property
     def user_words(self) -> tuple[str, ...]:
         return tuple(t.text for t in self.turns if t.typed_by_user)
+
+    def user_confirmation(self, conclusion: str) -> str:
+        """The user's own words confirming the experience's answer, which `conclusion` states ('' when
+        none did): a short reply after the assistant's first answer such as "that worked" or
+        "confirmed, the build is green". The last word counts: a later "still fails" takes an earlier
+        "works now" back. A conclusion written after the user's "this worked" restates what they confirmed."""
+        turn = self.confirming_turn(conclusion)
+        return " ".join(turn.text.split()) if turn else ""
+
+    def confirming_turn(self, conclusion: str) -> EvidenceTurn | None:
+        """The user's turn behind `user_confirmation`, or None."""
+        anchor = _first_answer(self.turns)
+        if anchor is None or not conclusion.strip():
+            return None
+        found = None
+        for turn in self.turns[anchor + 1:]:
+            if turn.typed_by_user:
+                text = " ".join(turn.text.split())
+                if _UNCONFIRMED.search(text) or len(text) > MAX_CONFIRMATION_CHARS:
+                    found = None  # "that didn't work", or a new request: the answer is not confirmed by it
+                elif _CONFIRMS.search(text):
+                    found = turn
+        return found
+
+
+# The user saying the answer worked, in their own words; a negation or a "but" undoes it.
+_CONFIRMS = re.compile(
+    r"(?i)\b(?:(?:that|it|this|the fix|your fix|the change|everything)\s+(?:now\s+)?(?:works|worked|did it|did the trick|"
+    r"fixed it|solved it|helped)|works now|working now|fixed now|(?:is|it'?s) (?:now )?(?:fixed|solved|working|green)|"
+    r"confirmed|can confirm|problem solved|solved|that'?s it|that was it|exactly (?:it|right)|"
+    r"(?:tests?|build|ci|pipeline|deploy) (?:is |are )?(?:now )?(?:green|passing|passes|pass))\b"
+)
+_UNCONFIRMED = re.compile(
+    r"(?i)\b(?:not|never|still|but|however|although|except|no longer|nope|wrong|same (?:error|problem|issue))\b|n't\b|\?\s*$"
+)
+MAX_CONFIRMATION_CHARS = 300  # a confirmation is a short reply, not a new request with a "works" in it
+
+
+def _first_answer(turns: Sequence[EvidenceTurn]) -> int | None:
+    """Index of the assistant's first text: the user's word after it is about this experience's answer."""
+    return next((i for i, t in enumerate(turns) if t.role == "assistant" and t.kind == "text"), None)
+
+
+# A conclusion that says itself that nothing checked it: "not tested yet", "needs the DNS record
+# checked", "one lead: …", "I can't change X from here". A green run elsewhere does not check it.
+_SAYS_UNCHECKED = re.compile(
+    r"(?i)(?<!\bdo )(?<!\bdoes )\b(?:not|never|couldn'?t|could not|can'?t|cannot|didn'?t|did not|haven'?t|have not|hasn'?t|has not|"
+    r"wasn'?t|was not)\s+(?:yet\s+)?(?:been\s+)?(?:able to\s+)?(?:test(?:ed)?|verif(?:y|ied)|check(?:ed)?|confirm(?:ed)?|"
+    r"reproduc(?:e|ed)|run (?:it|the tests?)|tried)\b(?!\s+(?:on|in|with|under|for|against|beyond|outside)\b)"
+    r"|\b(?:untested|unverified)\b|\bneeds?\s+(?:to be\s+)?(?:\w+\s+){0,4}(?:checked|verified|tested|confirmed)\b"
+    r"|\b(?:one|a|the only|my best)\s+(?:lead|hypothesis|guess|theory)\b"
+    r"|\bcan'?t\s+(?:change|access|reach|run|test|apply)\b[^.]{0,60}\bfrom here\b"
+)
+
+
+def says_unchecked(conclusion: str) -> str:
+    """The conclusion's own words saying nothing checked it ('' when it says no such thing)."""
+    m = _SAYS_UNCHECKED.search(conclusion)
+    return m.group(0) if m else ""
 
 
 # --- text helpers -------------------------------------------------------------------------------

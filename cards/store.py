@@ -26,6 +26,7 @@ from memoir.cards.sanitize import sanitize
 from memoir.cards.sanitize.fields import FIELD_CAP, sanitize_field, sanitize_id, sanitize_value
 from memoir.cards.render import render
 from memoir.cards.title import display_title
+from memoir.cards.lesson import CONCLUSION_BUDGET
 from memoir.cards.errors import CardsError, LibraryTooNew
 from memoir.cards.schema import (
     CARD_SCHEMA,
@@ -156,6 +157,7 @@ def render_card(card: Card) -> str:
         "card.md.j2",
         card=card,
         front_matter=fm,
+        conclusion_budget=CONCLUSION_BUDGET,
         title=display_title(card),
         sections=[(name, SECTION_TITLES[name]) for name in SECTIONS],
     )
@@ -193,7 +195,7 @@ def parse_card(text: str, origin: str = "<card>") -> Card:
     for i, m in enumerate(matches):
         stop = matches[i + 1].start() if i + 1 < len(matches) else len(body)
         sections[by_title[m.group(1)]] = body[m.end():stop].strip("\n").rstrip()
-    known = set(FRONT_MATTER_ORDER)
+    known = set(FRONT_MATTER_ORDER) | {"conclusion_budget"}  # the template states it; not the card's own
     confirmed = str(meta.get("confirmed_by") or "")
     # Files written before the rename said `confirmed_by: tN` for a passing test run; that is
     # `verified_by` now, and `confirmed_by` means a person (`user`) alone.

@@ -1,15 +1,22 @@
 """Card titles that say what was learned, built by rule, under 80 characters.
 
-A title comes from what the session settled, in this order: the subject of the commit that
-closed the task, the error signature with the gist of the fix, the conclusion's first sentence,
-and only then the user's request with its conversational opener ("ok, next:", "new task:",
-"unrelated, but …"), slash commands and host boilerplate taken off. The first prompt of a
-session ("hi", "ok, next: …") is never a title as it was typed.
+A settled card's title is cause → fix: the error the session was about, an arrow, and the
+conclusion's sentence that gives the cause or the fix (`` `ImportError` → QAction must be
+imported from PySide6.QtGui``); without an error, that sentence alone (the decision). A commit
+subject is the title only when the conclusion says nothing more, and then without its
+`feat:`-style type. An error met along the way (named neither in the request nor in the
+conclusion; a command that failed once and passed on a retry is not enough) is not what the
+card teaches and stays out. Only a card that settled nothing falls back to the user's request,
+with its conversational opener ("ok, next:", "new task:", "unrelated, but …"), slash commands,
+template headings and host boilerplate taken off: a first prompt or a greeting is never a title
+as it was typed.
 """
 
 from __future__ import annotations
 
 import re
+
+from memoir.cards.limits import scope_limits
 
 MAX_TITLE = 80
 
@@ -23,7 +30,7 @@ _OPENER = re.compile(
     re.I,
 )
 _FLUFF = re.compile(
-    r"^(?:(?:perfect|great|excellent|done|all set|awesome|good (?:news|call|catch)|nice|sure|okay|ok|"
+    r"^(?:(?:perfect|great(?: (?:list|question|point|idea|catch))?|excellent|done|all set|awesome|good (?:news|call|catch)|nice|sure|okay|ok|"
     r"you['’]?re (?:absolutely )?right|you were (?:absolutely )?right|thanks for (?:the [\w ]{1,20}|that|catching that)|got it|"
     r"now yes|yes|no|to summari[sz]e|for the record|in short|short answer|summary|tl;?dr|here'?s (?:what|the summary)[^:]{0,30})\s*[!.:,—–-]+\s*)+",
     re.I,
@@ -34,6 +41,9 @@ _BOILERPLATE = re.compile(
     re.I | re.M | re.S,
 )
 _MARKDOWN = re.compile(r"^[#>*\-\s]+|[*_]{2}")
+_HEADING = re.compile(r"^\s*#{1,6}\s")
+_COMMIT_TYPE = re.compile(r"^(?:feat|fix|chore|docs|refactor|tests?|perf|build|ci|style|revert)(?:\([^)]*\))?!?:\s*", re.I)
+ARROW = " → "
 
 
 def strip_boilerplate(text: str) -> str:
@@ -47,9 +57,12 @@ def strip_opener(text: str) -> str:
 
 
 def clean_request(text: str) -> str:
-    """The user's request as one line, without openers, slash commands or host boilerplate."""
+    """The user's request as one line, without openers, slash commands, template headings
+    ("## User Input") or host boilerplate."""
     text = _BOILERPLATE.sub(" ", text)
-    for line in text.splitlines():
+    lines = text.splitlines()
+    prose = [ln for ln in lines if ln.strip() and not _HEADING.match(ln)]
+    for line in prose or lines:
         line = _MARKDOWN.sub("", line).strip()
         line = _OPENER.sub("", line).strip(" ,:;.-—–")
         if len(line) >= 3:
@@ -70,7 +83,10 @@ def first_sentence(text: str) -> str:
 
 
 def _capital(text: str) -> str:
-    return text[:1].upper() + text[1:] if text[:1].islower() and not text.startswith(("git ", "npm ")) else text
+    first = text.split(" ", 1)[0]
+    if re.search(r"[_./()`]|[a-z][A-Z]|\d", first) or text.startswith(("git ", "npm ")):
+        return text  # an identifier, a path or a command keeps its case
+    return text[:1].upper() + text[1:] if text[:1].islower() else text
 
 
 def clip_title(text: str, limit: int = MAX_TITLE) -> str:
@@ -100,6 +116,14 @@ _CAUSE = re.compile(r"(?i)\b(?:root cause|because|caused|came from|meant|missed|
                     r"doesn'?t|no longer|needs?|must|instead|moved|requires?|rejects?|returns?|only)\b")
 _FIXED = re.compile(r"(?i)\b(?:fix(?:es|ed)?|now)\b")
 _DONE_WORDS = re.compile(r"(?i)^(?:fixed|done|works now|all (?:set|good)|committed)\b[^.:`]{0,40}[.:,]\s*")
+_CAUSE_LABEL = re.compile(r"(?i)^(?:the )?(?:real |actual |root )?(?:cause|problem|issue|fix|reason)\s*(?:was|is)?\s*:\s*")
+# An aside or a note beside the lesson: "Not affected: …", "Separately: …", "Note: …".
+_ASIDE = re.compile(r"(?i)^(?:not affected|unaffected|unchanged|separately|aside|note|also|side note|unrelated|fyi)\b[^.:]{0,30}:")
+# Work still ahead is no lesson: "Next, I'll add …", "To implement X, we need to …".
+_AHEAD = re.compile(r"(?i)^(?:(?:next|now|then|first|so)\b[,:]?\s*)?(?:i['’]ll|i will|let me|let['’]s|we need to|we['’]ll|"
+                    r"i['’]m going to|i need to)\b|^to \w+\b[^,]{0,60},\s*(?:we|i|you)\s+(?:need|will|['’]ll|should|must)\b")
+# A failed attempt is no lesson: "WAL did not help", "that wasn't it".
+_FAILED_TRY = re.compile(r"(?i)\b(?:did ?n[o']t (?:help|work|fix)|didn't (?:help|work|fix)|was ?n[o']t it|no luck|still fail\w*)\b")
 
 
 def _gist(conclusion: str, signature: str) -> str:
@@ -108,7 +132,9 @@ def _gist(conclusion: str, signature: str) -> str:
     best = fixed = ""
     for line in conclusion.splitlines():
         for sentence in re.split(r"(?<=[.!?])\s+", _MARKDOWN.sub("", line).strip()):
-            sentence = _DONE_WORDS.sub("", _FLUFF.sub("", sentence)).strip()
+            sentence = _CAUSE_LABEL.sub("", _DONE_WORDS.sub("", _FLUFF.sub("", sentence)).strip()).strip()
+            if _FAILED_TRY.search(sentence) or _ASIDE.match(sentence) or _AHEAD.match(sentence) or scope_limits(sentence):
+                continue  # a failed attempt, an aside or a limit is not what was learned
             if kind and kind in sentence:  # the failure restated: drop its quoted form
                 sentence = re.sub(r"`[^`]*" + re.escape(kind) + r"[^`]*`", "", sentence)
                 sentence = " ".join(re.sub(r"^\W*(?:this time|it|here)\b\W*", "", sentence.strip(), flags=re.I).split())
@@ -122,22 +148,44 @@ def _gist(conclusion: str, signature: str) -> str:
     return fixed or best
 
 
+# Error kinds that name no failure of their own: the message must say what the error was about.
+_GENERIC_KINDS = frozenset({"error", "fatal", "fail", "failed", "failure", "exception", "panic", "warning", "err"})
+_WORDS = re.compile(r"[A-Za-z][A-Za-z0-9_]{3,}")
+
+
+def about_signature(signature: str, *texts: str) -> bool:
+    """Whether `texts` (the request, the conclusion) are about the error: its kind (a specific one,
+    `ImportError`, not `Error`) or two words of its message appear in them."""
+    said = " ".join(texts).lower()
+    kind, _, message = signature.partition(":")
+    kind = kind.strip()
+    if kind and kind.lower() not in _GENERIC_KINDS and " " not in kind and kind.lower() in said:
+        return True
+    words = {w.lower() for w in _WORDS.findall(message if message else kind)} - _GENERIC_KINDS - {"with", "from", "that", "this"}
+    return sum(w in said for w in words) >= min(2, len(words)) if words else False
+
+
 def make_title(*, commit_subject: str = "", signature: str = "", conclusion: str = "",
                request: str = "", settled: bool = True) -> str:
     """One line naming what the card teaches; see the module docstring for the order."""
-    subject = commit_subject.strip()
-    gist = first_sentence(conclusion) if settled else ""
+    subject = _COMMIT_TYPE.sub("", commit_subject.strip())
     if re.fullmatch(r"exit code -?\d+", signature.strip()):
         signature = ""  # a bare exit status names no failure
+    if settled and signature and not about_signature(signature, request, conclusion):
+        signature = ""  # an error met along the way is not what the card teaches
+    gist = _COMMIT_TYPE.sub("", _gist(conclusion, signature) if settled else "")
     if signature:
-        tail = subject or (_gist(conclusion, signature) if settled else "") or clean_request(request)
-        if tail:
-            return clip_title(f"{_short_signature(signature)}: {tail}")
+        if settled:
+            tail = gist or subject
+            return clip_title(f"{_short_signature(signature)}{ARROW}{tail}" if tail else _short_signature(signature, MAX_TITLE - 2))
+        asked = clean_request(request)
+        if asked and signature.split(":", 1)[0] not in asked:
+            return clip_title(f"{_short_signature(signature)}: {asked}")
         return clip_title(_short_signature(signature, MAX_TITLE - 2))
+    if len(gist) >= 12:
+        return clip_title(_capital(gist))
     if len(subject) >= 12:
-        return clip_title(subject)
-    if gist and len(gist) >= 12:
-        return clip_title(gist)
+        return clip_title(_capital(subject))
     return clip_title(clean_request(request) or subject or gist)
 
 

@@ -135,7 +135,7 @@ class Card:
     superseded_by: str = ""
     error_signature: str = ""
     gate: str = ""
-    verified_by: str = ""  # "tN": a passing test run at turn N backed the conclusion (rule stage)
+    verified_by: str = ""  # "tN": a check that passed at turn N after the change, or the user confirming it there
     confirmed_by: str = ""  # "user": a person confirmed the card in `memoir review`
     background: str = ""
     goal: str = ""

@@ -1,8 +1,8 @@
 """Containers: the same card in the shape each place may see it, one jinja2 template each.
 
 A container decides which fields are visible, so each template is handed only those fields:
-- immediate context (hook, `memoir recall`): conclusion, failure conditions, source id, age, and
-  the note that it is a historical conclusion; wrapped in `<memoir-context>` so the host readers
+- immediate context (hook, `memoir recall`): conclusion (within the budget the card file states),
+  failure conditions, source id, age, and the note that it is a historical conclusion; wrapped in `<memoir-context>` so the host readers
   strip it and a recalled card is never mined again as fresh evidence;
 - session brief (SessionStart, `memoir brief`): recent topics and open follow-ups, no evidence;
   what these two inject passes `fence`: no card text in them can act as markup or an order;
@@ -22,6 +22,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from memoir.cards.lesson import within_budget
 from memoir.cards.follow_up import open_follow_ups
 from memoir.cards.neutralise import neutralise
 from memoir.cards.values import SECTION_TITLES, SECTIONS, Card
@@ -119,7 +120,8 @@ def immediate_context(cards: Sequence) -> str:
     if not cards:
         return ""
     shown = [
-        _Shown(c.id, close_fences(c.conclusion.strip()),
+        # the budget every card file states: a longer conclusion (a hand edit, an older card) is cut here
+        _Shown(c.id, close_fences(within_budget(c.conclusion)),
                # the first lines only; a code block they open is closed, never left to swallow the rest
                close_fences("\n".join(c.counterexamples.strip().splitlines()[:MAX_FAILURE_LINES])),
                source_id(c), age_text(c.age_days))

@@ -379,3 +379,81 @@ def test_the_gates_reject_what_a_real_small_base_model_writes():
         out = distill_batch([pair(f"r{i}") for i in range(3)], [Endpoint(srv.url, "gemma3-270m")], timeout=120)
     assert out.counts["sent"] == 3
     assert not [c for c in out.cards if c.status == "active"], [(c.conclusion, c.gate) for c in out.cards]
+
+
+# --- the model is held to the same evidence (issue 24, mechanism 8) --------------------------------
+
+
+def export_experience() -> Experience:
+    """failing check → a guess that did not help → the fix that turned the same check green."""
+    from memoir.cards.segment import segment_session
+    from tests.turns import Script
+
+    s = Script(session_id="s-export", cwd="/srv/shop")
+
+    def edit(path: str) -> None:
+        s._add("assistant", "tool_call", f'Edit {{"file_path": "{path}"}}', None, tool="Edit")
+        s._add("tool", "tool_result", f"The file {path} has been updated.", None, tool="Edit")
+
+    s.user("pytest tests/test_export.py fails with sqlite3.OperationalError: database is locked, please fix it")
+    s.runs("pytest tests/test_export.py -q").error("sqlite3.OperationalError: database is locked")
+    s.says("The journal mode is probably the problem: setting journal_mode=WAL in app/db.py lets the reader and the writer overlap.")
+    edit("app/db.py")
+    s.runs("pytest tests/test_export.py -q").error("sqlite3.OperationalError: database is locked")
+    s.says("WAL did not help. The real cause: export_rows in app/export.py calls sqlite3.connect itself while the "
+           "request's connection still holds a write transaction, so the second writer waits and times out.")
+    edit("app/export.py")
+    s.runs("pytest tests/test_export.py -q").result("12 passed in 0.81s")
+    s.says("export_rows now reuses the request's connection instead of opening its own, so the write lock is never "
+           "held twice; the 12 export tests pass.")
+    (exp,) = segment_session(s.turns)
+    return exp
+
+
+def verified_pair() -> tuple[Experience, Card]:
+    exp = export_experience()
+    card = draft_card(exp)
+    assert card.verified_by and "export_rows" in card.conclusion  # the rule stage verified its conclusion
+    return exp, card
+
+
+def test_an_unrelated_model_answer_never_replaces_a_verified_rule_conclusion():
+    exp, rule = verified_pair()
+    out, _ = run([slots()], pairs=[(exp, rule)])  # VALID_SLOTS: an httpx timeout, nothing to do with this log
+    card = out.cards[0]
+    assert (card.status, card.quality) == ("active", "rule")
+    assert card.conclusion == rule.conclusion
+    assert card.extra["model_overruled"].startswith("names none of what the verified conclusion names")
+    assert out.counts["model_overruled"] == 1
+
+
+def test_a_model_answer_offering_what_the_log_shows_failing_never_replaces_it():
+    exp, rule = verified_pair()
+    out, _ = run([slots(conclusion="export_rows hits database is locked because of the journal mode; setting "
+                                   "journal_mode=WAL in app/db.py fixes it.", applies_when="", fails_when="")],
+                 pairs=[(exp, rule)])
+    card = out.cards[0]
+    assert (card.quality, card.conclusion) == ("rule", rule.conclusion)
+    assert card.extra["model_overruled"].startswith("offers what the log shows failing")
+
+
+def test_a_model_answer_that_names_the_evidence_and_contradicts_none_of_it_replaces_the_rule_one():
+    exp, rule = verified_pair()
+    good = ("export_rows opened its own sqlite3.connect while the request's connection held the write "
+            "transaction; reusing the request's connection ends the database is locked errors.")
+    out, _ = run([slots(conclusion=good, applies_when="", fails_when="")], pairs=[(exp, rule)])
+    card = out.cards[0]
+    assert (card.status, card.quality, card.verified_by) == ("active", "model", rule.verified_by)
+    assert card.conclusion == good and "model_overruled" not in card.extra
+
+
+def test_a_model_card_over_an_unverified_answer_is_held_by_the_verification_gate():
+    exp = Experience("claude", "s-howto", (
+        T(1, "user", "text", "How should the nightly sync in src/sync/client.py handle a stalled upstream API?", "s-howto"),
+        T(2, "assistant", "text", "Create httpx.Client with timeout=30 instead of timeout=None, so a stalled upstream "
+          "raises httpx.ReadTimeout instead of blocking forever.", "s-howto"),
+    ))
+    out, _ = run([slots(conclusion="httpx.Client with timeout=30 raises httpx.ReadTimeout on a stalled upstream "
+                                   "instead of blocking forever.")], pairs=[(exp, draft_card(exp))])
+    card = out.cards[0]
+    assert (card.status, card.quality, card.gate) == ("candidate", "model", "verified_conclusion")

@@ -79,3 +79,33 @@ def test_card_id_is_stable_for_the_same_turns():
     make = lambda: (Script().user("add a healthcheck endpoint").runs("cat app.py")
                     .says("Added GET /health with a DB ping that answers 503 when the ping fails."))
     assert draft_card(_only(make())).id == draft_card(_only(make())).id
+
+
+def _howto(reply: str | None):
+    from memoir.cards.quality_gates import decide_status, judge_card
+    from memoir.cards.quality_inputs import EvidenceView
+
+    s = (Script().user("how do I make the Qt GUI show a window on Ubuntu under Wayland? it exits at once")
+         .says("The Qt platform plugin is the likely cause: forcing the X11 plugin with QT_QPA_PLATFORM=xcb "
+               "before the command makes Qt pick xcb instead of wayland, so the window opens."))
+    if reply:
+        s.user(reply)
+    (exp,) = segment_session(s.turns)
+    card = draft_card(exp)
+    verdict = judge_card(card, EvidenceView.of_experience(exp), [])
+    return card, verdict, decide_status(card, verdict, model_enabled=False, distilled=False)
+
+
+def test_an_unverified_how_to_is_held_because_nothing_checked_it():
+    card, verdict, decided = _howto(None)
+    assert not card.verified_by
+    assert (decided.status, decided.gate) == ("candidate", "verified_conclusion")
+    assert "nothing checked it" in verdict.reasons[0]
+
+
+def test_a_how_to_the_user_confirms_in_their_own_words_is_checked_by_that_and_may_go_active():
+    card, verdict, decided = _howto("QT_QPA_PLATFORM=xcb did the trick, that worked!")
+    assert card.verified_by == "t2"
+    assert "[t2] confirmed by the user: QT_QPA_PLATFORM=xcb did the trick, that worked!" in card.evidence
+    assert verdict.passed, verdict.reasons
+    assert decided.status == "active"

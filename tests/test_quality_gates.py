@@ -66,9 +66,20 @@ def test_verifiable_judgment_accepts_a_finding_told_in_first_person():
     assert judge_card(card, EVIDENCE, []).passed
 
 
-@pytest.mark.parametrize("counterexamples", ["", "None.", "n/a", "- tbd"])
-def test_failure_conditions_stated_rejects_a_card_without_limits(counterexamples):
+@pytest.mark.parametrize("counterexamples", ["None.", "n/a", "- tbd"])
+def test_failure_conditions_stated_rejects_a_placeholder_for_limits(counterexamples):
     assert only_failure(GOOD.with_(counterexamples=counterexamples)) == "failure_conditions_stated"
+
+
+def test_a_checked_conclusion_with_no_known_limit_is_not_held_for_the_empty_section():
+    assert judge_card(GOOD.with_(counterexamples=""), EVIDENCE, [UNRELATED_ACTIVE]).passed
+
+
+def test_an_unchecked_answer_is_held_because_nothing_checked_it_not_for_an_empty_section():
+    howto = GOOD.with_(verified_by="", counterexamples="")  # an unverified how-to: no check, no limits
+    verdict = judge_card(howto, EVIDENCE, [UNRELATED_ACTIVE])
+    assert verdict.failed_gate == "verified_conclusion"
+    assert "nothing checked it" in verdict.reasons[0]
 
 
 @pytest.mark.parametrize("invented", [
@@ -154,7 +165,7 @@ def test_not_duplicate_with_the_real_embedder_catches_a_paraphrase_but_not_a_nei
 # --- decide_status ------------------------------------------------------------------------------
 
 PASS = judge_card(GOOD, EVIDENCE, [])
-FAIL = judge_card(GOOD.with_(counterexamples=""), EVIDENCE, [])
+FAIL = judge_card(GOOD.with_(counterexamples="n/a"), EVIDENCE, [])
 
 
 def test_model_off_a_passing_rule_card_is_active_rule():
@@ -202,4 +213,55 @@ def test_a_rule_card_nothing_confirmed_stays_candidate_until_a_person_confirms_i
     verdict = judge_card(unverified, EVIDENCE, [])
     assert (verdict.passed, verdict.failed_gate) == (False, "verified_conclusion")
     assert judge_card(unverified.with_(confirmed_by="user"), EVIDENCE, []).passed
-    assert judge_card(unverified.with_(quality="model"), EVIDENCE, []).passed
+
+
+def test_a_model_card_passes_the_same_verification_gate_as_a_rule_card():
+    unverified = GOOD.with_(verified_by="", quality="model")
+    assert judge_card(unverified, EVIDENCE, []).failed_gate == "verified_conclusion"
+    assert judge_card(unverified.with_(verified_by="t4"), EVIDENCE, []).passed
+
+
+ANSWERED = (
+    EvidenceTurn("user", "text", "How do I stop the nightly sync from hanging when the upstream API stalls?"),
+    EvidenceTurn("assistant", "text", "timeout=None means a stalled upstream blocks forever; timeout=30 raises "
+                 "httpx.ReadTimeout."),
+)
+
+
+@pytest.mark.parametrize("reply", ["Thanks, that worked: the sync finished tonight.", "confirmed, works now"])
+def test_an_answer_the_user_confirms_in_their_own_words_may_go_active(reply):
+    howto = GOOD.with_(verified_by="", counterexamples="",
+                       conclusion="timeout=None means a stalled upstream blocks forever; timeout=30 raises httpx.ReadTimeout.")
+    evidence = EvidenceView(ANSWERED + (EvidenceTurn("user", "text", reply),))
+    assert judge_card(howto, evidence, []).passed
+
+
+@pytest.mark.parametrize("replies", [
+    ("Thanks!",),  # polite, but says nothing about whether it worked
+    ("That didn't work, same hang.",),
+    ("works now", "hmm, it still hangs on the second run"),  # the last word counts
+    ("that worked?",),
+])
+def test_thanks_a_negation_or_a_question_is_no_confirmation(replies):
+    howto = GOOD.with_(verified_by="", counterexamples="",
+                       conclusion="timeout=None means a stalled upstream blocks forever; timeout=30 raises httpx.ReadTimeout.")
+    evidence = EvidenceView(ANSWERED + tuple(EvidenceTurn("user", "text", r) for r in replies))
+    assert judge_card(howto, evidence, []).failed_gate == "verified_conclusion"
+
+
+@pytest.mark.parametrize("conclusion", [
+    "Same 404 with a new challenge. One lead: the host name resolves to another address than the ingress, "
+    "so the ACME request lands elsewhere; I can't change DNS from here and it needs the record checked.",
+    "timeout=30 on httpx.Client should stop the hang, but I have not run the tests yet.",
+])
+def test_a_conclusion_that_says_nothing_checked_it_is_held_whatever_ran_green(conclusion):
+    card = GOOD.with_(conclusion=conclusion)  # verified_by is set: some run in the session passed
+    verdict = judge_card(card, EVIDENCE, [])
+    assert verdict.failed_gate == "verified_conclusion"
+    assert "as the conclusion says itself" in verdict.reasons[0]
+    assert judge_card(card.with_(confirmed_by="user"), EVIDENCE, []).results[0].passed  # a person's word still counts
+
+
+def test_a_limit_on_where_it_was_tested_is_not_a_confession_that_nothing_was():
+    card = GOOD.with_(conclusion=GOOD.conclusion + " It was not tested on Windows.")
+    assert judge_card(card, EVIDENCE, [UNRELATED_ACTIVE]).results[0].passed

@@ -168,7 +168,12 @@ def test_the_model_stage_writing_a_plant_into_its_slots_never_yields_an_active_c
         out = distill_batch(pairs, [Endpoint(srv.url, "scripted")], timeout=5)
     assert out.counts["ok"] == len(PLANTS)
     assert [c.status for c in out.cards] == ["candidate"] * len(PLANTS)
-    assert {c.gate for c in out.cards} == {"instruction_not_self_promoted"}
+    # Nothing checked a plant either, so `verified_conclusion` may name the verdict; the
+    # instruction gate rejects every one of them all the same.
+    assert {c.gate for c in out.cards} <= {"verified_conclusion", "instruction_not_self_promoted"}
+    for card in out.cards:
+        gates = {r.gate: r.passed for r in out.verdicts[card.id].results}
+        assert gates["instruction_not_self_promoted"] is False, card.conclusion
 
 
 def test_tool_results_logged_under_the_user_role_are_not_the_users_words():

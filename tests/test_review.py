@@ -29,18 +29,17 @@ from memoir.index.db import open_index
 from tests.test_hand_edits import reset_ledger
 from tests.user_cards import EXAMPLES, SHORTY_LOG, build_home, card, copy_home, store_of
 
-# SHORTY_LOG alone holds one card back since a probe after the change verifies its TLS fix (issue
-# 24): the aider example adds the held-back cards the review script below answers.
-AIDER_LOG = EXAMPLES / "aider" / ".aider.chat.history.md"
+# One card each waits for review: an order only the agent gave (shop API), an answer nothing checked (shorty).
+SHOPAPI_LOG = EXAMPLES / "claude-code" / "-home-dev-projects-shopapi" / "55dde895-7f1b-4d55-8dc2-423363ab1e15.jsonl"
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, embedder):
-    return build_home(tmp_path_factory.mktemp("built") / "home", [SHORTY_LOG, AIDER_LOG])
+    return build_home(tmp_path_factory.mktemp("built") / "home", [SHOPAPI_LOG, SHORTY_LOG])
 
 
 @pytest.fixture(scope="module")
 def held(built):
-    """SHORTY_LOG's cards awaiting review, oldest first: the two this module confirms and rejects."""
+    """The log's first two cards awaiting review, oldest first: the two this module confirms and rejects."""
     cards, _ = store_of(built).load_all()
     pending = awaiting_review(cards)
     assert len(pending) >= 2, [(c.id, c.status, c.gate) for c in cards]  # the review script below answers two

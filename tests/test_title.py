@@ -9,7 +9,7 @@ from memoir.cards.title import MAX_TITLE, clean_request, clip_title, display_tit
 
 
 @pytest.mark.parametrize("typed, cleaned", [
-    ("ok, next: tests/test_load.py (8 threads) flakes", "Tests/test_load.py (8 threads) flakes"),
+    ("ok, next: tests/test_load.py (8 threads) flakes", "tests/test_load.py (8 threads) flakes"),  # a path keeps its case
     ("new task: migrate the orders table to bigint ids", "Migrate the orders table to bigint ids"),
     ("unrelated, but why is CI slow on main?", "Why is CI slow on main?"),
     ("one more thing: bump ruff to 0.8", "Bump ruff to 0.8"),
@@ -25,13 +25,55 @@ def test_conversational_openers_and_host_boilerplate_are_dropped(typed, cleaned)
 def test_a_signature_title_names_the_failure_and_the_fix():
     title = make_title(signature="OperationalError: database is locked",
                        conclusion="Perfect! The seed connection was never closed; committing and closing it fixes the lock.",
-                       request="ok, next: backfill dies with --workers 6")
-    assert title.startswith("`OperationalError: database is locked`: The seed connection was never closed")
+                       request="ok, next: backfill dies with --workers 6: database is locked")
+    assert title.startswith("`OperationalError: database is locked` → The seed connection was never closed")
     assert len(title) <= MAX_TITLE
 
 
 def test_a_commit_subject_is_the_title_of_a_task_without_an_error():
     assert make_title(commit_subject="Add --json to the export command", request="hi") == "Add --json to the export command"
+
+
+def test_a_commit_subject_alone_gives_way_to_the_cause_and_the_fix():
+    title = make_title(commit_subject="fix(gui): QAction import; tests: add smoke test",
+                       signature="ImportError: cannot import name <str> from <str> (<path>",
+                       conclusion="Good catch — you're right: QAction must be imported from PySide6.QtGui, not "
+                                  "QtWidgets. I fixed that and added a test.",
+                       request="python -m opk.ui.main_window fails: ImportError: cannot import name 'QAction'")
+    assert title == "`ImportError` → QAction must be imported from PySide6.QtGui, not QtWidgets"
+
+
+def test_a_conventional_commit_type_never_leads_a_title():
+    subject = "feat: live review updates over the reviews channel"
+    assert make_title(commit_subject=subject, conclusion=subject) == "Live review updates over the reviews channel"
+
+
+def test_an_error_met_along_the_way_stays_out_of_the_title():
+    title = make_title(signature="fatal: Could not read from remote repository.",
+                       conclusion="The startup spec is written and every checklist item passes; the UI waits for the "
+                                  "health endpoint before it enables chat.",
+                       request="Write the spec for gating the chat UI on the health endpoint")
+    assert title.startswith("The startup spec is written") and "fatal" not in title
+
+
+def test_a_failed_attempt_is_never_the_fix_in_a_title():
+    title = make_title(signature="OperationalError: database is locked",
+                       conclusion="WAL did not help at all. export_rows now reuses the request's connection, so "
+                                  "the lock is never held twice.",
+                       request="the export fails with OperationalError: database is locked")
+    assert title.startswith("`OperationalError: database is locked` → export_rows now reuses")
+
+
+@pytest.mark.parametrize("request_text", ["hi!", "## User Input\n\nhello, can you help me"])
+def test_a_greeting_or_a_template_heading_never_titles_a_settled_card(request_text):
+    title = make_title(conclusion="Chat stays disabled until GET /health answers 200, because the embedded "
+                                  "server needs about two seconds to load.", request=request_text)
+    assert title.startswith("Chat stays disabled until GET /health answers 200")
+
+
+def test_an_unsettled_card_skips_the_template_heading_of_its_request():
+    assert make_title(request="## User Input\n\nok, gate the chat UI on the health endpoint",
+                      settled=False) == "Gate the chat UI on the health endpoint"
 
 
 def test_an_unsettled_card_falls_back_to_the_cleaned_request():
@@ -49,3 +91,38 @@ def test_a_card_written_before_titles_shows_its_cleaned_goal():
     card = Card(id="c-1", goal="ok, next: make the nightly export idempotent", conclusion="x")
     assert display_title(card) == "Make the nightly export idempotent"
     assert display_title(Card(id="c-2", title="Given title")) == "Given title"
+
+
+def test_a_drafted_card_is_titled_cause_then_fix_not_by_its_commit_subject_or_first_prompt():
+    from memoir.cards.draft import draft_card
+    from memoir.cards.segment import segment_session
+    from tests.turns import Script
+
+    s = (Script().user("hi! can you look at the GUI? python -m opk.ui.main_window dies on start with an ImportError")
+         .runs("python -m opk.ui.main_window")
+         .error("ImportError: cannot import name 'QAction' from 'PySide6.QtWidgets'"))
+    s._add("assistant", "tool_call", 'Edit {"file_path": "opk/ui/main_window.py"}', None, tool="Edit")
+    s.runs("python -m opk.ui.main_window").result("window opened, exit 0")
+    s.runs('git commit -am "chore: misc gui updates"').result("[main 1a2b3c4] chore: misc gui updates\n 1 file changed")
+    s.says("Good catch! QAction lives in PySide6.QtGui since Qt 6, not in QtWidgets; importing it from QtGui "
+           "fixes the start. Let me know if you want a CI job for the GUI.")
+    (exp,) = segment_session(s.turns)
+    card = draft_card(exp)
+    assert card.title == "`ImportError` → QAction lives in PySide6.QtGui since Qt 6, not in QtWidgets…"
+    assert "Let me know" not in card.conclusion
+
+
+def test_an_aside_or_a_stated_limit_never_titles_a_card():
+    title = make_title(conclusion="Not affected: real environment variables still override .env values. "
+                                  "Settings now come from pydantic-settings with env_file anchored to the project root. "
+                                  "This does not apply when the app runs from a zipped wheel.",
+                       commit_subject="Move to pydantic-settings; anchor .env to the project root")
+    assert title.startswith("Settings now come from pydantic-settings with env_file anchored")
+
+
+@pytest.mark.parametrize("conclusion", [
+    "Next, I’ll add the new CLI subcommands in the parser. The parser now rejects unknown hooks with exit code 2.",
+    "To implement the sync command, we need to create a script first. The parser now rejects unknown hooks with exit code 2.",
+])
+def test_work_still_ahead_never_titles_a_card(conclusion):
+    assert make_title(conclusion=conclusion).startswith("The parser now rejects unknown hooks")

@@ -6,6 +6,10 @@ request has a timeout, and a model that is alive but says nothing is an incident
 back to the queue with an alert, never into a retry loop. Fallback endpoints are tried in order
 only when one fails before producing any output; a response that broke midway is not resent.
 
+The model is held to the rule stage's evidence: its conclusion replaces a verified rule conclusion
+only when it names what that names and offers nothing the log shows failing (`evidence_conflict`);
+otherwise the rule card stands, with `model_overruled: <why>` in its front matter.
+
 Plan/apply: `build_prompt` (llm_prompt), `parse_slots` and `apply_slots` (llm_slots) are pure;
 `post_chat` (llm_client) is the only I/O; this module runs a batch through them and the gates.
 """
@@ -20,7 +24,7 @@ from memoir.cards.config import Settings
 from memoir.cards.distill.errors import BrokenResponse, EndpointUnavailable, InvalidOutput, ModelTimeout
 from memoir.cards.distill.llm_client import Endpoint, Reply, complete
 from memoir.cards.distill.llm_prompt import MAX_INPUT_CHARS, build_prompt
-from memoir.cards.distill.llm_slots import apply_slots, parse_slots
+from memoir.cards.distill.llm_slots import apply_slots, evidence_conflict, parse_slots
 from memoir.cards.draft import conclusion_problem
 from memoir.cards.incidents import raise_alert
 from memoir.cards.quality_gates import Verdict, decide_status, judge_card
@@ -172,6 +176,12 @@ def ask_model(
             continue
         counts["ok"] += 1
         distilled = apply_slots(card, slots, reply_model(endpoints, reply))
+        conflict = evidence_conflict(card, distilled, exp.turns)
+        if conflict:
+            # The verified rule conclusion stands; the card says why the model's answer was not used.
+            counts["model_overruled"] += 1
+            settle(card.with_(extra={**card.extra, "model_overruled": conflict}), evidence, distilled=True)
+            continue
         problem = conclusion_problem(distilled.conclusion, min_conclusion_chars)
         if problem:
             counts["incomplete_output"] += 1

@@ -1,20 +1,27 @@
 """The model's answer: the fixed JSON slots, their schema, their validation, and the card they make.
 
 Pure: `parse_slots` turns a reply's text into `Slots` or raises `InvalidOutput`; `apply_slots`
-lays the slots over the rule card.
+lays the slots over the rule card; `evidence_conflict` says when the model's conclusion may not
+replace a verified rule conclusion.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memoir.cards.lesson import CONCLUSION_BUDGET, within_budget
 from memoir.cards.distill.errors import InvalidOutput
-from memoir.cards.values import Card
+from memoir.cards.distill.extract import find_disproved
+from memoir.cards.outcomes import failure_conditions
+from memoir.cards.quality_gates import specifics
+from memoir.cards.values import Card, Turn
 
 SLOTS = ("conclusion", "applies_when", "fails_when", "topics", "task_type", "confidence")
 TASK_TYPES = ("debug", "feature", "refactor", "config", "question")  # what cards.draft assigns
-MAX_LEN = {"conclusion": 600, "applies_when": 300, "fails_when": 300}
+MAX_LEN = {"conclusion": CONCLUSION_BUDGET, "applies_when": 300, "fails_when": 300}
 MAX_TOPICS = 5
 MAX_TOPIC_LEN = 40
 
@@ -102,10 +109,12 @@ def parse_slots(content: str) -> Slots:
 
 
 def apply_slots(card: Card, slots: Slots, model_name: str) -> Card:
-    """The distilled card: the model's conclusion and boundaries over the rule card's evidence."""
+    """The distilled card: the model's conclusion and boundaries over the rule card's evidence,
+    the conclusion within the budget every card states (its "Applies when" line goes first)."""
     conclusion = slots.conclusion
     if slots.applies_when:
         conclusion += f"\n\nApplies when: {slots.applies_when}"
+    conclusion = within_budget(conclusion)
     failures = [f"Fails when: {slots.fails_when}"] if slots.fails_when else []
     if card.counterexamples.strip():
         failures.append(card.counterexamples.strip())  # the rule stage's disproved claims stay
@@ -117,3 +126,43 @@ def apply_slots(card: Card, slots: Slots, model_name: str) -> Card:
         quality="model",
         extra={**card.extra, "confidence": round(slots.confidence, 2), "distilled_by": model_name},
     )
+
+
+# What a conclusion names: identifiers, files, flags, calls, error codes (not numbers or prose).
+_NAMED_KINDS = frozenset({"url", "code", "flag", "path", "call", "dotted", "snake", "camel", "header", "error_code"})
+_NEGATED = re.compile(r"(?i)\b(?:not|never|no longer|instead of|rather than|did not help|didn'?t help|wasn'?t|isn'?t)\b|n't\b")
+
+
+def _names(text: str) -> set[str]:
+    return {token.lower().strip("`") for kind, token in specifics(text) if kind in _NAMED_KINDS and len(token) >= 3}
+
+
+def _named_in(name: str, text: str) -> bool:
+    return name in text.lower()
+
+
+def evidence_conflict(rule: Card, model: Card, turns: Sequence[Turn]) -> str:
+    """Why `model`'s conclusion may not replace `rule`'s verified one ('' when it may).
+
+    It must name what the evidence names (an identifier, file, flag or the error kind of the
+    verified rule conclusion) and contradict none of it: a thing the log shows failing (an attempt
+    that did not help, a claim a later turn disproved) is never offered as the answer.
+    """
+    if not (rule.verified_by and rule.conclusion.strip()) or rule.status != "active":
+        return ""  # nothing verified to protect: the gates judge the model's card on its own
+    text = model.conclusion
+    named = _names(rule.conclusion)
+    kind = rule.error_signature.split(":", 1)[0].strip()
+    if kind and len(kind) >= 4 and " " not in kind:
+        named.add(kind.lower())
+    if named and not any(_named_in(n, text) for n in named):
+        return "names none of what the verified conclusion names: " + ", ".join(sorted(named)[:5])
+    dead = find_disproved(turns)
+    failed_texts = [t.text for t in turns if t.seq in dead]
+    failed_texts += [c.text for c in failure_conditions(turns) if c.kind == "attempt"]
+    failed = set().union(*(_names(t) for t in failed_texts)) - _names(rule.conclusion) if failed_texts else set()
+    for sentence in re.split(r"(?<=[.!?;])\s+|\n+", text):
+        offered = [n for n in sorted(failed) if _named_in(n, sentence)]
+        if offered and not _NEGATED.search(sentence):
+            return f"offers what the log shows failing: {offered[0]}"
+    return ""

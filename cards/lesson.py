@@ -1,0 +1,161 @@
+"""What is kept of a conclusion: the lesson and its evidence, without filler, next steps or file lists, within a budget.
+
+A card is handed to an agent later, so it says what was learned and stops: no opening
+acknowledgement, no closing offer, no inventory of every file touched, and at most
+`CONCLUSION_BUDGET` characters (every card file states it, the model's slot is as long).
+"""
+
+from __future__ import annotations
+
+import re
+
+from memoir.cards.conclude import MIN_SETTLED_CHARS, prose_of
+
+# --- the lesson as a card keeps it: no filler, no next steps, no file lists, within a budget -------
+
+CONCLUSION_BUDGET = 600  # characters; every card file states it (`conclusion_budget`), the model's slot is as long
+
+# An acknowledgement before the lesson: "Good catch — thanks for the traceback. You're right:".
+_LEAD_IN = re.compile(
+    r"^(?:(?:good (?:catch|call|news|question|point)|great (?:catch|question|news)|nice catch|thanks(?: for [^.!:—–]{1,40})?|"
+    r"thank you(?: for [^.!:—–]{1,40})?|you['’]?re (?:absolutely |completely )?right|you were (?:absolutely )?right|"
+    r"perfect|excellent|great|awesome|done|all set|success|sure|got it|understood|"
+    r"(?:here'?s|here is) (?:what|the summary)[^:]{0,30})\s*[!.:,—–-]+\s*)+",
+    re.I,
+)
+# Closing filler: offers, wishes and invitations that teach nothing.
+_CLOSING = re.compile(
+    r"(?i)^(?:let me know|would you like|do you want|want me to|shall i|should i|if you(?:'d)? (?:like|want|need)|"
+    r"feel free|happy to|i can also|anything else|is there anything|hope (?:this|that) helps|happy coding|"
+    r"enjoy|good luck|cheers|(?:just )?(?:ping|tell) me|if you (?:see|hit|run into|notice|encounter|get|have) (?:any|another|more|other)\b)"
+)
+# Next-step lines: where the work goes from here, not what was learned.
+_NEXT_STEP = re.compile(
+    r"(?i)^(?:next steps?|next up|suggested next steps?|what['’]?s next|follow[- ]?ups?|to ?dos?|"
+    r"ready for (?:the )?next (?:phase|step)|you can now|now you can|to (?:try|test|run|use|see) it|"
+    r"(?:when|once) you(?:'re| are)? ready|if you want(?: to)?,? (?:i|we) can)\b"
+)
+# A heading that opens an inventory ("What's in the GUI now:", "Files changed:", "Summary of changes").
+_INVENTORY = re.compile(
+    r"(?i)^(?:what['’]?s (?:in|new|there)\b[^:]{0,40}|what (?:changed|was (?:done|changed|fixed|added))|"
+    r"what (?:i|we) (?:did|fixed|changed|added|updated|built|implemented)|summary(?: of (?:the )?changes)?|"
+    r"(?:a )?(?:reminder|overview|recap|list|tour) of\b[^:]{0,50}|(?:recent|new|current|other) [\w -]{0,30}features|"
+    r"changes(?: made)?|(?:files?|paths?) (?:changed|modified|touched|updated|created|added|edited)|"
+    r"(?:changed|modified|touched|updated|created|new) files?|deliverables|artifacts|how to (?:run|try|use) it)\s*:?\s*$"
+)
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
+_HEADINGISH = re.compile(r"^\s*(?:#{1,6}\s+|\*\*[^*]+\*\*:?\s*$|[^.!?]{1,60}:\s*$)")
+# A list item that leads with a file: "`src/app.py` — …", "Spec: `specs/x/spec.md`", "app/db.py: …".
+_FILE_LED = re.compile(
+    r"^(?:[\w .-]{1,24}:\s*)?`?(?:[~.]{0,2}/)?[\w.@-]+(?:/[\w.@-]+)+`?|^(?:[\w .-]{1,24}:\s*)?`?[\w.-]+\.[A-Za-z]{1,5}`?(?:\s|:|$)"
+)
+
+
+def _bare_line(line: str) -> str:
+    return _LIST_ITEM.sub("", line).strip().strip("*_# ").strip()
+
+
+def _blocks(lines: list[str]) -> list[list[str]]:
+    """Lines grouped as paragraphs, with a list and the heading line right above it in one block."""
+    blocks: list[list[str]] = []
+    for line in lines:
+        if not line.strip():
+            blocks.append([])
+            continue
+        item = bool(_LIST_ITEM.match(line))
+        if blocks and blocks[-1] and (item or not _LIST_ITEM.match(blocks[-1][-1])):
+            blocks[-1].append(line)
+        else:
+            blocks.append([line])
+    return [b for b in blocks if b]
+
+
+MAX_FILE_ITEM_WORDS = 4  # "Spec: `specs/x/spec.md` (all items checked)" lists a file; a longer item says what changed
+
+
+def _bare_file(item: str) -> bool:
+    m = _FILE_LED.match(item)
+    return bool(m) and len(re.findall(r"[A-Za-z]{2,}", item[m.end():])) <= MAX_FILE_ITEM_WORDS
+
+
+def _is_file_list(items: list[str]) -> bool:
+    files = sum(_bare_file(_bare_line(i)) for i in items)
+    return len(items) >= 2 and files * 2 >= len(items)
+
+
+def _is_label(line: str) -> bool:
+    """A short line with no sentence in it ("New test", "What I fixed"): the title of the list below."""
+    bare = _bare_line(line)
+    return len(bare.split()) <= MAX_LABEL_WORDS and not re.search(r"[.!?;]\s*$|`", bare)
+
+
+MAX_LABEL_WORDS = 6
+_LABEL_TAIL = re.compile(r"(?<=[.!?])\s+([^.!?]{1,60}):\s*$")  # "… hence X. Changes:" ends on a list's label
+
+
+def _keep_block(block: list[str]) -> list[str]:
+    """A block without filler lines, and without its list when that is an inventory, a list of
+    files or next steps (the prose above the list stays; a line that only labels it goes)."""
+    lines = [ln for ln in block if not (_CLOSING.match(_bare_line(ln)) or _NEXT_STEP.match(_bare_line(ln)))]
+    items = [ln for ln in block if _LIST_ITEM.match(ln)]
+    if not items:
+        return lines
+    first = block.index(items[0])
+    head = _bare_line(block[first - 1]) if first else ""  # the line right above the list labels it
+    if _INVENTORY.match(head) or _NEXT_STEP.match(head) or _is_file_list(items):
+        prose = [ln for ln in lines if not _LIST_ITEM.match(ln)]
+        if prose and (_INVENTORY.match(head) or _NEXT_STEP.match(head) or _HEADINGISH.match(prose[-1])
+                      or _is_label(prose[-1])):
+            prose = prose[:-1]  # the list's own label
+        if prose:
+            tail = _LABEL_TAIL.search(prose[-1])
+            if tail and (_INVENTORY.match(tail.group(1)) or _NEXT_STEP.match(tail.group(1))):
+                prose[-1] = prose[-1][: tail.start()]
+        return prose
+    return lines
+
+
+def without_filler(text: str) -> str:
+    """The lesson and its evidence: no opening acknowledgement ("Good catch — you're right:"), no
+    closing offer ("Let me know if …"), no next-step lines, no inventory of what changed or list
+    of every file touched. Prose that would be left with nothing to say keeps the text as it was."""
+    if not text.strip():
+        return text
+    lines = text.strip().splitlines()
+    first = _LEAD_IN.sub("", lines[0]).strip()
+    if not first and len(lines) > 1:
+        lines = lines[1:]  # a first line of only "Done." or "Perfect!"
+    elif first and first != lines[0]:
+        lines[0] = first[:1].upper() + first[1:]
+    kept = [_keep_block(b) for b in _blocks(lines)]
+    out = _without_closing_sentences("\n\n".join("\n".join(b) for b in kept if b).strip())
+    return out if len(prose_of(out).strip()) >= MIN_SETTLED_CHARS else text.strip()
+
+
+def _without_closing_sentences(text: str) -> str:
+    """`text` without trailing sentences that only offer more or point at next steps."""
+    while True:
+        head, sep, last = text.rpartition(". ")
+        if not sep or "\n" in last or not (_CLOSING.match(last.strip()) or _NEXT_STEP.match(last.strip())):
+            return text
+        text = head + "."
+
+
+def within_budget(text: str, budget: int = CONCLUSION_BUDGET) -> str:
+    """At most `budget` characters, cut after a whole paragraph or sentence (never inside a code
+    block), marked `[…]` when cut."""
+    text = text.strip()
+    if len(text) <= budget:
+        return text
+    room = budget - len(" […]")
+    cut = text[:room]
+    stop = max(cut.rfind("\n\n"), cut.rfind(". "), cut.rfind(".\n"), cut.rfind("; "))
+    cut = (cut[: stop + 1] if stop > room // 2 else cut[: cut.rfind(" ")] if " " in cut else cut).rstrip()
+    if cut.count("```") % 2:
+        cut = cut[: cut.rfind("```")].rstrip()
+    return cut + " […]"
+
+
+def lesson(text: str, budget: int = CONCLUSION_BUDGET) -> str:
+    """A conclusion as a card keeps it: `without_filler`, then `within_budget`."""
+    return within_budget(without_filler(text), budget)
