@@ -424,9 +424,11 @@ def mentions(text: str, names: frozenset[str]) -> bool:
     return any(re.search(rf"(?<![\w]){re.escape(n)}(?![\w])", low) for n in names if n in low)
 
 
+# Words that announce a step still to come ("Let me run it", "Next, I'll …"); an offer to the user
+# ("Let me know if you want …") is not one: the work it closes is done.
 LOOKS_AHEAD = re.compile(
     r"(?i)^(?:(?:now|next|first|then|ok(?:ay)?|so|great|perfect|good|alright)[,!.]?\s+)*"
-    r"(?:let me|let's|i'?ll|i will|i'?m going to|i am going to|i need to|we need to|i should|"
+    r"(?:let me(?! know)|let's|i'?ll|i will|i'?m going to|i am going to|i need to|we need to|i should|"
     r"i'?m gonna|going to|time to|i can now|i want to|now i)\b"
 )
 _LAST_SENTENCE = re.compile(r"(?<=[.!?])\s+")

@@ -242,3 +242,17 @@ def test_the_same_check_run_again_with_another_environment_is_a_setting_change(f
     assert lp is not None and lp.fix.setting == setting
     v = verification(s.turns)
     assert v is not None and v.failed_seq == 2
+
+
+def test_an_offer_to_the_user_at_the_end_is_not_a_step_left_undone():
+    from memoir.cards.evidence import ending
+    from tests.turns import Script
+
+    s = (Script().user("pytest fails: ImportError cannot import name 'x' from 'pkg'").runs("pytest -q")
+         .error("ImportError: cannot import name 'x' from 'pkg'"))
+    s._add("assistant", "tool_call", 'Edit {"file_path": "pkg/__init__.py"}', None, tool="Edit")
+    s.runs("pytest -q").result("3 passed")
+    s.says("Exported `x` from pkg/__init__.py, so the import works; pytest passes. Let me know if you want a test for it.")
+    assert ending(s.turns) is None
+    s.says("Let me run the slow suite too.")
+    assert ending(s.turns).reason == "ended_mid_work"
