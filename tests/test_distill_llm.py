@@ -41,8 +41,9 @@ TIMEOUT = 0.5
 REPO = Path(__file__).resolve().parents[1]
 
 
-def T(seq: int, role: str, kind: str, text: str, session: str = "s1") -> Turn:
-    return Turn("claude", session, seq, role, kind, text, source_file=f"/logs/{session}.jsonl", line=seq, cwd="/srv/app")
+def T(seq: int, role: str, kind: str, text: str, session: str = "s1", tool: str = "") -> Turn:
+    return Turn("claude", session, seq, role, kind, text, source_file=f"/logs/{session}.jsonl", line=seq, cwd="/srv/app",
+                tool_name=tool)
 
 
 def sync_experience(session: str = "s1") -> Experience:
@@ -53,9 +54,13 @@ def sync_experience(session: str = "s1") -> Experience:
         T(3, "tool", "tool_result", "12:    client = httpx.Client(timeout=None)", session),
         T(4, "assistant", "text", "The client is created with timeout=None, so a stalled upstream blocks the read "
           "forever. Setting timeout=30 makes the request raise httpx.ReadTimeout instead.", session),
-        T(5, "assistant", "tool_call", "pytest tests/test_sync.py -q", session),
-        T(6, "tool", "tool_result", "3 passed in 0.41s", session),
-        T(7, "assistant", "text", "The fix was to pass timeout=30 to httpx.Client; the stalled-upstream test now "
+        # The change, then the check after it: a fresh check after a change verifies (issue 24).
+        T(5, "assistant", "tool_call", 'Edit {"file_path": "src/sync/client.py", "old_string": "timeout=None", '
+          '"new_string": "timeout=30"}', session, tool="Edit"),
+        T(6, "tool", "tool_result", "The file src/sync/client.py has been updated.", session, tool="Edit"),
+        T(7, "assistant", "tool_call", 'Bash {"command": "pytest tests/test_sync.py -q"}', session, tool="Bash"),
+        T(8, "tool", "tool_result", "3 passed in 0.41s", session, tool="Bash"),
+        T(9, "assistant", "text", "The fix was to pass timeout=30 to httpx.Client; the stalled-upstream test now "
           "raises httpx.ReadTimeout and the job moves on.", session),
     ))
 
@@ -103,7 +108,7 @@ def test_the_request_carries_the_whole_experience_and_the_slot_schema():
     # Every source turn, not only the last one.
     assert "hangs forever when the upstream API stalls" in user
     assert "httpx.Client(timeout=None)" in user
-    assert "[t7 assistant/text]" in user
+    assert "[t9 assistant/text]" in user
 
 
 def test_the_api_key_never_reaches_logs_alerts_or_repr(caplog):

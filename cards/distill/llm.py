@@ -180,7 +180,7 @@ def ask_model(
         if conflict:
             # The verified rule conclusion stands; the card says why the model's answer was not used.
             counts["model_overruled"] += 1
-            settle(card.with_(extra={**card.extra, "model_overruled": conflict}), evidence, distilled=True)
+            keep(card.with_(extra={**card.extra, "model_overruled": conflict}), distilled=True)
             continue
         problem = conclusion_problem(distilled.conclusion, min_conclusion_chars)
         if problem:
