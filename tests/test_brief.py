@@ -75,4 +75,6 @@ def test_memoir_brief_lists_the_real_follow_up_of_a_workspace_and_none_of_its_he
     assert out.exit_code == 0, out.output
     listed = out.output.split("Open follow-ups:\n", 1)[1].split("</memoir-context>")[0]
     items = [ln[2:].rsplit(" [c-", 1)[0] for ln in listed.splitlines() if ln.startswith("- ")]
-    assert items == ["gcode.hooks for anything custom not yet standardized"], out.output
+    # Besides the real follow-up, only the open question of an unresolved experience (issue 24): no heading.
+    assert items[0] == "gcode.hooks for anything custom not yet standardized", out.output
+    assert all(item.startswith("open: ") for item in items[1:]), out.output
