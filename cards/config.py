@@ -57,6 +57,9 @@ class Settings:
     # A host-log line longer than this is skipped unread (`bad_line_too_large`): decoding one
     # 200 MB line would take gigabytes. Pasted images stay well under it.
     max_line_bytes: int = 16 * 1024 * 1024
+    # Build the deep-search turn index (every turn and window embedded) at the end of each run, so
+    # the first `memoir search` finds it ready; off, the first search builds it, a batch at a time.
+    turn_index_in_run: bool = True
     nightly_cron: str = "30 3 * * *"
     nightly_timezone: str = ""  # IANA name for the cron; empty: this machine's local zone
     # Aider keeps one history per repository, so its logs are read only from folders registered

@@ -244,7 +244,7 @@ def commit(run: Run) -> None:
 
 def refresh_turns(run: Run) -> None:
     """Embed the turns this run read into the turn index, so the first search finds it ready."""
-    if run.index is not None:
+    if run.index is not None and run.settings.turn_index_in_run:
         before = len(run.index.notes)
         run.index.refresh_turns(run.progress)
         run.summary.notes.extend(run.index.notes[before:])

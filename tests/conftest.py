@@ -19,6 +19,9 @@ def memoir_home(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMOIR_HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.delenv("MEMOIR_CONFIG", raising=False)
+    # Embedding every turn of every log a test reads would take most of the suite's time: tests
+    # that pin the turn index built during a run turn it back on (tests/test_turn_index_run.py).
+    monkeypatch.setenv("MEMOIR_TURN_INDEX_IN_RUN", "0")
     return home
 
 

@@ -17,7 +17,8 @@ def _ledgered(settings):
         return {e.path: (e.host, e.size, e.mtime_ns) for e in ledger.entries()}
 
 
-def test_a_run_leaves_every_read_turn_embedded_and_every_card_span_recorded(tmp_path, embedder):
+def test_a_run_leaves_every_read_turn_embedded_and_every_card_span_recorded(tmp_path, embedder, monkeypatch):
+    monkeypatch.setenv("MEMOIR_TURN_INDEX_IN_RUN", "1")  # the default; the suite turns it off elsewhere
     logs = tmp_path / "logs"
     logs.mkdir()
     shutil.copy(FEEDCLI_LOG, logs / FEEDCLI_LOG.name)
