@@ -40,7 +40,7 @@ from memoir.cards.store import CardStore
 from memoir.cards.title import display_title
 from memoir.index.candidates import MAX_QUERY_INPUT, RRF_K, fuse, query_terms
 from memoir.index.chain_links import CardsOnDisk, newest_in_chain
-from memoir.index.errors import IndexFailure
+from memoir.index.errors import IndexCorrupt, IndexFailure
 from memoir.index.files import INDEX_FILE, TURNS_FILE
 from memoir.index.recall_gates import workspaces_near
 from memoir.index.rewrite import rewrite_query
@@ -342,6 +342,9 @@ def search_cards(settings: Settings, query: str, *, embedder, k: int = 10, works
         for card_id, vec in index.vectors(need).items():
             fused[card_id]["cosine"] = float(vec @ vector)
         turns = load_turns(settings, embedder, index, store, problems)
+    except UnicodeDecodeError as exc:  # a stored text with bad bytes: the file is damaged, not the query
+        raise IndexCorrupt(f"index {path} holds damaged text ({exc}); `memoir run` or "
+                           "`memoir index rebuild` rebuilds it from the card files") from exc
     finally:
         if own:
             index.close()

@@ -165,3 +165,16 @@ def test_only_the_newest_set_aside_files_are_kept(tmp_path):
     kept = sorted(p.name for p in tmp_path.iterdir())
     assert kept == [f"{SET_ASIDE}20260101T{h:02d}0000Z" for h in range(2, KEEP_SET_ASIDE + 2)]
     assert set_aside(tmp_path) is None  # nothing live to move
+
+
+def test_search_and_recall_on_a_damaged_index_say_so_and_never_trace_back(base, tmp_path):
+    home = tmp_path / "home"
+    shutil.copytree(base, home)
+    invalid_utf8(home / "index" / INDEX_FILE)
+    for query in ("docker compose reload", "uvicorn reload", "TS2339 Property json does not exist"):
+        search = memoir(home, "search", query, "--json", "--all")
+        assert "Traceback" not in search.stderr, search.stderr
+        if search.returncode != 0:  # the damaged row was read: said in words, with the command that heals it
+            assert "damaged" in search.stderr and "memoir index rebuild" in search.stderr, search.stderr
+    recall = memoir(home, "recall", "uvicorn --reload never reloads in docker", "--json")
+    assert "Traceback" not in recall.stderr, recall.stderr
