@@ -65,7 +65,7 @@ def test_every_host_in_the_real_logs_yields_cards_with_six_headings(logs, settin
     assert len({(s.host, s.session_id) for s in sources}) >= 10
     for path in settings.cards_dir.glob("*.md"):
         text = path.read_text()
-        assert text.startswith("---\nid: ")
+        assert text.startswith("---\nschema: 1\nid: ")
         for title in SECTION_TITLES.values():
             assert f"\n## {title}\n" in text
         parse_card(text, str(path))

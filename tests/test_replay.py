@@ -149,7 +149,10 @@ def test_a_down_model_queues_the_batch_and_replay_distills_it_once(tmp_path, set
         assert report.applied == 1 and report.left == 0
         assert len(srv.received) == 2
         written = _cards(settings)
-        assert len(written) == 2 and all(b"quality: model" in v or b"scripted" in v for v in written.values())
+        # Each card went through the model: its answer, or the verified rule conclusion it could not
+        # overrule (issue 24 mechanism 8: the scripted answer names nothing of this log's evidence).
+        assert len(written) == 2 and all(b"quality: model" in v or b"scripted" in v or b"model_overruled" in v
+                                         for v in written.values())
         assert replay_queue(settings, endpoints=(Endpoint(srv.url, "scripted"),)).applied == 0
         assert len(srv.received) == 2 and _cards(settings) == written
 
