@@ -29,12 +29,13 @@ from memoir.index.db import open_index
 from tests.test_hand_edits import reset_ledger
 from tests.user_cards import EXAMPLES, SHORTY_LOG, build_home, card, copy_home, store_of
 
-# One card each waits for review: an order only the agent gave (shop API), an answer nothing checked (shorty).
-SHOPAPI_LOG = EXAMPLES / "claude-code" / "-home-dev-projects-shopapi" / "55dde895-7f1b-4d55-8dc2-423363ab1e15.jsonl"
+# Cards nothing checked wait for review: the aider example's (its answers are never re-run), and the
+# shop API's order only the agent gave. SHORTY_LOG's TLS fix is verified by a probe after the change.
+AIDER_LOG = EXAMPLES / "aider" / ".aider.chat.history.md"
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, embedder):
-    return build_home(tmp_path_factory.mktemp("built") / "home", [SHOPAPI_LOG, SHORTY_LOG])
+    return build_home(tmp_path_factory.mktemp("built") / "home", [SHORTY_LOG, AIDER_LOG])
 
 
 @pytest.fixture(scope="module")
