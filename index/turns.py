@@ -207,9 +207,7 @@ class TurnIndex:
                 "SELECT file, line, host, session_id, seq, role, kind, timestamp, cwd, text FROM turns")]
             with self.conn:
                 self.conn.execute("DELETE FROM windows")
-                self.conn.executemany("INSERT OR REPLACE INTO windows VALUES (?,?,?,?,?,?,?,?,?,?)",
-                                      [(w.file, w.session_id, w.host, w.lo, w.hi, w.first_seq, w.last_seq, w.cwd,
-                                        w.text, text_hash(w.text)) for w in cut_windows(rows)])
+                self._store_windows(rows)
                 self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('windows', ?)", (WINDOWS_VERSION,))
 
     def close(self) -> None:
@@ -244,9 +242,7 @@ class TurnIndex:
                 self.conn.executemany("INSERT OR REPLACE INTO turns VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                                       [(r.file, r.line, r.host, r.session_id, r.seq, r.role, r.kind, r.timestamp,
                                         r.cwd, r.text, text_hash(r.text)) for r in rows])
-                self.conn.executemany("INSERT OR REPLACE INTO windows VALUES (?,?,?,?,?,?,?,?,?,?)",
-                                      [(w.file, w.session_id, w.host, w.lo, w.hi, w.first_seq, w.last_seq, w.cwd,
-                                        w.text, text_hash(w.text)) for w in cut_windows(rows)])
+                self._store_windows(rows)
                 size, mtime = ledgered[path][1:]
                 self.conn.execute("INSERT INTO files VALUES (?,?,?)", (path, size, mtime))
             missing = self.conn.execute(
@@ -285,6 +281,12 @@ class TurnIndex:
             self.conn.execute("DELETE FROM window_vectors WHERE hash NOT IN (SELECT hash FROM windows)")
         return TurnRefresh(len(plan.read), len(plan.drop), len(missing), pending, tuple(problems),
                            len(windows), windows_pending)
+
+    def _store_windows(self, rows: list[TurnRow]) -> None:
+        """The windows cut from `rows` (one file's turns, or all the index holds), keyed by their text's hash."""
+        self.conn.executemany("INSERT OR REPLACE INTO windows VALUES (?,?,?,?,?,?,?,?,?,?)",
+                              [(w.file, w.session_id, w.host, w.lo, w.hi, w.first_seq, w.last_seq, w.cwd,
+                                w.text, text_hash(w.text)) for w in cut_windows(rows)])
 
     def _drop_file(self, path: str) -> None:
         self.conn.execute("DELETE FROM turns WHERE file = ?", (path,))

@@ -82,9 +82,10 @@ def _hook_asks(home: Path, prompt: str, workspace: str) -> None:
     subprocess.run(hook, input=event, capture_output=True, text=True, env=env, timeout=120, check=True)
     pid = int((state / hook_client.LOCK_NAME).read_text())
     try:
-        deadline = time.monotonic() + 240
+        # Waits as long as the service process lives (a busy machine loads the model slowly); pytest's
+        # timeout bounds the test, and a service that died ends the wait at once.
         while ask(state, {"op": "ping"}, 1.0) is None:
-            assert Path(f"/proc/{pid}").exists() and time.monotonic() < deadline, "the recall service did not start"
+            assert Path(f"/proc/{pid}").exists(), "the recall service died before it answered"
             time.sleep(0.2)
         subprocess.run(hook, input=event, capture_output=True, text=True, env=env, timeout=120, check=True)
         outcome = read_calls(str(state))[-1]["outcome"]
