@@ -83,7 +83,7 @@ def walk(turns: tuple[Turn, ...]) -> Walk:
             command = command_of(call)
             if not command or is_declined(turn.text):
                 continue
-            if only_looks(command):
+            if only_looks(command) and not runs_check(command):
                 continue  # `rg x` finding nothing is no failure, and finding something no fix
             if is_change(call) and not runs_check(command):
                 continue  # a patch or an install that failed is a failed attempt at a change, not the problem
@@ -153,6 +153,9 @@ def same_check(failed_command: str, pasted_text: str, command: str) -> bool:
             return True
         if any(same_target(failed_command, part) for part in _parts(command)):
             return True  # `bash -ic 'command -v x && make lint'` runs `make lint` again
+        checks = [p for p in _parts(command) if is_test_or_build(p)]
+        if any(same_target(f, c) for f in _parts(failed_command) if is_test_or_build(f) for c in checks):
+            return True  # `git status && pnpm install --frozen-lockfile`, then `git status; pnpm install …`
         if _whole_suite_of(failed_command, command):
             return True
         route = route_of(failed_command)

@@ -117,32 +117,41 @@ _MESSAGE_WORD = re.compile(r"[a-z][a-z0-9_]{2,}")
 _MESSAGE_STOP = frozenset("the and for not was with from into this that are can any".split())
 
 
-def pasted_error(signature: str) -> tuple[str, tuple[str, ...]] | None:
+_NAMED = re.compile(r"[A-Za-z][\w]*(?:[-_./:][A-Za-z0-9]\w*)+")
+
+
+def pasted_error(signature: str) -> tuple[str, tuple[str, ...], tuple[str, ...]] | None:
     """The error a prompt pastes, from its signature: the kind when it names a class ('' when it is a
-    bare "error:") and the words of its message; None when the signature is no error line at all
-    (a sentence in words, a log prefix such as "go:")."""
+    bare "error:"), the words of its message, and the compound names it holds (`openssl-sys`,
+    `app.models`); None when the signature is no error line at all (a sentence in words, a log
+    prefix such as "go:")."""
     kind, colon, message = signature.strip().partition(":")
     kind = kind.strip()
     named = names_failure(kind)
     if not colon or not (named or kind.lower() in GENERIC_KINDS):
         return None
-    words = tuple(dict.fromkeys(w for w in _MESSAGE_WORD.findall(_PLACEHOLDER.sub(" ", message).lower())
-                                if w not in _MESSAGE_STOP))
-    return (kind if named else "", words)
+    plain = _PLACEHOLDER.sub(" ", message)
+    words = tuple(dict.fromkeys(w for w in _MESSAGE_WORD.findall(plain.lower()) if w not in _MESSAGE_STOP))
+    names = tuple(dict.fromkeys(n.lower() for n in _NAMED.findall(plain) if len(n) >= 4))
+    return (kind if named else "", words, names)
 
 
-def names_pasted_error(pasted: tuple[str, tuple[str, ...]] | None, text: str) -> bool:
-    """Do a card's own words name the error the prompt pastes: its class, and most of its message?
+def names_pasted_error(pasted: tuple[str, tuple[str, ...], tuple[str, ...]] | None, text: str) -> bool:
+    """Do a card's own words name the error the prompt pastes: its class, and most of its message,
+    or every compound name in it (the tool's template words differ between versions and tools;
+    `openssl-sys` in "failed to run custom build command for `openssl-sys`" is what it is about).
 
     `text` is what the card says it is about (title, goal, conclusion, failure conditions), never
     its signature alone: a signature is often an error met on the way, not the card's subject.
     """
     if pasted is None:
         return True
-    kind, words = pasted
+    kind, words, names = pasted
     low = text.lower()
     if kind and kind.lower() not in low:
         return False
+    if names and all(n in low for n in names):
+        return True
     found = set(_MESSAGE_WORD.findall(low))
     return not words or 2 * sum(1 for w in words if w in found) > len(words)
 

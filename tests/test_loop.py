@@ -15,6 +15,7 @@ from memoir.cards.conclude import choose_conclusion
 from memoir.cards.distill.extract import find_disproved
 from memoir.cards.draft import draft_card
 from memoir.cards.evidence import ending
+from memoir.cards.commands import describe_change
 from memoir.cards.loop import failed_explanations, fixed_loop, loops, same_check
 from memoir.cards.outcomes import verification
 from memoir.cards.values import Experience
@@ -124,6 +125,56 @@ def test_a_different_green_check_clears_no_failure():
     v = verification(s.turns)
     assert v is None or (v.signature, v.failed_seq) == ("", None)
     assert fixed_loop(s.turns) is None
+
+
+def test_a_tally_of_repeated_runs_with_failures_is_a_failing_check_and_an_all_pass_tally_verifies():
+    loop10 = "for i in $(seq 1 10); do npx vitest run src/retry.test.ts >/dev/null 2>&1 && echo pass || echo FAIL; done | sort | uniq -c"
+    s = Script().user("retry.test.ts is flaky, fails now and then on CI")
+    s.runs(loop10).result("      3 FAIL\n      7 pass\n")
+    s.says("The test waits a real 100ms for a 100ms backoff; switching it to fake timers.")
+    _edit(s, "/home/dev/shop/src/retry.test.ts", "await sleep(110)", "vi.advanceTimersByTime(100)")
+    s.runs(loop10.replace("1 10", "1 30")).result("     30 pass\n")
+    lp = fixed_loop(s.turns)
+    assert lp is not None and lp.failure.at == 2
+    assert verification(s.turns) is not None
+    assert _card(s).verified_by
+
+
+def test_a_tally_with_no_failure_is_no_failing_check():
+    s = Script().user("is retry.test.ts flaky?")
+    s.runs("for i in 1 2 3; do npx vitest run src/retry.test.ts && echo pass || echo FAIL; done | uniq -c").result("      0 FAIL\n      3 pass\n")
+    assert loops(s.turns) == ()
+
+
+def test_an_install_told_to_change_nothing_is_the_lockfile_check_not_a_change():
+    s = Script().user("CI is red on install:\n ERR_PNPM_OUTDATED_LOCKFILE  Cannot install with \"frozen-lockfile\" because pnpm-lock.yaml is not up to date with <ROOT>/packages/api/package.json")
+    s.runs("git status --short && pnpm install --frozen-lockfile 2>&1 | tail -n 4").result(
+        " M pnpm-lock.yaml\n ERR_PNPM_OUTDATED_LOCKFILE  Cannot install with \"frozen-lockfile\" because pnpm-lock.yaml is not up to date")
+    s.says("The lockfile change was never committed, so the frozen install in CI refuses it.")
+    s.runs("pnpm install && git add pnpm-lock.yaml && git commit -m 'api: lockfile'").result("Done in 1.2s\n[main 1a2b3c4] api: lockfile")
+    s.runs("git status --short; pnpm install --frozen-lockfile 2>&1 | tail -n 3").result("Lockfile is up to date, resolution step is skipped\nDone in 1.1s")
+    lp = fixed_loop(s.turns)
+    assert lp is not None and lp.failure.signature.startswith("ERR_PNPM_OUTDATED_LOCKFILE")
+    assert [describe_change(t) for t in lp.fix.changes] == ["`pnpm install && git add pnpm-lock.yaml && git commit -m 'api: lockfile'`"]
+    assert _card(s).verified_by
+
+
+def test_a_how_to_tried_by_running_the_migration_it_describes_is_checked():
+    s = Script().user("how do I add a db migration again?")
+    s.says("Add `db/migrations/NNNN_name.sql` and run `go run ./cmd/app migrate up`; files apply in name order.")
+    s.user("try it with a no-op one")
+    s.runs("printf 'SELECT 1;' > db/migrations/0009_noop.sql && go run ./cmd/app migrate up").result(
+        "applied 0009_noop.sql\n1 migration applied, schema at version 9")
+    v = verification(s.turns)
+    assert v is not None and "migrate up" in v.command
+
+
+def test_a_word_migrate_in_an_echo_or_a_commit_message_is_no_migration_run():
+    s = Script().user("write the notes")
+    _edit(s, "/home/dev/shop/NOTES.md", "old", "new")
+    s.runs("echo migrate later").result("migrate later")
+    s.runs("git commit -am 'migrate users table'").result("[main 1a2b3c4] migrate users table")
+    assert verification(s.turns) is None
 
 
 def test_a_later_failure_of_the_same_goal_in_another_environment_cancels_the_verification():

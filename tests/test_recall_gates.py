@@ -396,7 +396,7 @@ from memoir.index.candidates import names_pasted_error, pasted_error  # noqa: E4
 
 def test_a_pasted_error_is_its_class_and_message_and_a_sentence_is_none():
     assert pasted_error("ConnectionError: Error -<n> connecting to redis:<n>. Name or service not known.") == (
-        "ConnectionError", ("error", "connecting", "redis", "name", "service", "known"))
+        "ConnectionError", ("error", "connecting", "redis", "name", "service", "known"), ())
     assert pasted_error("error: future cannot be sent between threads safely")[0] == ""  # a bare "error:"
     assert pasted_error("vitest tests in a new workspace package can't find the DOM") is None
     assert pasted_error("go: modernc.org/sqlite@v<n> requires go >= <n>") is None  # a log prefix, no failure kind
@@ -408,6 +408,15 @@ def test_a_card_names_the_pasted_error_by_its_class_and_most_of_its_message():
     assert not names_pasted_error(pasted, "ReferenceError: document is not defined: run vitest in jsdom")
     assert not names_pasted_error(pasted, "Next compiles the ui package once transpilePackages names it")
     assert names_pasted_error(None, "anything at all")
+
+
+def test_a_card_naming_every_compound_name_of_the_pasted_error_names_it_whatever_the_template_words():
+    # cargo's "failed to run custom build command for `x`" is a template; `x` is what it is about.
+    pasted = pasted_error("error: failed to run custom build command for `openssl-sys v<n>`")
+    assert pasted[2] == ("openssl-sys",)
+    assert names_pasted_error(pasted, "reqwest's default native-tls pulls openssl-sys; switched to rustls-tls")
+    assert not names_pasted_error(pasted, "ring fails to cross-compile for aarch64; set CC for the target")
+    assert pasted_error("ModuleNotFoundError: No module named <str>")[2] == ()
 
 
 def test_a_card_about_another_error_is_neither_agreed_nor_a_rival_for_rank():
