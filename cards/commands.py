@@ -181,6 +181,15 @@ def _changes_files(command: str) -> bool:
     return bool(command) and bool(_CHANGE_CMD.search(LOCKFILE_CHECK.sub(" ", command)))
 
 
+_UNDO = re.compile(r"\bgit (?:checkout (?:\S+ )?--(?:\s|$)|restore\b|reset --hard\b|revert\b)")
+
+
+def undoes(turn: Turn) -> bool:
+    """A shell call that puts files back as a commit had them (`git checkout -- x`, `git restore`,
+    `git reset --hard`, `git revert`): the changes before it are undone."""
+    return turn.kind == "tool_call" and bool(_UNDO.search(command_of(turn) or ""))
+
+
 def _short_path(path: str) -> str:
     parts = [p for p in path.replace("\\", "/").split("/") if p]
     return "/".join(parts[-2:]) if parts else path

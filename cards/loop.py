@@ -101,8 +101,14 @@ def walk(turns: tuple[Turn, ...]) -> Walk:
 _CHAIN = re.compile(r"&&|\|\||;|\n")
 
 
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1([^\n]*)\n.*?(?:\n[ \t]*\2[ \t]*(?=\n|$)|$)", re.S)
+
+
 def runs_check(command: str) -> bool:
-    """A command that runs a check, alone or chained after other steps (`pip install -e . && pytest -q`)."""
+    """A command that runs a check, alone or chained after other steps (`pip install -e . && pytest -q`).
+    What a heredoc writes into a file is content, not steps (`cat <<EOF > notes.md` naming `make test`)."""
+    if "<<" in command:
+        command = _HEREDOC.sub(lambda m: m.group(3), command)
     return any(is_test_or_build(part) for part in _CHAIN.split(command) if part.strip())
 
 

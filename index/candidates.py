@@ -104,6 +104,21 @@ def holds_any(terms: list[str], text: str) -> bool:
     return any(t in words for t in terms)
 
 
+_COMPOUND = re.compile(r"[A-Za-z][\w]*(?:[._/-][A-Za-z]\w*){2,}|[A-Za-z]\w*_\w+_\w+")
+
+
+def query_names(text: str) -> tuple[str, ...]:
+    """The compound names a query holds (`kiosk.tasks.notify_front_desk`, `apps/web/next.config`): a
+    name of three parts or more says which thing the question is about, not only its module."""
+    return tuple(dict.fromkeys(m.lower() for m in _COMPOUND.findall(text) if len(m) >= 8))
+
+
+def holds_a_name(names: tuple[str, ...], text: str) -> bool:
+    """Does `text` hold one of `names` whole (always, when there are none)?"""
+    low = text.lower()
+    return not names or any(n in low for n in names)
+
+
 def coverage_text(card, retrieval: str) -> str:
     """What a question's terms are matched against: the retrieval text and the card's goal (the
     question its session started from, in the asker's own words), never its evidence."""
@@ -117,41 +132,32 @@ _MESSAGE_WORD = re.compile(r"[a-z][a-z0-9_]{2,}")
 _MESSAGE_STOP = frozenset("the and for not was with from into this that are can any".split())
 
 
-_NAMED = re.compile(r"[A-Za-z][\w]*(?:[-_./:][A-Za-z0-9]\w*)+")
-
-
-def pasted_error(signature: str) -> tuple[str, tuple[str, ...], tuple[str, ...]] | None:
+def pasted_error(signature: str) -> tuple[str, tuple[str, ...]] | None:
     """The error a prompt pastes, from its signature: the kind when it names a class ('' when it is a
-    bare "error:"), the words of its message, and the compound names it holds (`openssl-sys`,
-    `app.models`); None when the signature is no error line at all (a sentence in words, a log
-    prefix such as "go:")."""
+    bare "error:") and the words of its message; None when the signature is no error line at all
+    (a sentence in words, a log prefix such as "go:")."""
     kind, colon, message = signature.strip().partition(":")
     kind = kind.strip()
     named = names_failure(kind)
     if not colon or not (named or kind.lower() in GENERIC_KINDS):
         return None
-    plain = _PLACEHOLDER.sub(" ", message)
-    words = tuple(dict.fromkeys(w for w in _MESSAGE_WORD.findall(plain.lower()) if w not in _MESSAGE_STOP))
-    names = tuple(dict.fromkeys(n.lower() for n in _NAMED.findall(plain) if len(n) >= 4))
-    return (kind if named else "", words, names)
+    words = tuple(dict.fromkeys(w for w in _MESSAGE_WORD.findall(_PLACEHOLDER.sub(" ", message).lower())
+                                if w not in _MESSAGE_STOP))
+    return (kind if named else "", words)
 
 
-def names_pasted_error(pasted: tuple[str, tuple[str, ...], tuple[str, ...]] | None, text: str) -> bool:
-    """Do a card's own words name the error the prompt pastes: its class, and most of its message,
-    or every compound name in it (the tool's template words differ between versions and tools;
-    `openssl-sys` in "failed to run custom build command for `openssl-sys`" is what it is about).
+def names_pasted_error(pasted: tuple[str, tuple[str, ...]] | None, text: str) -> bool:
+    """Do a card's own words name the error the prompt pastes: its class, and most of its message?
 
     `text` is what the card says it is about (title, goal, conclusion, failure conditions), never
     its signature alone: a signature is often an error met on the way, not the card's subject.
     """
     if pasted is None:
         return True
-    kind, words, names = pasted
+    kind, words = pasted
     low = text.lower()
     if kind and kind.lower() not in low:
         return False
-    if names and all(n in low for n in names):
-        return True
     found = set(_MESSAGE_WORD.findall(low))
     return not words or 2 * sum(1 for w in words if w in found) > len(words)
 

@@ -177,6 +177,24 @@ def test_a_word_migrate_in_an_echo_or_a_commit_message_is_no_migration_run():
     assert verification(s.turns) is None
 
 
+def test_a_green_check_after_the_work_was_put_back_verifies_nothing():
+    s = Script().user("bump next to 15.5")
+    s.runs("pnpm --filter web up next@15.5.4").result("+ next 15.5.4")
+    s.user("actually stop, put it back")
+    s.runs("git checkout -- apps/web/package.json pnpm-lock.yaml && pnpm install --frozen-lockfile").result(
+        "Lockfile is up to date, resolution step is skipped\nDone in 1.4s")
+    s.says("Reverted: package.json and the lockfile are back to next 15.0.3.")
+    assert verification(s.turns) is None
+
+
+def test_a_file_written_through_a_heredoc_that_names_checks_runs_none():
+    s = Script().user("write the quickstart for the plan")
+    _edit(s, "/home/dev/shop/specs/plan.md", "## Phase 0", "## Phase 0 (done)")
+    s.runs("cat <<'EOF' > specs/quickstart.md\n# Quickstart\ncargo sqlx migrate run\nnpm test\nEOF").result("")
+    s.says("Wrote the quickstart; ready for the next phase.")
+    assert verification(s.turns) is None
+
+
 def test_a_later_failure_of_the_same_goal_in_another_environment_cancels_the_verification():
     s = _disproved_then_fixed()
     s.runs("docker compose run --rm app pytest").error(KEYERROR.replace("/home/dev/shop", "/app"))

@@ -396,7 +396,7 @@ from memoir.index.candidates import names_pasted_error, pasted_error  # noqa: E4
 
 def test_a_pasted_error_is_its_class_and_message_and_a_sentence_is_none():
     assert pasted_error("ConnectionError: Error -<n> connecting to redis:<n>. Name or service not known.") == (
-        "ConnectionError", ("error", "connecting", "redis", "name", "service", "known"), ())
+        "ConnectionError", ("error", "connecting", "redis", "name", "service", "known"))
     assert pasted_error("error: future cannot be sent between threads safely")[0] == ""  # a bare "error:"
     assert pasted_error("vitest tests in a new workspace package can't find the DOM") is None
     assert pasted_error("go: modernc.org/sqlite@v<n> requires go >= <n>") is None  # a log prefix, no failure kind
@@ -410,13 +410,20 @@ def test_a_card_names_the_pasted_error_by_its_class_and_most_of_its_message():
     assert names_pasted_error(None, "anything at all")
 
 
-def test_a_card_naming_every_compound_name_of_the_pasted_error_names_it_whatever_the_template_words():
-    # cargo's "failed to run custom build command for `x`" is a template; `x` is what it is about.
-    pasted = pasted_error("error: failed to run custom build command for `openssl-sys v<n>`")
-    assert pasted[2] == ("openssl-sys",)
-    assert names_pasted_error(pasted, "reqwest's default native-tls pulls openssl-sys; switched to rustls-tls")
-    assert not names_pasted_error(pasted, "ring fails to cross-compile for aarch64; set CC for the target")
-    assert pasted_error("ModuleNotFoundError: No module named <str>")[2] == ()
+def test_a_card_holding_only_the_namespace_of_the_name_a_query_asks_about_gets_no_agreed_floor():
+    from memoir.index.candidates import holds_a_name, query_names
+    q = "Received unregistered task of type 'shop.tasks.notify_front_desk'. The message has been ignored."
+    names = query_names(q)
+    assert names == ("shop.tasks.notify_front_desk",)
+    assert not holds_a_name(names, "The worker drops `shop.tasks.send_receipt` when the flag is off")
+    assert holds_a_name(names, "register shop.tasks.notify_front_desk in CELERY_IMPORTS")
+    assert holds_a_name(query_names("why does the nightly batch run twice?"), "anything")
+    neighbour = cand("c-neighbour", similarity=0.36, knn_rank=1, fts_rank=1, coverage=0.4, names_identifier=False)
+    out = judge([neighbour], RecallQuery(text=q, workspace=WORKSPACE), GatePolicy.from_settings(Settings()))
+    assert out[0].gate != INJECTED
+    named = cand("c-named", similarity=0.36, knn_rank=1, fts_rank=1, coverage=0.4)
+    out = judge([named], RecallQuery(text=q, workspace=WORKSPACE), GatePolicy.from_settings(Settings()))
+    assert out[0].gate == INJECTED
 
 
 def test_a_card_about_another_error_is_neither_agreed_nor_a_rival_for_rank():
