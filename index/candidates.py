@@ -108,9 +108,11 @@ _COMPOUND = re.compile(r"[A-Za-z][\w]*(?:[._/-][A-Za-z]\w*){2,}|[A-Za-z]\w*_\w+_
 
 
 def query_names(text: str) -> tuple[str, ...]:
-    """The compound names a query holds (`kiosk.tasks.notify_front_desk`, `apps/web/next.config`): a
-    name of three parts or more says which thing the question is about, not only its module."""
-    return tuple(dict.fromkeys(m.lower() for m in _COMPOUND.findall(text) if len(m) >= 8))
+    """The compound names a query holds (`kiosk.tasks.notify_front_desk`, `PAYMENTS_RETRY_LIMIT_MS`):
+    a name of three parts or more says which thing the question is about, not only its module. A
+    path or file name (`src/Cart.test.tsx:21`) says where an error showed, not what it is about."""
+    return tuple(dict.fromkeys(m.lower() for m in _COMPOUND.findall(text)
+                               if len(m) >= 8 and "/" not in m and len(m.rsplit(".", 1)[-1]) > 4))
 
 
 def holds_a_name(names: tuple[str, ...], text: str) -> bool:

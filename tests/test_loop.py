@@ -242,6 +242,17 @@ def test_a_session_that_stops_after_announcing_a_step_ends_mid_work():
     assert card.status == "incomplete" and "wired into export" not in card.conclusion
 
 
+def test_a_push_left_unanswered_after_a_commit_that_succeeded_does_not_unsettle_the_work():
+    s = _disproved_then_fixed()
+    s.runs("git commit -am 'cart: read unit_price'").result("[main 1a2b3c4] cart: read unit_price\n 1 file changed")
+    s.runs("git push -u origin main 2>&1")
+    assert ending(s.turns) is None
+    s2 = Script().user("add a --json flag to export")
+    _edit(s2, "/home/dev/shop/app/export.py", "def export(rows):", "def export(rows, as_json=False):")
+    s2.runs("git push -u origin main 2>&1")
+    assert ending(s2.turns).reason == "ended_mid_work"  # nothing was committed: the push is the work
+
+
 def test_a_settled_ending_is_not_unresolved():
     s = _disproved_then_fixed().says("Fixed: cart.py now reads unit_price, the field the importer writes.")
     assert ending(s.turns) is None

@@ -418,6 +418,7 @@ def test_a_card_holding_only_the_namespace_of_the_name_a_query_asks_about_gets_n
     assert not holds_a_name(names, "The worker drops `shop.tasks.send_receipt` when the flag is off")
     assert holds_a_name(names, "register shop.tasks.notify_front_desk in CELERY_IMPORTS")
     assert holds_a_name(query_names("why does the nightly batch run twice?"), "anything")
+    assert query_names("ReferenceError: document is not defined\n ❯ src/CartDrawer.test.tsx:21:5") == ()
     neighbour = cand("c-neighbour", similarity=0.36, knn_rank=1, fts_rank=1, coverage=0.4, names_identifier=False)
     out = judge([neighbour], RecallQuery(text=q, workspace=WORKSPACE), GatePolicy.from_settings(Settings()))
     assert out[0].gate != INJECTED
