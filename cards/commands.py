@@ -13,7 +13,7 @@ import json
 import re
 
 from memoir.cards.hosts.registry import EDIT_TOOLS, QUIET_TOOLS, SHELL_TOOLS
-from memoir.cards.signals import CHECK_COMMAND
+from memoir.cards.signals import CHECK_COMMAND, LOCKFILE_CHECK
 from memoir.cards.values import Turn
 
 MAX_COMMAND = 200  # a command quoted on one line
@@ -178,7 +178,16 @@ def is_change(turn: Turn) -> bool:
 
 @functools.lru_cache(maxsize=8192)
 def _changes_files(command: str) -> bool:
-    return bool(command) and bool(_CHANGE_CMD.search(command))
+    return bool(command) and bool(_CHANGE_CMD.search(LOCKFILE_CHECK.sub(" ", command)))
+
+
+_UNDO = re.compile(r"\bgit (?:checkout (?:\S+ )?--(?:\s|$)|restore\b|reset --hard\b|revert\b)")
+
+
+def undoes(turn: Turn) -> bool:
+    """A shell call that puts files back as a commit had them (`git checkout -- x`, `git restore`,
+    `git reset --hard`, `git revert`): the changes before it are undone."""
+    return turn.kind == "tool_call" and bool(_UNDO.search(command_of(turn) or ""))
 
 
 def _short_path(path: str) -> str:

@@ -57,7 +57,7 @@ def ending(turns: Sequence[Turn], ends_session: bool = True) -> Ending | None:
         return Ending("last_check_failed", last_run.result.seq, f"{what} still fails{sig} (t{last_run.result.seq}): what fixes it?")
     talk = [(i, t) for i, t in enumerate(turns) if t.role == "assistant" and t.kind == "text" and t.text.strip()]
     last = turns[-1]
-    if last.kind == "tool_call" and last.role == "assistant":
+    if last.kind == "tool_call" and last.role == "assistant" and not _publishes_committed_work(turns, last):
         what = f"the session stopped while running `{_quotable(command_of(last) or last.tool_name)}` (t{last.seq})"
         return Ending("ended_mid_work", last.seq, f"{what}; it never reported back", what)
     if not talk:
@@ -74,6 +74,16 @@ def ending(turns: Sequence[Turn], ends_session: bool = True) -> Ending | None:
         what = f"the work stopped at t{said.seq}, with a step announced and never reported"
         return Ending("ended_mid_work", said.seq, f"the work stopped at t{said.seq}: “{one_line(sentence, 160)}”", what)
     return None
+
+
+_PUBLISH = re.compile(r"^\s*(?:git push\b|gh pr (?:create|merge)\b)")
+
+
+def _publishes_committed_work(turns: tuple[Turn, ...], last: Turn) -> bool:
+    """A push or pull request left without an answer after a commit that succeeded: the work was
+    settled at the commit; only its publication is unconfirmed (and no card may say it happened)."""
+    return bool(_PUBLISH.match(command_of(last) or "")) and any(
+        t.kind == "tool_result" and is_commit_output(t.text) for t in turns)
 
 
 # --- conclusions from the evidence itself -------------------------------------------------------------

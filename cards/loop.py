@@ -83,7 +83,7 @@ def walk(turns: tuple[Turn, ...]) -> Walk:
             command = command_of(call)
             if not command or is_declined(turn.text):
                 continue
-            if only_looks(command):
+            if only_looks(command) and not runs_check(command):
                 continue  # `rg x` finding nothing is no failure, and finding something no fix
             if is_change(call) and not runs_check(command):
                 continue  # a patch or an install that failed is a failed attempt at a change, not the problem
@@ -101,8 +101,14 @@ def walk(turns: tuple[Turn, ...]) -> Walk:
 _CHAIN = re.compile(r"&&|\|\||;|\n")
 
 
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1([^\n]*)\n.*?(?:\n[ \t]*\2[ \t]*(?=\n|$)|$)", re.S)
+
+
 def runs_check(command: str) -> bool:
-    """A command that runs a check, alone or chained after other steps (`pip install -e . && pytest -q`)."""
+    """A command that runs a check, alone or chained after other steps (`pip install -e . && pytest -q`).
+    What a heredoc writes into a file is content, not steps (`cat <<EOF > notes.md` naming `make test`)."""
+    if "<<" in command:
+        command = _HEREDOC.sub(lambda m: m.group(3), command)
     return any(is_test_or_build(part) for part in _CHAIN.split(command) if part.strip())
 
 
@@ -153,6 +159,9 @@ def same_check(failed_command: str, pasted_text: str, command: str) -> bool:
             return True
         if any(same_target(failed_command, part) for part in _parts(command)):
             return True  # `bash -ic 'command -v x && make lint'` runs `make lint` again
+        checks = [p for p in _parts(command) if is_test_or_build(p)]
+        if any(same_target(f, c) for f in _parts(failed_command) if is_test_or_build(f) for c in checks):
+            return True  # `git status && pnpm install --frozen-lockfile`, then `git status; pnpm install …`
         if _whole_suite_of(failed_command, command):
             return True
         route = route_of(failed_command)

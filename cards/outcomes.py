@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memoir.cards.commands import one_line, same_target
+from memoir.cards.commands import one_line, same_target, undoes
 from memoir.cards.loop import Walk, fixed_loop, loops, runs_check, walk
 from memoir.cards.values import Turn, per_turns
 
@@ -111,6 +111,8 @@ def _fresh_check(w: Walk) -> Verification | None:
     for run in w.runs:
         if run.at_call < first_change or not run.passed or not runs_check(run.command):
             continue
+        if any(undoes(t) for i, t in w.changes if first_change <= i <= run.at_call) or undoes(run.call):
+            continue  # the work was put back as it was: a green check after that proves no change
         if any(r.passed and r.at_result < first_change and same_target(r.command, run.command) for r in w.runs):
             continue  # already green before the change
         if any(r.failed and r.at_call > run.at_result and same_target(run.command, r.command) for r in w.runs):

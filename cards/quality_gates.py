@@ -137,7 +137,10 @@ _CLAIM = re.compile(
     r"raises?|throws?|fails?|breaks?|works?|means|prevents?|avoids?|leads? to|results? in|depends on|"
     r"must|should|cannot|can't|won't|does not|doesn't|do not|only|unless|because|since|so that|"
     r"instead of|rather than|when|if|whenever|by default|defaults? to|expects?|accepts?|rejects?|"
-    r"ignores?|overrides?|blocks?|hangs?|times? out|resolves?|triggers?|has|have|lacks?)\b"
+    r"ignores?|overrides?|blocks?|hangs?|times? out|resolves?|triggers?|has|have|lacks?|"
+    # A decision or a move is a claim too: "this replaces A", "flags now live in table B", "no longer".
+    r"replace[sd]?|supersedes?|moved?|switch(?:es|ed)?|lives?|lived|stored|drift(?:s|ed)?|no longer|"
+    r"deprecated|needed|required)\b"
 )
 
 

@@ -222,7 +222,7 @@ def mentions_failure(text: str) -> bool:
 # of them is no error output, and the full analysis is skipped (most tool output is file bodies).
 # (A warning alone is no error output; an HTTP reason phrase follows its code.)
 ERROR_GATE_WORDS = tuple(dict.fromkeys(
-    ("fail", "interrupt", "fault", "exit", "backoff", "errimagepull", "oomkilled", "illegal instruction",
+    ("fail", "err_", "interrupt", "fault", "exit", "backoff", "errimagepull", "oomkilled", "illegal instruction",
      "core dumped", "http/", "***", '"code"', "bad gateway", "service unavailable", "gateway timeout",
      "too large", "too many requests", "forbidden", "unauthorized", "bad request") + ERROR_WORDS))
 
@@ -244,7 +244,8 @@ _PASS_CHECKS = (
 )
 _FAIL_LITERALS = ("FAILED", "BUILD FAIL", "✗", "✕", "✘", "Traceback (most recent call last)", "error[")
 _FAIL_LINE = re.compile(r"^[ \t]*FAIL\b", re.M)  # jest's `FAIL src/x.test.ts`, go's `FAIL\tpkg`
-_FAIL_WORDS = (" failed", " failing", " failure", " error")  # after a count: `2 failed`, `1 errors`
+# After a count: `2 failed`, `1 errors`, and a tally of repeated runs (`uniq -c`: `2 FAIL`, `3 fail`).
+_FAIL_WORDS = (" failed", " failing", " failure", " error", " FAIL", " fail")
 # Every pass summary holds one of these in its last lines (lowercased); most outputs hold none.
 PASS_ANCHORS = ("pass", " ok", "ok ", "ok\t", "\tok", "ok\n", "\nok", "ok.", "ok!", "(ok", "ok)", "succe", "complete",
                 "✓", "✔", "0 error", "0 issue", "0 fail", "http/", "rolled out", "valid", "no issues", "all checks",
@@ -303,7 +304,18 @@ CHECK_COMMAND = re.compile(
     r"npm t\b|jest|vitest|mocha|mix (?:test|compile)|make(?:\s|$)|tsc\b|mypy|pyright|ruff|flake8|pylint|eslint|golangci-lint|"
     r"kubectl rollout status|helm (?:lint|template)|"
     r"gradle|gradlew|mvn|dotnet (?:test|build)|bazel (?:test|build)|ctest|rspec|phpunit|deno test|"
-    r"terraform (?:plan|apply|validate)|docker (?:build|compose)|curl\b)"
+    r"terraform (?:plan|apply|validate)|docker (?:build|compose)|curl\b|"
+    # A migration run (`manage.py migrate`, `go run ./cmd/x migrate up`, `npm run migrate`) reports
+    # what it applied: the procedure worked, or it did not.
+    r"(?!(?:echo|printf|git|grep|rg|cat|ls|man|which) )(?:[\w./:-]+ ){1,3}(?:migrate|db:migrate)(?:\s|$)|"
+    r"(?:npm|pnpm|yarn|bun|uv|poetry|bundle|composer) (?:install|i|sync|lock|check)\b[^;&|\n]*?"
+    r"--(?:frozen-lockfile|frozen|immutable|locked|check|lock)\b)"
+)
+# An install told to change nothing (`pnpm install --frozen-lockfile`, `uv sync --locked`) checks that
+# the lockfile matches the manifests, as CI does: it is a check, not a change.
+LOCKFILE_CHECK = re.compile(
+    r"\b(?:npm|pnpm|yarn|bun|uv|poetry|bundle|composer) (?:install|i|sync|lock|check)\b[^;&|\n]*?"
+    r"--(?:frozen-lockfile|frozen|immutable|locked|check|lock)\b"
 )
 
 # --- declined calls ---------------------------------------------------------------------------------

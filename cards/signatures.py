@@ -52,7 +52,8 @@ _EXC_PREFIX = re.compile(
     r"(?:error|ERROR|Error|FATAL|fatal|raised?):?)"
 )
 _BARE_EXCEPTION = re.compile(r"(?m)^[ \t]*(?:E[ \t]+)?Exception:[ \t]*(\S[^\n]*)")
-_NODE_CODE = re.compile(r"\[(ERR_[A-Z0-9_]+)\]:?[ \t]*([^\n]*)")
+# Node's `[ERR_X]: message`, and a line that opens with the code (`ERR_PNPM_OUTDATED_LOCKFILE  Cannot …`).
+_NODE_CODE = re.compile(r"\[(ERR_[A-Z0-9_]+)\]:?[ \t]*([^\n]*)|^[ \t]*(ERR_[A-Z0-9_]{3,})\b:?[ \t]+([^\n]*)", re.M)
 _PANIC = re.compile(r"(?m)^[ \t]*(panic|fatal error): ([^\n]+)")
 _RUST_PANIC = re.compile(r"thread '[^'\n]*' panicked at ([^\n]*)(?:\n([^\n]*))?")
 
@@ -178,10 +179,11 @@ def _exceptions(t: str) -> tuple[str, str]:
         for m in _BARE_EXCEPTION.finditer(t):
             if m.start() > best_at:
                 best, best_at = f"Exception: {_message(m.group(1))}", m.start()
-    if "[ERR_" in t:
+    if "ERR_" in t:
         for m in _NODE_CODE.finditer(t):
             if m.start() > best_at:
-                best, best_at = f"{m.group(1)}: {_message(m.group(2))}".rstrip(": "), m.start()
+                code, message = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+                best, best_at = f"{code}: {_message(message)}".rstrip(": "), m.start()
     if "panic" in t or "fatal error" in t:
         for m in _PANIC.finditer(t):
             if m.start() > best_at:

@@ -104,6 +104,23 @@ def holds_any(terms: list[str], text: str) -> bool:
     return any(t in words for t in terms)
 
 
+_COMPOUND = re.compile(r"[A-Za-z][\w]*(?:[._/-][A-Za-z]\w*){2,}|[A-Za-z]\w*_\w+_\w+")
+
+
+def query_names(text: str) -> tuple[str, ...]:
+    """The compound names a query holds (`kiosk.tasks.notify_front_desk`, `PAYMENTS_RETRY_LIMIT_MS`):
+    a name of three parts or more says which thing the question is about, not only its module. A
+    path or file name (`src/Cart.test.tsx:21`) says where an error showed, not what it is about."""
+    return tuple(dict.fromkeys(m.lower() for m in _COMPOUND.findall(text)
+                               if len(m) >= 8 and "/" not in m and len(m.rsplit(".", 1)[-1]) > 4))
+
+
+def holds_a_name(names: tuple[str, ...], text: str) -> bool:
+    """Does `text` hold one of `names` whole (always, when there are none)?"""
+    low = text.lower()
+    return not names or any(n in low for n in names)
+
+
 def coverage_text(card, retrieval: str) -> str:
     """What a question's terms are matched against: the retrieval text and the card's goal (the
     question its session started from, in the asker's own words), never its evidence."""

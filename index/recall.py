@@ -30,7 +30,7 @@ from memoir.cards.signatures import error_signature
 from memoir.cards.store import CardFileError, CardStore
 from memoir.index.candidates import (
     FTS_K, KNN_K, MAX_QUERY_INPUT, POOL, READ_BUSY_MS, RRF_K, LexicalIndex, fuse, lexical_coverage, query_terms,
-    coverage_text, distinctive_terms, holds_any, names_pasted_error, pasted_error, recent_card_ids, subject_terms,
+    coverage_text, distinctive_terms, holds_a_name, holds_any, names_pasted_error, pasted_error, query_names, recent_card_ids, subject_terms,
 )
 from memoir.index.errors import IndexFailure
 from memoir.index.files import INDEX_FILE
@@ -364,6 +364,7 @@ class Recaller:
         check("read_cards")
         terms = subject_terms(query_terms(text))  # overlap on the subject, not on words every session uses
         rare = distinctive_terms(index.conn, terms)  # ... nor on words most cards of the library hold
+        names = query_names(clean)
         signature = error_signature(clean).strip()
         pasted = pasted_error(signature)
         candidates: list[Candidate] = []
@@ -382,7 +383,8 @@ class Recaller:
             coverage = lexical_coverage(terms, about)
             similarity = hit.get("cosine", 0.0) if self.embedder is not None else lexical_coverage(terms, card_text)
             cards[card_id] = card
-            candidates.append(candidate_from(card, dict(hit, coverage=coverage, subject=holds_any(rare, about)),
+            candidates.append(candidate_from(card, dict(hit, coverage=coverage, subject=holds_any(rare, about),
+                                                       names_identifier=holds_a_name(names, about)),
                                              similarity, now,
                                              self._renewed_by_hand(card), names_pasted_error(pasted, _about(card))))
         self._follow_supersession(candidates, cards, hits, now, pasted)
@@ -433,7 +435,8 @@ class Recaller:
             if at is None:
                 cards[card.id] = card
                 candidates.append(candidate_from(card, dict(hits.get(old.id, {}), coverage=old.coverage,
-                                                            subject=old.shares_subject),
+                                                            subject=old.shares_subject,
+                                                            names_identifier=old.names_identifier),
                                                  old.similarity, now, self._renewed_by_hand(card),
                                                  names_pasted_error(pasted, _about(card)) or old.names_error))
             else:

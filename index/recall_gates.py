@@ -73,6 +73,7 @@ class Candidate:
     first_of_all: bool = True  # first on one path over every card found, eligible or not (`rank_eligible`)
     names_error: bool = True  # its own words name the error the prompt pastes (or the prompt pastes none)
     shares_subject: bool = True  # it holds one of the query's distinctive terms (`candidates.distinctive_terms`)
+    names_identifier: bool = True  # it holds one of the query's compound names whole (or the query has none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,8 +166,10 @@ def SimilarityBelowMinimum(c: Candidate, q: RecallQuery, p: GatePolicy) -> bool:
         return c.similarity < p.min_similarity + p.vector_only_margin
     # First on both paths over what may be injected (`rank_eligible`), and not a far-closer held-back card's neighbour.
     # Another project's card gets no lowered floor, agreed or for the same error: its fix is about its own code.
+    # A query naming `pkg.tasks.notify_x` is about that name: a card holding only its namespace
+    # (`pkg.tasks.send_y`) is a neighbour in the same module, and gets no lowered floor.
     agreed = (c.knn_rank == 1 and c.fts_rank == 1 and c.first_of_all and c.coverage >= p.agreed_min_coverage
-              and near(c, q))
+              and c.names_identifier and near(c, q))
     same_error = same_signature(c, q) and near(c, q)
     if agreed or same_error:
         # Both paths agree it is the best card, or it names the very error the prompt pastes: the
@@ -301,6 +304,7 @@ def take_place(new: Candidate, old: Candidate) -> Candidate:
     return replace(new, similarity=max(new.similarity, old.similarity), rrf=max(new.rrf, old.rrf),
                    coverage=max(new.coverage, old.coverage), names_error=new.names_error or old.names_error,
                    shares_subject=new.shares_subject or old.shares_subject,
+                   names_identifier=new.names_identifier or old.names_identifier,
                    knn_rank=best(new.knn_rank, old.knn_rank), fts_rank=best(new.fts_rank, old.fts_rank))
 
 

@@ -36,6 +36,7 @@ def candidate_from(card: Card, hit: dict, similarity: float, now: datetime, hand
         age_days=age_days(card, now), similarity=similarity, confirmed_by=card.confirmed_by,
         hand_edited=hand_edited, verified=bool(card.verified_by.strip()), coverage=hit.get("coverage", 0.0),
         rrf=hit.get("rrf", 0.0), shares_subject=hit.get("subject", True),
+        names_identifier=hit.get("names_identifier", True),
         knn_rank=hit.get("knn_rank"), fts_rank=hit.get("fts_rank"), bm25=hit.get("bm25"), names_error=names_error,
     )
 

@@ -15,6 +15,7 @@ from memoir.cards.conclude import choose_conclusion
 from memoir.cards.distill.extract import find_disproved
 from memoir.cards.draft import draft_card
 from memoir.cards.evidence import ending
+from memoir.cards.commands import describe_change
 from memoir.cards.loop import failed_explanations, fixed_loop, loops, same_check
 from memoir.cards.outcomes import verification
 from memoir.cards.values import Experience
@@ -126,6 +127,74 @@ def test_a_different_green_check_clears_no_failure():
     assert fixed_loop(s.turns) is None
 
 
+def test_a_tally_of_repeated_runs_with_failures_is_a_failing_check_and_an_all_pass_tally_verifies():
+    loop10 = "for i in $(seq 1 10); do npx vitest run src/retry.test.ts >/dev/null 2>&1 && echo pass || echo FAIL; done | sort | uniq -c"
+    s = Script().user("retry.test.ts is flaky, fails now and then on CI")
+    s.runs(loop10).result("      3 FAIL\n      7 pass\n")
+    s.says("The test waits a real 100ms for a 100ms backoff; switching it to fake timers.")
+    _edit(s, "/home/dev/shop/src/retry.test.ts", "await sleep(110)", "vi.advanceTimersByTime(100)")
+    s.runs(loop10.replace("1 10", "1 30")).result("     30 pass\n")
+    lp = fixed_loop(s.turns)
+    assert lp is not None and lp.failure.at == 2
+    assert verification(s.turns) is not None
+    assert _card(s).verified_by
+
+
+def test_a_tally_with_no_failure_is_no_failing_check():
+    s = Script().user("is retry.test.ts flaky?")
+    s.runs("for i in 1 2 3; do npx vitest run src/retry.test.ts && echo pass || echo FAIL; done | uniq -c").result("      0 FAIL\n      3 pass\n")
+    assert loops(s.turns) == ()
+
+
+def test_an_install_told_to_change_nothing_is_the_lockfile_check_not_a_change():
+    s = Script().user("CI is red on install:\n ERR_PNPM_OUTDATED_LOCKFILE  Cannot install with \"frozen-lockfile\" because pnpm-lock.yaml is not up to date with <ROOT>/packages/api/package.json")
+    s.runs("git status --short && pnpm install --frozen-lockfile 2>&1 | tail -n 4").result(
+        " M pnpm-lock.yaml\n ERR_PNPM_OUTDATED_LOCKFILE  Cannot install with \"frozen-lockfile\" because pnpm-lock.yaml is not up to date")
+    s.says("The lockfile change was never committed, so the frozen install in CI refuses it.")
+    s.runs("pnpm install && git add pnpm-lock.yaml && git commit -m 'api: lockfile'").result("Done in 1.2s\n[main 1a2b3c4] api: lockfile")
+    s.runs("git status --short; pnpm install --frozen-lockfile 2>&1 | tail -n 3").result("Lockfile is up to date, resolution step is skipped\nDone in 1.1s")
+    lp = fixed_loop(s.turns)
+    assert lp is not None and lp.failure.signature.startswith("ERR_PNPM_OUTDATED_LOCKFILE")
+    assert [describe_change(t) for t in lp.fix.changes] == ["`pnpm install && git add pnpm-lock.yaml && git commit -m 'api: lockfile'`"]
+    assert _card(s).verified_by
+
+
+def test_a_how_to_tried_by_running_the_migration_it_describes_is_checked():
+    s = Script().user("how do I add a db migration again?")
+    s.says("Add `db/migrations/NNNN_name.sql` and run `go run ./cmd/app migrate up`; files apply in name order.")
+    s.user("try it with a no-op one")
+    s.runs("printf 'SELECT 1;' > db/migrations/0009_noop.sql && go run ./cmd/app migrate up").result(
+        "applied 0009_noop.sql\n1 migration applied, schema at version 9")
+    v = verification(s.turns)
+    assert v is not None and "migrate up" in v.command
+
+
+def test_a_word_migrate_in_an_echo_or_a_commit_message_is_no_migration_run():
+    s = Script().user("write the notes")
+    _edit(s, "/home/dev/shop/NOTES.md", "old", "new")
+    s.runs("echo migrate later").result("migrate later")
+    s.runs("git commit -am 'migrate users table'").result("[main 1a2b3c4] migrate users table")
+    assert verification(s.turns) is None
+
+
+def test_a_green_check_after_the_work_was_put_back_verifies_nothing():
+    s = Script().user("bump next to 15.5")
+    s.runs("pnpm --filter web up next@15.5.4").result("+ next 15.5.4")
+    s.user("actually stop, put it back")
+    s.runs("git checkout -- apps/web/package.json pnpm-lock.yaml && pnpm install --frozen-lockfile").result(
+        "Lockfile is up to date, resolution step is skipped\nDone in 1.4s")
+    s.says("Reverted: package.json and the lockfile are back to next 15.0.3.")
+    assert verification(s.turns) is None
+
+
+def test_a_file_written_through_a_heredoc_that_names_checks_runs_none():
+    s = Script().user("write the quickstart for the plan")
+    _edit(s, "/home/dev/shop/specs/plan.md", "## Phase 0", "## Phase 0 (done)")
+    s.runs("cat <<'EOF' > specs/quickstart.md\n# Quickstart\ncargo sqlx migrate run\nnpm test\nEOF").result("")
+    s.says("Wrote the quickstart; ready for the next phase.")
+    assert verification(s.turns) is None
+
+
 def test_a_later_failure_of_the_same_goal_in_another_environment_cancels_the_verification():
     s = _disproved_then_fixed()
     s.runs("docker compose run --rm app pytest").error(KEYERROR.replace("/home/dev/shop", "/app"))
@@ -171,6 +240,17 @@ def test_a_session_that_stops_after_announcing_a_step_ends_mid_work():
     assert end is not None and end.reason == "ended_mid_work"
     card = _card(s)
     assert card.status == "incomplete" and "wired into export" not in card.conclusion
+
+
+def test_a_push_left_unanswered_after_a_commit_that_succeeded_does_not_unsettle_the_work():
+    s = _disproved_then_fixed()
+    s.runs("git commit -am 'cart: read unit_price'").result("[main 1a2b3c4] cart: read unit_price\n 1 file changed")
+    s.runs("git push -u origin main 2>&1")
+    assert ending(s.turns) is None
+    s2 = Script().user("add a --json flag to export")
+    _edit(s2, "/home/dev/shop/app/export.py", "def export(rows):", "def export(rows, as_json=False):")
+    s2.runs("git push -u origin main 2>&1")
+    assert ending(s2.turns).reason == "ended_mid_work"  # nothing was committed: the push is the work
 
 
 def test_a_settled_ending_is_not_unresolved():

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from memoir.cards.quality_gates import QUALITY_GATE_NAMES, decide_status, judge_card, specifics
+from memoir.cards.quality_gates import QUALITY_GATE_NAMES, decide_status, judge_card, specifics, verifiable_judgment
 from memoir.cards.quality_inputs import EvidenceTurn, EvidenceView, embedding_similarity, lexical_similarity
 from memoir.cards.values import Card
 
@@ -64,6 +64,15 @@ def test_verifiable_judgment_rejects_an_emotion(conclusion):
 def test_verifiable_judgment_accepts_a_finding_told_in_first_person():
     card = GOOD.with_(conclusion="We found that a stalled upstream blocks forever when the client has no timeout.")
     assert judge_card(card, EVIDENCE, []).passed
+
+
+@pytest.mark.parametrize("conclusion", [
+    "Committed as `a1b2c3d`. This replaces the old env-var flags with a table.",
+    "Per-clinic flags moved from environment variables to the ClinicFeatureFlag table.",
+    "The env copies drifted between the web and worker deployments.",
+])
+def test_verifiable_judgment_accepts_a_decision_or_a_move(conclusion):
+    assert verifiable_judgment(GOOD.with_(conclusion=conclusion)).passed
 
 
 @pytest.mark.parametrize("counterexamples", ["None.", "n/a", "- tbd"])

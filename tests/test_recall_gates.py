@@ -410,6 +410,23 @@ def test_a_card_names_the_pasted_error_by_its_class_and_most_of_its_message():
     assert names_pasted_error(None, "anything at all")
 
 
+def test_a_card_holding_only_the_namespace_of_the_name_a_query_asks_about_gets_no_agreed_floor():
+    from memoir.index.candidates import holds_a_name, query_names
+    q = "Received unregistered task of type 'shop.tasks.notify_front_desk'. The message has been ignored."
+    names = query_names(q)
+    assert names == ("shop.tasks.notify_front_desk",)
+    assert not holds_a_name(names, "The worker drops `shop.tasks.send_receipt` when the flag is off")
+    assert holds_a_name(names, "register shop.tasks.notify_front_desk in CELERY_IMPORTS")
+    assert holds_a_name(query_names("why does the nightly batch run twice?"), "anything")
+    assert query_names("ReferenceError: document is not defined\n ❯ src/CartDrawer.test.tsx:21:5") == ()
+    neighbour = cand("c-neighbour", similarity=0.36, knn_rank=1, fts_rank=1, coverage=0.4, names_identifier=False)
+    out = judge([neighbour], RecallQuery(text=q, workspace=WORKSPACE), GatePolicy.from_settings(Settings()))
+    assert out[0].gate != INJECTED
+    named = cand("c-named", similarity=0.36, knn_rank=1, fts_rank=1, coverage=0.4)
+    out = judge([named], RecallQuery(text=q, workspace=WORKSPACE), GatePolicy.from_settings(Settings()))
+    assert out[0].gate == INJECTED
+
+
 def test_a_card_about_another_error_is_neither_agreed_nor_a_rival_for_rank():
     # Both paths rank the neighbour first (same stack, same words); it never names the pasted class.
     # Counted without it, the card that does name it is first on both paths and clears the agreed floor.
