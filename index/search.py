@@ -224,10 +224,10 @@ def fuse_turns(dense: Sequence[TurnMatch], lexical: Sequence[tuple[TurnRow, floa
                k: int) -> list[TurnMatch]:
     """One turn list from the nearest turns by meaning and the best by words (`lexical`: row and cosine,
     best bm25 first), by reciprocal rank: a turn both hold rises above one either holds alone. A word
-    match also carries its `word_coverage`, which the floor counts beside the cosine."""
-    score: dict[tuple, float] = {}
-    seen: dict[tuple, TurnMatch] = {}
-    both = [*enumerate(dense, 1), *enumerate((TurnMatch(r, 0, sim, word_coverage(terms, r.text)) for r, sim in lexical), 1)]
+    match counts only with a `word_coverage` (and carries it: the floor counts it beside the cosine)."""
+    score, seen = {}, {}
+    said = [m for m in (TurnMatch(r, 0, sim, word_coverage(terms, r.text)) for r, sim in lexical) if m.words]
+    both = [*enumerate(dense, 1), *enumerate(said, 1)]  # one shared word ("webhook") is no word match
     for rank, m in both:
         key = (m.row.file, m.row.line, m.row.seq)
         score[key] = score.get(key, 0.0) + 1.0 / (RRF_K + rank)

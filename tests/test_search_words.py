@@ -58,12 +58,15 @@ def test_a_turn_index_made_before_the_word_table_fills_it_from_its_turns(tmp_pat
 
 
 def test_a_turn_both_lists_hold_outranks_one_either_holds_alone_and_keeps_its_word_coverage():
-    dense = [TurnMatch(row(1, "a"), 1, 0.6), TurnMatch(row(2, "b"), 2, 0.5)]
-    lexical = [(row(3, "SQLSTATE 40P01 deadlock detected"), 0.1), (row(2, "b"), 0.5)]
+    again = row(2, "the import hit sqlstate 40p01 again")
+    dense = [TurnMatch(row(1, "a"), 1, 0.6), TurnMatch(again, 2, 0.5)]
+    lexical = [(row(3, "SQLSTATE 40P01 deadlock detected"), 0.1), (again, 0.5)]
     fused = fuse_turns(dense, lexical, ["sqlstate", "40p01", "import"], 3)
     assert [(m.row.line, m.rank) for m in fused] == [(2, 1), (1, 2), (3, 3)]
     assert fused[2].similarity == 0.1 and fused[2].words == pytest.approx(2 / 3)
-    assert fused[1].words == 0.0  # found by meaning only
+    assert fused[0].words == 1.0 and fused[1].words == 0.0  # the second found by meaning only
+    weak = fuse_turns(dense, [(row(4, "what backoff between webhook retries"), 0.3)], ["webhook", "timestamp", "refuse"], 3)
+    assert [m.row.line for m in weak] == [1, 2]  # one shared word is no word match: it lifts nothing
 
 
 def test_word_coverage_counts_subject_terms_only_and_needs_two():
