@@ -1,15 +1,21 @@
-"""Deep search against a plain turn index: evidence recall@5 and latency on the conversational set.
+"""Deep search against a plain turn index: evidence recall@5 and latency on memoir's search sets.
 
-    python -m bench.search [--verbose]
+    python -m bench.search [--set conversational|coding_sessions|all] [--verbose]
 
-Builds a temp memoir home from `tests/fixtures/conversational/` (the pipeline, then the index) and,
+Two sets in `tests/fixtures/`: `conversational/` (six sessions, eight topics each, 53 questions)
+and `coding_sessions/` (four long coding sessions of ~300 lines, seven tasks each, 61 questions:
+paraphrases, questions naming an exact identifier, and span questions whose answer needs two
+turns far apart, every one of them shown for a hit). `--set all` (the default) runs both.
+
+For each set: builds a temp memoir home from its sessions (the pipeline, then the index) and,
 beside it, the baseline the issue names: one MiniLM vector per single sanitized turn of the same
 files (the same embedder), brute-force cosine top 5. For every question of `questions.jsonl`:
 
 - memoir: `search_cards(..., k=5)`, which returns at most 5 results in all, cards and the turns
-  no returned card covers (index/search.py); a hit when a returned card's source (same session)
-  covers an answer line, or a returned turn is an answer line;
+  and windows no returned card covers (index/search.py); a hit when a returned card's source (same
+  session) covers an answer line, or a returned turn or window holds one;
 - baseline: a hit when one of its 5 turns is an answer line.
+A span question (`all_of`) is a hit only when every one of its groups of lines is, on each side.
 
 A second baseline cuts the same turns into windows of memoir's mean card span (half overlap),
 one vector each; a hit when a top-5 window holds an answer line. Prints evidence recall@5 for all
@@ -45,7 +51,8 @@ from memoir.flows.pipeline import run_pipeline  # noqa: E402
 from memoir.index.search import search_cards, search_embedder  # noqa: E402
 from memoir.index.search_results import hit_strength  # noqa: E402
 
-SET = ROOT / "tests" / "fixtures" / "conversational"
+SETS = {name: ROOT / "tests" / "fixtures" / name for name in ("conversational", "coding_sessions")}
+SET = SETS["conversational"]
 K = 5
 
 
@@ -54,18 +61,23 @@ def pct(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(round(q * (len(s) - 1))))] if s else float("nan")
 
 
-def questions() -> list[dict]:
-    return [json.loads(line) for line in (SET / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
+def questions(root: Path = SET) -> list[dict]:
+    return [json.loads(line) for line in (root / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
 
 
-def session_files() -> list[Path]:
-    return sorted(SET.glob("claude-code/*/*.jsonl"))
+def session_files(root: Path = SET) -> list[Path]:
+    return sorted(root.glob("claude-code/*/*.jsonl"))
 
 
-def baseline_turns(blob_cap: int) -> list[tuple[str, int, str]]:
+def groups(q: dict) -> list[set[int]]:
+    """The groups of answer lines a hit must show: one per turn for a span question, else one of all."""
+    return [set(g) for g in q["all_of"]] if q.get("all_of") else [set(q["answer_lines"])]
+
+
+def baseline_turns(blob_cap: int, root: Path = SET) -> list[tuple[str, int, str]]:
     """(session id, line, sanitized text) for every turn with text, thinking left out as search does."""
     out = CollectReport()
-    for path in session_files():
+    for path in session_files(root):
         collect_file(path, "claude-code", None, out)
     rows = []
     for turns in out.sessions.values():
@@ -101,12 +113,10 @@ def mean_card_span(settings) -> int:
 
 
 def memoir_hit(result, q: dict) -> bool:
-    want = set(q["answer_lines"])
-    for hit in result.hits:
-        for s in hit.sources:
-            if s.session_id == q["session_id"] and any(s.lines[0] <= line <= s.lines[1] for line in want):
-                return True
-    return any(t.session_id == q["session_id"] and t.line in want for t in result.turns)
+    """Every group shown: by a returned card's source lines, or a returned turn or window's lines."""
+    ranges = [s.lines for hit in result.hits for s in hit.sources if s.session_id == q["session_id"]]
+    ranges += [(t.line, max(t.line, t.end_line)) for t in result.turns if t.session_id == q["session_id"]]
+    return all(any(lo <= line <= hi for lo, hi in ranges for line in g) for g in groups(q))
 
 
 def memoir_exact(result, q: dict) -> bool:
@@ -137,27 +147,23 @@ def floor_report(settings, embedder, qs: list[dict]) -> None:
               f"p50 {pct(values, 0.5):.3f} p75 {pct(values, 0.75):.3f}")
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--verbose", action="store_true", help="print each question and which side found it")
-    ap.add_argument("--floor", action="store_true", help="print answer vs other hits by similarity floor")
-    args = ap.parse_args()
-    qs = questions()
-    embedder = search_embedder()  # what `memoir search` loads; the baseline uses it too (same model)
+def run_set(name: str, root: Path, embedder, args) -> None:
+    """Build a home from one set, then memoir and both baselines over its questions, same model, same run."""
+    qs = questions(root)
+    files = session_files(root)
     with tempfile.TemporaryDirectory(prefix="memoir-bench-search-") as tmp:
         settings = load_settings(home=tmp)
         t0 = time.perf_counter()
-        summary = run_pipeline(settings, session_files())
+        run_pipeline(settings, files)  # the run's own counts are not what this bench measures
         built = time.perf_counter() - t0
         cards = len(list(Path(settings.cards_dir).rglob("*.md")))
-        print(f"set: {len(session_files())} sessions, {len(qs)} questions; memoir home built in {built:.1f} s "
+        print(f"== {name}: {len(files)} sessions, {len(qs)} questions; memoir home built in {built:.1f} s "
               f"({cards} card files)")
-        del summary  # the run's own counts are not what this bench measures
         if args.floor:
             floor_report(settings, embedder, qs)
-            return 0
+            return
 
-        rows = baseline_turns(settings.blob_cap)
+        rows = baseline_turns(settings.blob_cap, root)
         matrix = embedder.encode([text for _, _, text in rows])
         span = mean_card_span(settings)
         windows = window_rows(rows, span)
@@ -167,9 +173,9 @@ def main() -> int:
 
         t0 = time.perf_counter()
         search_cards(settings, "warm up the model and the index", embedder=embedder, k=K)
-        print(f"first search (reads the ledgered logs into the turn index, embeds every turn): "
-              f"{time.perf_counter() - t0:.1f} s")
-        found_m = found_b = found_w = exact = 0
+        print(f"first search (the turn index is ready from the run): {time.perf_counter() - t0:.1f} s")
+        found: dict[str, list[int]] = {}  # kind -> [memoir, turn, window, questions]
+        exact = 0
         latencies = []
         for q in qs:
             t = time.perf_counter()
@@ -179,23 +185,39 @@ def main() -> int:
             exact += memoir_exact(result, q)
             qv = embedder.encode_one(q["q"])
             top = np.argsort(-(matrix @ qv))[:K]
-            b = any(rows[i][0] == q["session_id"] and rows[i][1] in q["answer_lines"] for i in top)
+            b = all(any(rows[i][0] == q["session_id"] and rows[i][1] in g for i in top) for g in groups(q))
             wtop = np.argsort(-(wmatrix @ qv))[:K]
-            w = any(windows[i][0] == q["session_id"] and set(windows[i][1]) & set(q["answer_lines"]) for i in wtop)
-            found_m += m
-            found_b += b
-            found_w += w
+            w = all(any(windows[i][0] == q["session_id"] and set(windows[i][1]) & g for i in wtop) for g in groups(q))
+            for kind in ("all", q.get("kind", "paraphrase")):
+                tally = found.setdefault(kind, [0, 0, 0, 0])
+                for j, ok in enumerate((m, b, w, True)):
+                    tally[j] += ok
             if args.verbose:
                 print(f"  memoir {'+' if m else '-'}  turn {'+' if b else '-'}  window {'+' if w else '-'}  "
                       f"{latencies[-1]:6.1f} ms  {q['q']}")
-    n = len(qs)
+    found_m, found_b, found_w, n = found["all"]
     better = max(found_b, found_w)
     print(f"evidence recall@{K}:  memoir search {found_m / n:.3f} ({found_m}/{n})   "
           f"single-turn baseline {found_b / n:.3f} ({found_b}/{n})   window baseline {found_w / n:.3f} ({found_w}/{n})")
     print(f"  memoir / the better baseline: {found_m / better if better else float('inf'):.2f}x (target >= 1.2x)")
+    for kind, (km, kb, kw, kn) in sorted(found.items()):
+        if kind != "all" and len(found) > 2:
+            print(f"  {kind:<11} ({kn:>2}): memoir {km / kn:.3f}   turn {kb / kn:.3f}   window {kw / kn:.3f}")
     print(f"  stricter, memoir showing the answer turn itself (as evidence or a turn): {exact / n:.3f} ({exact}/{n})")
     print(f"memoir search latency (warm): p50 {pct(latencies, 0.5):.1f} ms   p95 {pct(latencies, 0.95):.1f} ms   "
           f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cpus: other work on the box shows here)")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--set", choices=[*SETS, "all"], default="all", help="which search set (default: both)")
+    ap.add_argument("--verbose", action="store_true", help="print each question and which side found it")
+    ap.add_argument("--floor", action="store_true", help="print answer vs other hits by similarity floor")
+    args = ap.parse_args()
+    embedder = search_embedder()  # what `memoir search` loads; the baselines use it too (same model)
+    for name, root in SETS.items():
+        if args.set in (name, "all"):
+            run_set(name, root, embedder, args)
     return 0
 
 

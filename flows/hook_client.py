@@ -32,10 +32,10 @@ ENV_NAMES = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME")  # besides MEMOIR_*, wh
 STATE_DIR = "state"  # Settings.state_dir is <home>/state
 SESSION_START_BUDGET_MS = 3000  # SessionStart is not on the prompt's path: the brief may take seconds
 SERVICE_IDLE_EXIT_S = 8 * 3600  # a service the hook started stops after a working day without prompts
-# Each host's events asking for a recall (the prompt) or the brief (a session's start); Copilot CLI's
-# Claude-compatible (PascalCase) events carry Claude Code's fields.
+# Each host's events asking for a recall (the prompt) or the brief (a session's start); Copilot's: cli/hook_settings.py.
 CLAUDE_EVENTS = {"UserPromptSubmit": "recall", "SessionStart": "brief"}
-HOST_EVENTS = {"claude-code": CLAUDE_EVENTS, "copilot-cli": CLAUDE_EVENTS, "gemini-cli": {"BeforeAgent": "recall", "SessionStart": "brief"}}
+COPILOT_EVENTS = {"userPromptTransformed": "recall", "sessionStart": "brief", "SessionStart": "brief"}
+HOST_EVENTS = {"claude-code": CLAUDE_EVENTS, "copilot-cli": COPILOT_EVENTS, "gemini-cli": {"BeforeAgent": "recall", "SessionStart": "brief"}}
 OUTCOMES = ("injected", "empty", "timeout", "cold_start", "error")
 
 
@@ -140,8 +140,7 @@ def private_socket_dir(env, temp_dir: str | None = None, *, create: bool = False
     trusted only once checked (anyone can make a fixed name first in a shared temp dir). A missing folder
     is returned as is when `create` is off (nothing listens there yet). Raises UnsafeSocket naming each refusal."""
     uid = os.getuid()
-    refused = []
-    candidates = []
+    refused, candidates = [], []
     runtime = env.get("XDG_RUNTIME_DIR") or ""
     if runtime:
         why = private_dir_problem(runtime, uid)
@@ -209,10 +208,7 @@ def ask(state_dir: str, request: dict, timeout_s: float) -> dict:
         s.sendall(dumps(request).encode("utf-8") + b"\n")
         s.shutdown(_socket.SHUT_WR)
         chunks = []
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
+        while chunk := s.recv(65536):
             chunks.append(chunk)
     finally:
         s.close()
@@ -222,9 +218,16 @@ def ask(state_dir: str, request: dict, timeout_s: float) -> dict:
     return answer
 
 
-def hook_output(event: str, context: str) -> str:
-    """The hook answer Claude Code, Gemini CLI and Copilot CLI read: `hookSpecificOutput.additionalContext`."""
-    return "" if not context else dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}})
+def hook_output(event: str, context: str, host: str = "claude-code", payload: dict | None = None) -> str:
+    """The answer each host reads ('' for none): Claude Code's and Gemini CLI's `hookSpecificOutput.additionalContext`;
+    Copilot CLI's top-level `additionalContext` (sessionStart) or `modifiedTransformedPrompt`, the model-facing
+    prompt then the `<memoir-context>` block (userPromptTransformed; memoir's readers strip the block)."""
+    prompt, brief = str((payload or {}).get("transformedPrompt") or ""), COPILOT_EVENTS.get(event) == "brief"
+    if not context or (host == "copilot-cli" and not brief and not prompt):
+        return ""
+    if host == "copilot-cli":
+        return dumps({"additionalContext": context} if brief else {"modifiedTransformedPrompt": f"{prompt}\n\n{context}"})
+    return dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}})
 
 
 def process_age_s() -> float:
@@ -371,17 +374,13 @@ def run_hook(payload: object, caller: Caller, started: float, host: str = "claud
     if not isinstance(payload, dict):
         return "", "", "", ""
     event = str(payload.get("hook_event_name") or "")
-    op = HOST_EVENTS[host].get(event, "")
-    if not op:
-        return "", event, "", ""
-    prompt = str(payload.get("prompt") or "")
-    if op == "recall" and not prompt.strip():
+    op, prompt = HOST_EVENTS[host].get(event, ""), str(payload.get("prompt") or "")
+    if not op or (op == "recall" and not prompt.strip()):
         return "", event, "", ""
     workspace = str(payload.get("cwd") or "")
     budget = caller.budget_ms if op == "recall" else float(SESSION_START_BUDGET_MS)
     left_ms = budget - (time.perf_counter() - started) * 1000 - OUTPUT_MARGIN_MS
-    request = {"op": op, "query": prompt,
-               "workspace": workspace, "session_id": str(payload.get("session_id") or ""),
+    request = {"op": op, "query": prompt, "workspace": workspace, "session_id": str(payload.get("session_id") or ""),
                "budget_ms": max(0.0, left_ms - SERVICE_MARGIN_MS),
                "started_at": time.time() - (time.perf_counter() - started), **caller.wire}
     state = caller.state_dir
@@ -395,7 +394,7 @@ def run_hook(payload: object, caller: Caller, started: float, host: str = "claud
         except OSError as exc:
             detail = _scrubbed(f"cannot start the recall service: {exc}; run `memoir serve-recall` to see why")
         if op == "brief" and workspace:
-            return hook_output(event, _slow_path().lexical_brief(caller.resolved(), workspace)), event, "cold_start", detail
+            return hook_output(event, _slow_path().lexical_brief(caller.resolved(), workspace), host), event, "cold_start", detail
         return "", event, "cold_start", detail
     except UnsafeSocket as exc:
         return "", event, "error", f"refused: {exc}"  # never a cold start: the service could not bind there either
@@ -407,13 +406,15 @@ def run_hook(payload: object, caller: Caller, started: float, host: str = "claud
         return "", event, "error", str(answer.get("error") or "the service refused the request")
     context = str(answer.get("context") or "")
     outcome = str(answer.get("outcome") or ("injected" if context else "empty"))
-    return hook_output(event, context), event, outcome if outcome in OUTCOMES else "error", str(answer.get("reason") or "")
+    return (hook_output(event, context, host, payload), event, outcome if outcome in OUTCOMES else "error",
+            str(answer.get("reason") or ""))
 
 
-def hook_main(host: str = "claude-code", stdin=None, stdout=None, settings=None, count_startup: bool = True) -> int:
+def hook_main(host: str = "claude-code", stdin=None, stdout=None, settings=None, count_startup: bool = True,
+              event: str = "") -> int:
     """Entry point of the hook process: always exits 0, prints an answer or nothing at all.
     `settings` are loaded here when None; `count_startup` charges the process's start-up to the
-    budget (off when the hook runs inside a longer-lived process)."""
+    budget (off when the hook runs inside a longer-lived process); `event`: the event the command names."""
     started = time.perf_counter() - (process_age_s() if count_startup else 0.0)
     stdin = sys.stdin.buffer if stdin is None else stdin
     stdout = sys.stdout.buffer if stdout is None else stdout
@@ -429,16 +430,18 @@ def hook_main(host: str = "claude-code", stdin=None, stdout=None, settings=None,
     armed = _arm_watchdog(started, caller.budget_ms, state)
     if host not in HOST_EVENTS:
         return 0
-    event, outcome, detail = "", "", ""
+    named, event, outcome, detail = event, "", "", ""
     try:
         raw = stdin.read(MAX_MESSAGE)
         payload = loads(raw)
+        if named and isinstance(payload, dict) and not payload.get("hook_event_name"):  # Copilot's camelCase payload
+            payload = {**payload, "hook_event_name": named, "session_id": payload.get("sessionId") or ""}
         if armed and isinstance(payload, dict) and HOST_EVENTS[host].get(payload.get("hook_event_name")) == "brief":
             _arm_watchdog(started, SESSION_START_BUDGET_MS, state)
         out, event, outcome, detail = run_hook(payload, caller, started, host)
         if out:
             data = (out + "\n").encode("utf-8")
-            stdout.write(data if _binary(stdout) else data.decode("utf-8"))
+            stdout.write(data if not hasattr(stdout, "encoding") else data.decode("utf-8"))
             stdout.flush()
     except BaseException as exc:  # noqa: BLE001 - any failure means "no context", never a failed prompt
         outcome, detail = ("error", f"{type(exc).__name__}: {exc}") if event else ("", "")
@@ -457,10 +460,6 @@ def record_config_error(exc: BaseException, started: float) -> None:
     except Exception:  # noqa: BLE001 - nowhere to write: stay silent, the prompt goes on
         return
     record_call(state, "config", "error", (time.perf_counter() - started) * 1000, detail)
-
-
-def _binary(stream) -> bool:
-    return not hasattr(stream, "encoding")
 
 
 def _arm_watchdog(started: float, budget_ms: float, state_dir: str) -> bool:
@@ -493,7 +492,7 @@ def _disarm_watchdog() -> None:
 def main() -> None:
     """`memoir-hook claude-code`, or the installed hook command (memoir.flows.cli.hook_settings.hook_command)."""
     os.umask(0o077)  # it writes only under the home: all private (memoir.cards.private), parents os.makedirs makes too
-    sys.exit(hook_main(sys.argv[1] if len(sys.argv) > 1 else "claude-code"))
+    sys.exit(hook_main(sys.argv[1] if len(sys.argv) > 1 else "claude-code", event=(sys.argv[2:] or [""])[0]))
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ from memoir.cards.values import Card, Turn
 from memoir.cards.sanitize import sanitize
 from memoir.cards.store import CardStore
 from memoir.cards.title import display_title
-from memoir.index.candidates import MAX_QUERY_INPUT, RRF_K, fuse, query_terms
+from memoir.index.candidates import MAX_QUERY_INPUT, RRF_K, fuse, query_terms, subject_terms
 from memoir.index.chain_links import CardsOnDisk, newest_in_chain
 from memoir.index.errors import IndexCorrupt, IndexFailure
 from memoir.index.files import INDEX_FILE, TURNS_FILE
@@ -47,7 +47,7 @@ from memoir.index.rewrite import rewrite_query
 from memoir.index.search_results import (
     SearchHit, SearchResult, TurnHit, above_floor, screen_result,
 )
-from memoir.index.turns import Span, TurnIndex, TurnRow, WindowRow, covering
+from memoir.index.turns import Span, TurnIndex, TurnRow, WindowRow, covering, search_words
 
 POOL_PER_HIT = 4  # each path fetches k × this many: status filtering cuts some, fusion reorders
 MAX_POOL = 200
@@ -133,6 +133,18 @@ def turn_coverage(terms: list[str], text: str) -> float:
     return hits / len(terms) if hits >= min(2, len(terms)) else 0.0
 
 
+def word_coverage(terms: list[str], text: str) -> float:
+    """Share of the query's subject terms (`subject_terms`: no session-work words) the text holds as
+    whole words; 0 below two hits (one for a one-term question). A turn that says the error code and
+    the key a question names is evidence even when a small embedding model sees little in common."""
+    subject = subject_terms(terms)
+    if not subject:
+        return 0.0
+    words = set(_WORD.findall(text.lower()))
+    hits = sum(1 for t in subject if t in words)
+    return hits / len(subject) if hits >= min(2, len(subject)) else 0.0
+
+
 def snippet(text: str, terms: list[str], width: int = SNIPPET_CHARS) -> str:
     """The part of `text` around the first query term, on one line."""
     flat = " ".join(text.split())
@@ -170,11 +182,13 @@ def match_turns(turns: Iterable[Turn], terms: list[str], *, k: int, workspace: s
 
 @dataclass(frozen=True, slots=True)
 class TurnMatch:
-    """A turn the turn index ranked for the query: its rank (1 = nearest) and cosine."""
+    """A turn the turn index ranked for the query: its rank (1 = nearest) and cosine, and for a turn
+    the word index matched, the share of the query's subject terms it holds (`word_coverage`)."""
 
     row: TurnRow
     rank: int
     similarity: float
+    words: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +218,22 @@ def nearest_turns(rows: list[TurnRow], matrix: np.ndarray, vector: np.ndarray, k
     """Brute-force cosine over the turn vectors, best first (ties by file and line); `keep` masks rows out."""
     found = _nearest(rows, matrix, vector, k, keep, lambda r: (r.file, r.line))
     return [TurnMatch(rows[i], n, score) for n, (i, score) in enumerate(found, 1)]
+
+
+def fuse_turns(dense: Sequence[TurnMatch], lexical: Sequence[tuple[TurnRow, float]], terms: list[str],
+               k: int) -> list[TurnMatch]:
+    """One turn list from the nearest turns by meaning and the best by words (`lexical`: row and cosine,
+    best bm25 first), by reciprocal rank: a turn both hold rises above one either holds alone. A word
+    match counts only with a `word_coverage` (and carries it: the floor counts it beside the cosine)."""
+    score, seen = {}, {}
+    said = [m for m in (TurnMatch(r, 0, sim, word_coverage(terms, r.text)) for r, sim in lexical) if m.words]
+    both = [*enumerate(dense, 1), *enumerate(said, 1)]  # one shared word ("webhook") is no word match
+    for rank, m in both:
+        key = (m.row.file, m.row.line, m.row.seq)
+        score[key] = score.get(key, 0.0) + 1.0 / (RRF_K + rank)
+        seen[key] = m if key not in seen or m.words else seen[key]
+    order = sorted(score, key=lambda key: (-score[key], key))[:k]
+    return [replace(seen[key], rank=n) for n, key in enumerate(order, 1)]
 
 
 def nearest_windows(rows: list[WindowRow], matrix: np.ndarray, vector: np.ndarray, k: int, *,
@@ -250,7 +280,7 @@ def add_turn_ranks(fused: Mapping[str, dict], matches: list[TurnMatch], spans: M
 def turn_hit(m: TurnMatch, terms: list[str], score: float) -> TurnHit:
     r = m.row
     return TurnHit(r.host, r.session_id, r.file, r.line, r.seq, r.role, r.kind, r.timestamp,
-                   snippet(r.text, terms), turn_coverage(terms, r.text), m.similarity, score)
+                   snippet(r.text, terms), turn_coverage(terms, r.text), m.similarity, score, words=m.words)
 
 
 def window_hit(m: WindowMatch, terms: list[str], score: float) -> TurnHit:
@@ -352,12 +382,16 @@ def search_cards(settings: Settings, query: str, *, embedder, k: int = 10, works
     near_windows: list[WindowMatch] = []
     spans: Mapping[str, list[Span]] = {}
     if turns is not None:
-        rows, matrix, spans, hidden_rows, windows, wmatrix, hidden_windows = turns
+        rows, matrix, spans, hidden_rows, windows, wmatrix, hidden_windows, at = turns
         keep, wkeep = ~hidden_rows, ~hidden_windows
         if workspace:
             keep = keep & np.array([not r.cwd or workspaces_near(workspace, r.cwd) for r in rows], dtype=bool)
             wkeep = wkeep & np.array([not w.cwd or workspaces_near(workspace, w.cwd) for w in windows], dtype=bool)
         matches = nearest_turns(rows, matrix, vector, pool, keep=keep)
+        found = [at[(f, line, seq)] for f, line, seq, _ in search_words(settings.state_dir, text, pool)
+                 if (f, line, seq) in at]
+        lexical = [(rows[i], float(matrix[i] @ vector)) for i in found if keep[i]]
+        matches = fuse_turns(matches, lexical, query_terms(text), pool)
         near_windows = nearest_windows(windows, wmatrix, vector, pool, keep=wkeep)
         fused = add_turn_ranks(fused, matches, spans, near_windows)
     cards = CardsOnDisk(store, problems=problems)
@@ -425,7 +459,8 @@ def load_turns(settings: Settings, embedder, index, store: CardStore, problems: 
     hidden_windows = np.array([any(lo <= w.last_seq and w.first_seq <= hi
                                    for _, (lo, hi) in gone.ranges.get((w.host, w.session_id), ())) for w in windows],
                               dtype=bool)
-    loaded = (rows, matrix, spans, hidden, windows, wmatrix, hidden_windows)
+    at = {(r.file, r.line, r.seq): i for i, r in enumerate(rows)}  # a word match's row, by its place
+    loaded = (rows, matrix, spans, hidden, windows, wmatrix, hidden_windows, at)
     if refresh.pending or refresh.windows_pending:
         # Not cached: the next search in this process embeds the next batch.
         problems.append(f"{refresh.pending + refresh.windows_pending} session turns and windows are not searchable "

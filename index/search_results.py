@@ -89,6 +89,7 @@ class TurnHit:
     score: float = 0.0  # its reciprocal rank in the fusion (0 from `search_turns`)
     withheld: str = ""  # why its snippet is not shown (instruction-shaped); '' when it is
     end_line: int = 0  # a window of turns ends here (0: a single turn, at `line`)
+    words: float = 0.0  # share of the query's subject terms it holds, for a turn the word index matched
 
     @property
     def lines(self) -> str:
@@ -100,7 +101,7 @@ class TurnHit:
                 "seq": self.seq, "role": self.role, "kind": self.kind, "timestamp": self.timestamp,
                 "snippet": self.snippet, "coverage": round(self.coverage, 3),
                 "similarity": None if self.similarity is None else round(self.similarity, 4),
-                "score": round(self.score, 5), "withheld": self.withheld}
+                "score": round(self.score, 5), "withheld": self.withheld, "words": round(self.words, 3)}
 
 
 @dataclass(frozen=True)
@@ -132,14 +133,23 @@ def hit_strength(hit: SearchHit | TurnHit) -> float:
     return max(known) if known else 1.0
 
 
+WORDS_KEEP = 0.5  # a word-matched turn holding half the question's subject terms stays above any floor
+
+
+def said_in_words(hit: SearchHit | TurnHit) -> bool:
+    """The hit (or a turn it shows) holds at least `WORDS_KEEP` of the question's subject terms."""
+    return any(getattr(t, "words", 0.0) >= WORDS_KEEP for t in (hit, *getattr(hit, "evidence", ())))
+
+
 def above_floor(cards: list[SearchHit], turns: list[TurnHit], floor: float
                 ) -> tuple[list[SearchHit], list[TurnHit], int]:
-    """The hits at or above `floor` (by `hit_strength`), and how many were not; no floor at 0 or below
-    (a cosine can be negative)."""
+    """The hits at or above `floor` (by `hit_strength`), or said in the question's own words
+    (`said_in_words`: an error code or key the embedding misses), and how many were not; no floor
+    at 0 or below (a cosine can be negative)."""
     if floor <= 0:
         return cards, turns, 0
-    kept_cards = [h for h in cards if hit_strength(h) >= floor]
-    kept_turns = [t for t in turns if hit_strength(t) >= floor]
+    kept_cards = [h for h in cards if hit_strength(h) >= floor or said_in_words(h)]
+    kept_turns = [t for t in turns if hit_strength(t) >= floor or said_in_words(t)]
     return kept_cards, kept_turns, len(cards) - len(kept_cards) + len(turns) - len(kept_turns)
 
 

@@ -9,6 +9,10 @@ refreshes it after each run (every new text, with progress), so a first search f
 search's own refresh embeds at most `EMBED_BUDGET` new texts, and over a large ledger no run has
 read yet it catches up a batch at a time (and says so) rather than stall.
 
+Beside the vectors, `turn_words` (FTS5, the card index's tokenizer) holds every turn's words, so a
+question naming an exact error code, config key or file name finds the turn that says it by bm25
+(`lexical_turns`): a small embedding model spreads such rare tokens thin, a word index does not.
+
 `card_spans` is the other half of the fusion: which card sources cover which lines, read from the
 card files once per card file hash (the card index names the hash) and kept in the same file.
 """
@@ -28,6 +32,7 @@ from memoir.cards.sanitize.fields import sanitize_turn
 from memoir.cards.private import private_db_file
 from memoir.cards.store import CardFileError, CardStore
 from memoir.index.files import TURNS_FILE
+from memoir.index.plan import FTS_MAX_TERMS_USED, choose_fts_terms, fts_terms, quote_terms, term_tokens
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -48,7 +53,13 @@ CREATE TABLE IF NOT EXISTS windows (
     hash TEXT NOT NULL, PRIMARY KEY (file, session_id, first_seq)
 );
 CREATE TABLE IF NOT EXISTS window_vectors (hash TEXT PRIMARY KEY, vector BLOB NOT NULL);
+CREATE VIRTUAL TABLE IF NOT EXISTS turn_words USING fts5(
+    text, file UNINDEXED, line UNINDEXED, seq UNINDEXED,
+    tokenize="unicode61 remove_diacritics 2 tokenchars '_'"
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS turn_vocab USING fts5vocab(turn_words, 'row');
 """
+LEXICAL_VERSION = "1"  # the turn_words table's shape: another value fills it again from the turns
 BUSY_MS = 2000
 # A window: consecutive turns of one session, one vector for the stretch. A single turn is often
 # too short to say what it is about ("yes, do that"), a card covers only what was distilled; a
@@ -209,6 +220,12 @@ class TurnIndex:
                 self.conn.execute("DELETE FROM windows")
                 self._store_windows(rows)
                 self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('windows', ?)", (WINDOWS_VERSION,))
+        if stored.get("lexical") != LEXICAL_VERSION:
+            # A turn index made before the word index: fill it from the turns it holds.
+            with self.conn:
+                self.conn.execute("DELETE FROM turn_words")
+                self.conn.execute("INSERT INTO turn_words (text, file, line, seq) SELECT text, file, line, seq FROM turns")
+                self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('lexical', ?)", (LEXICAL_VERSION,))
 
     def close(self) -> None:
         self.conn.close()
@@ -242,6 +259,8 @@ class TurnIndex:
                 self.conn.executemany("INSERT OR REPLACE INTO turns VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                                       [(r.file, r.line, r.host, r.session_id, r.seq, r.role, r.kind, r.timestamp,
                                         r.cwd, r.text, text_hash(r.text)) for r in rows])
+                self.conn.executemany("INSERT INTO turn_words (text, file, line, seq) VALUES (?,?,?,?)",
+                                      [(r.text, r.file, r.line, r.seq) for r in rows])
                 self._store_windows(rows)
                 size, mtime = ledgered[path][1:]
                 self.conn.execute("INSERT INTO files VALUES (?,?,?)", (path, size, mtime))
@@ -291,6 +310,7 @@ class TurnIndex:
     def _drop_file(self, path: str) -> None:
         self.conn.execute("DELETE FROM turns WHERE file = ?", (path,))
         self.conn.execute("DELETE FROM windows WHERE file = ?", (path,))
+        self.conn.execute("DELETE FROM turn_words WHERE file = ?", (path,))
         self.conn.execute("DELETE FROM files WHERE path = ?", (path,))
 
     def refresh_spans(self, indexed: Mapping[str, str], store: CardStore) -> list[str]:
@@ -337,3 +357,46 @@ class TurnIndex:
         matrix = (np.frombuffer(b"".join(r[9] for r in found), dtype=np.float32).reshape(len(found), -1)
                   if found else np.zeros((0, 1), dtype=np.float32))
         return rows, matrix
+
+
+TURN_POSTINGS_BUDGET = 20000  # postings one lexical turn query may rank: turns far outnumber cards
+
+
+def lexical_turns(conn: sqlite3.Connection, text: str, k: int) -> list[tuple[str, int, int, float]]:
+    """(file, line, seq, bm25; higher is better) of the k turns whose words best match `text`.
+
+    The rarest query terms are searched (`choose_fts_terms`, as the card index does), each quoted,
+    so nothing a user types is FTS syntax; a turn index without the word table answers nothing.
+    """
+    terms = fts_terms(text)
+    if not terms or k <= 0:
+        return []
+    try:
+        counts = []
+        for term in terms:
+            found = [conn.execute("SELECT doc FROM turn_vocab WHERE term = ?", (token,)).fetchone()
+                     for token in term_tokens(term)]
+            counts.append((term, min((row[0] if row else 0 for row in found), default=0)))
+        expr = quote_terms(choose_fts_terms(counts, TURN_POSTINGS_BUDGET, FTS_MAX_TERMS_USED))
+        if expr is None:
+            return []
+        sql = ("SELECT file, line, seq, -rank FROM turn_words WHERE turn_words MATCH ? "
+               "ORDER BY rank, file, line, seq LIMIT ?")
+        return [(f, int(line), int(seq), float(score)) for f, line, seq, score in conn.execute(sql, (expr, k))]
+    except sqlite3.Error:
+        return []  # a lexical miss, never a failed search
+
+
+def search_words(state_dir: Path, text: str, k: int) -> list[tuple[str, int, int, float]]:
+    """`lexical_turns` on a read-only connection to the state dir's turn index ([] when there is none)."""
+    path = Path(state_dir) / TURNS_FILE
+    if not path.exists():
+        return []
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_MS / 1000)
+    except sqlite3.Error:
+        return []
+    try:
+        return lexical_turns(conn, text, k)
+    finally:
+        conn.close()

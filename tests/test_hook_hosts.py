@@ -9,6 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from memoir.flows.cli.hook_settings import hook_command
+from memoir.flows.hook_client import hook_output
 from memoir.flows.cli.main import cli
 from tests.recall_cards import BASE, QUERY, WORKSPACE
 from tests.test_hook import calls, context_of, embedder, home, run_hook, starting  # noqa: F401 - fixtures
@@ -33,6 +34,8 @@ def test_gemini_install_adds_before_agent_and_session_start_in_ms_and_keeps_othe
     ours = before[1]["hooks"][0]
     assert ours["command"].endswith(" gemini-cli") and ours["timeout"] == 5000  # Gemini counts milliseconds
     assert data["hooks"]["SessionStart"][0]["hooks"][0]["timeout"] == 10000
+    # Gemini matches a lifecycle event's matcher as an exact string: none, so every start gets the brief.
+    assert "matcher" not in data["hooks"]["SessionStart"][0]
     again = _invoke("--home", str(tmp_path / "h"), "hook", "install", "gemini-cli", "--settings", str(settings))
     assert "already installed" in again.output
     _invoke("hook", "uninstall", "gemini-cli", "--settings", str(settings))
@@ -45,10 +48,36 @@ def test_copilot_install_writes_its_own_hook_file_and_uninstall_deletes_it(tmp_p
     _invoke("--home", str(tmp_path / "h"), "hook", "install", "copilot-cli", "--repo", str(repo))
     path = repo / ".github" / "hooks" / "memoir.json"
     data = json.loads(path.read_text())
-    assert data["version"] == 1 and set(data["hooks"]) == {"UserPromptSubmit", "SessionStart"}
-    assert data["hooks"]["UserPromptSubmit"][0]["bash"].endswith(" copilot-cli")
+    # userPromptSubmitted's answer is dropped by Copilot CLI; userPromptTransformed's is used.
+    assert data["version"] == 1 and set(data["hooks"]) == {"userPromptTransformed", "sessionStart"}
+    prompt = data["hooks"]["userPromptTransformed"][0]
+    assert prompt["type"] == "command" and prompt["timeoutSec"] == 5
+    assert prompt["bash"].endswith(" copilot-cli userPromptTransformed")
+    assert data["hooks"]["sessionStart"][0]["bash"].endswith(" copilot-cli sessionStart")
     _invoke("hook", "uninstall", "copilot-cli", "--repo", str(repo))
     assert not path.exists()
+
+
+def test_copilot_install_without_a_repo_writes_the_user_level_hook_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    _invoke("--home", str(tmp_path / "h"), "hook", "install", "copilot-cli")
+    path = tmp_path / ".copilot" / "hooks" / "memoir.json"
+    assert set(json.loads(path.read_text())["hooks"]) == {"userPromptTransformed", "sessionStart"}
+    _invoke("hook", "uninstall", "copilot-cli")
+    assert not path.exists()
+
+
+def test_copilot_answers_in_its_documented_shapes_and_claude_and_gemini_in_theirs():
+    block = "<memoir-context>a card</memoir-context>"
+    assert json.loads(hook_output("sessionStart", block, "copilot-cli")) == {"additionalContext": block}
+    rewritten = json.loads(hook_output("userPromptTransformed", block, "copilot-cli",
+                                       {"prompt": "fix it", "transformedPrompt": "fix it (model-facing)"}))
+    assert rewritten == {"modifiedTransformedPrompt": f"fix it (model-facing)\n\n{block}"}
+    assert hook_output("userPromptTransformed", block, "copilot-cli", {"prompt": "p"}) == ""  # nothing to extend
+    for host, event in (("claude-code", "UserPromptSubmit"), ("gemini-cli", "BeforeAgent")):
+        assert json.loads(hook_output(event, block, host)) == {
+            "hookSpecificOutput": {"hookEventName": event, "additionalContext": block}}
+    assert hook_output("sessionStart", "", "copilot-cli") == ""
 
 
 def test_copilot_install_never_overwrites_someone_elses_hook_file(tmp_path):
@@ -72,9 +101,16 @@ def test_a_gemini_session_start_gets_the_brief_and_a_cold_prompt_is_recorded_und
     assert [(c["event"], c["outcome"]) for c in calls(home)][-1] == ("BeforeAgent", "cold_start")
 
 
-def test_copilot_claude_compatible_events_are_answered_and_others_ignored(home, starting):
+def test_copilot_events_named_by_the_command_are_answered_and_others_ignored(home, starting):
     cmd = shlex.split(hook_command(None, "copilot-cli"))
-    out = run_hook(home, json.dumps({"hook_event_name": "SessionStart", "session_id": "c", "cwd": WORKSPACE}), cmd=cmd)
-    assert context_of(out)[0] == "SessionStart"
-    ignored = run_hook(home, json.dumps({"hook_event_name": "BeforeAgent", "prompt": QUERY, "cwd": WORKSPACE}), cmd=cmd)
-    assert ignored.stdout == ""  # a Gemini event name means nothing to the Copilot hook
+    # camelCase payloads carry no event name: the installed command names it after the host.
+    out = run_hook(home, json.dumps({"sessionId": "c", "timestamp": 1775000000000, "cwd": WORKSPACE,
+                                     "source": "startup"}), cmd=cmd + ["sessionStart"])
+    assert BASE.id in json.loads(out.stdout)["additionalContext"]
+    cold = run_hook(home, json.dumps({"sessionId": "c", "cwd": WORKSPACE, "prompt": QUERY, "transformedPrompt": QUERY}),
+                    cmd=cmd + ["userPromptTransformed"])
+    assert cold.returncode == 0 and cold.stdout == ""
+    assert [(c["event"], c["outcome"]) for c in calls(home)][-1] == ("userPromptTransformed", "cold_start")
+    for ignored in ({"hook_event_name": "BeforeAgent", "prompt": QUERY, "cwd": WORKSPACE},
+                    {"hook_event_name": "UserPromptSubmit", "prompt": QUERY, "cwd": WORKSPACE}):
+        assert run_hook(home, json.dumps(ignored), cmd=cmd).stdout == ""  # its answer would be dropped: not asked

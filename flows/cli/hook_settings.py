@@ -1,9 +1,11 @@
 """A host's hook settings file and memoir's hook entries in it: plan the change, then write it.
 
 Claude Code (`~/.claude/settings.json`) and Gemini CLI (`~/.gemini/settings.json`) keep hooks in one
-shape (`hooks.<Event>[].hooks[].command`) under their own event names and time units; Copilot CLI
-reads a file per hook set (`<repo>/.github/hooks/<name>.json`, `bash` for the command), so memoir's
-is a file of its own. Planning is pure (settings dict in, settings dict out); `hook install|uninstall
+shape (`hooks.<Event>[].hooks[].command`) under their own event names and time units; Gemini CLI
+matches a lifecycle event's `matcher` as an exact string (its hooks reference), so memoir's
+SessionStart entry has none and runs on every start. Copilot CLI reads a file per hook set
+(`~/.copilot/hooks/<name>.json` or `<repo>/.github/hooks/<name>.json`: `{"version": 1, "hooks":
+{event: [{"type": "command", "bash", "timeoutSec"}]}}`), so memoir's is a file of its own. Planning is pure (settings dict in, settings dict out); `hook install|uninstall
 <host>` read the file, print a diff or write the new text atomically.
 """
 
@@ -26,10 +28,16 @@ HOOK_MARKERS = (HOOK_IMPORT, "from memoir_hook import main", "memoir_hook.py cla
 HOOK_TIMEOUT_S = 5  # Claude Code's own limit for the prompt hook; ours ends it at the recall budget
 SESSION_START_TIMEOUT_S = 10  # the brief may take seconds (hook_client.SESSION_START_BUDGET_MS)
 SESSION_START_MATCHER = "startup|resume|clear|compact"
-# host → (prompt event, start event, start matcher, timeout unit per second)
+# host → (prompt event, start event, start matcher or None, timeout unit per second)
 LAYOUTS = {"claude-code": ("UserPromptSubmit", "SessionStart", SESSION_START_MATCHER, 1),
-           "gemini-cli": ("BeforeAgent", "SessionStart", "startup|resume|clear", 1000)}  # Gemini counts ms
+           "gemini-cli": ("BeforeAgent", "SessionStart", None, 1000)}  # Gemini counts ms
 COPILOT_HOOKS_FILE = Path(".github") / "hooks" / "memoir.json"
+COPILOT_USER_HOOKS_FILE = Path(".copilot") / "hooks" / "memoir.json"  # under the home: read in every repository
+
+
+def copilot_hooks_path(repo: str | None) -> Path:
+    """memoir's Copilot CLI hook file: the user-level one, or the one in `repo`'s .github/hooks/."""
+    return Path(repo).expanduser() / COPILOT_HOOKS_FILE if repo else Path.home() / COPILOT_USER_HOOKS_FILE
 
 
 def hook_command(home: str | None, host: str = "claude-code") -> str:
@@ -63,7 +71,7 @@ def plan_hook_settings(current: dict, command: str, host: str = "claude-code") -
     hooks = new.setdefault("hooks", {})
     wanted = {
         prompt_event: {"hooks": [{"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S * unit}]},
-        start_event: {"matcher": matcher,
+        start_event: {**({"matcher": matcher} if matcher else {}),
                       "hooks": [{"type": "command", "command": command, "timeout": SESSION_START_TIMEOUT_S * unit}]},
     }
     for event, entry in wanted.items():
@@ -107,10 +115,16 @@ def plan_hook_removal(current: dict) -> tuple[dict, list[str]]:
 
 
 def copilot_hooks(command: str) -> dict:
-    """memoir's Copilot CLI hook file: Claude-compatible event names, so the payload has Claude Code's fields."""
+    """memoir's Copilot CLI hook file, each command naming its event (camelCase payloads carry none).
+
+    userPromptTransformed, not userPromptSubmitted: Copilot CLI drops a command hook's answer to the
+    latter, and lets the former replace the model-facing prompt (`modifiedTransformedPrompt`);
+    sessionStart may add `additionalContext` (GitHub's Copilot hooks reference).
+    """
     return {"version": 1, "hooks": {
-        "UserPromptSubmit": [{"type": "command", "bash": command, "timeoutSec": HOOK_TIMEOUT_S}],
-        "SessionStart": [{"type": "command", "bash": command, "timeoutSec": SESSION_START_TIMEOUT_S}],
+        "userPromptTransformed": [{"type": "command", "bash": f"{command} userPromptTransformed",
+                                   "timeoutSec": HOOK_TIMEOUT_S}],
+        "sessionStart": [{"type": "command", "bash": f"{command} sessionStart", "timeoutSec": SESSION_START_TIMEOUT_S}],
     }}
 
 

@@ -10,8 +10,8 @@ import click
 from memoir.cards.private import private_umask
 from memoir.flows.cli.app import cli, pass_ctx
 from memoir.flows.cli.hook_settings import (
-    COPILOT_HOOKS_FILE,
     copilot_hooks,
+    copilot_hooks_path,
     hook_command,
     is_copilot_hooks_file,
     plan_hook_removal,
@@ -49,11 +49,13 @@ def hook_gemini_cli(ctx):
 
 
 @hook_group.command("copilot-cli")
+@click.argument("event", required=False, default="")
 @pass_ctx
-def hook_copilot_cli(ctx):
-    """Copilot CLI hook: UserPromptSubmit recalls cards, SessionStart prints the brief. Always exits 0."""
+def hook_copilot_cli(ctx, event):
+    """Copilot CLI hook: userPromptTransformed recalls cards into the model-facing prompt, sessionStart
+    adds the brief. EVENT names the event (Copilot's camelCase payloads carry none). Always exits 0."""
     with private_umask():
-        hook_main("copilot-cli", settings=ctx.settings)
+        hook_main("copilot-cli", settings=ctx.settings, event=event)
 
 
 @hook_group.group("install")
@@ -71,8 +73,9 @@ GEMINI_SETTINGS_OPTION = click.option(
     "--settings", "settings_path", type=click.Path(dir_okay=False),
     default=lambda: str(Path.home() / ".gemini" / "settings.json"), show_default="~/.gemini/settings.json",
     help="The Gemini CLI settings file (a project's .gemini/settings.json works too).")
-REPO_OPTION = click.option("--repo", type=click.Path(file_okay=False), default=".", show_default="this folder",
-                           help="The repository whose .github/hooks/ Copilot CLI reads.")
+REPO_OPTION = click.option("--repo", type=click.Path(file_okay=False), default=None,
+                           help="A repository whose .github/hooks/ Copilot CLI reads (default: your user-level "
+                                "~/.copilot/hooks/, read in every repository).")
 DRY_RUN_OPTION = click.option("--dry-run", is_flag=True, help="Print the change as a diff and write nothing.")
 
 
@@ -105,8 +108,9 @@ def hook_install_gemini_cli(ctx, settings_path, dry_run):
 @DRY_RUN_OPTION
 @pass_ctx
 def hook_install_copilot_cli(ctx, repo, dry_run):
-    """Write .github/hooks/memoir.json in a repository: Copilot CLI loads every hook file there."""
-    path = Path(repo).expanduser() / COPILOT_HOOKS_FILE
+    """Write memoir.json in ~/.copilot/hooks/ (or a repository's .github/hooks/ with --repo): Copilot
+    CLI loads every hook file in both."""
+    path = copilot_hooks_path(repo)
     before_text, current = read_settings_file(path)
     if current and not is_copilot_hooks_file(current):
         raise click.UsageError(f"{path} exists and is not memoir's; nothing was changed")
@@ -119,7 +123,7 @@ def hook_install_copilot_cli(ctx, repo, dry_run):
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_settings_file(path, after_text)
-        click.echo(f"{path}: memoir hooks installed (UserPromptSubmit → recall, SessionStart → brief)")
+        click.echo(f"{path}: memoir hooks installed (userPromptTransformed → recall, sessionStart → brief)")
 
 
 @hook_install_group.command("claude-code")
@@ -156,8 +160,8 @@ def hook_uninstall_gemini_cli(settings_path, dry_run):
 @REPO_OPTION
 @DRY_RUN_OPTION
 def hook_uninstall_copilot_cli(repo, dry_run):
-    """Delete the repository's .github/hooks/memoir.json (only when it holds memoir's hooks alone)."""
-    path = Path(repo).expanduser() / COPILOT_HOOKS_FILE
+    """Delete memoir.json from ~/.copilot/hooks/ (or --repo's .github/hooks/), only when it holds memoir's hooks alone."""
+    path = copilot_hooks_path(repo)
     if not path.exists():
         click.echo(f"{path}: no such file, so no memoir hooks to remove")
         return
