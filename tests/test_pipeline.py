@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -14,7 +15,7 @@ from memoir.cards.config import load_settings
 from memoir.cards.values import SECTION_TITLES
 from memoir.cards.store import CardStore, parse_card
 from memoir.flows.cli.main import cli
-from memoir.flows.pipeline import run_pipeline
+from memoir.flows.pipeline import GC_YOUNG, fewer_collections, run_pipeline
 
 # Real logs copied unchanged (MIT/Apache-2.0) and hand-written logs in the shape of ones whose licence
 # did not allow copying; tests/fixtures/SOURCES.md lists each file's source.
@@ -223,3 +224,14 @@ def test_the_run_summary_counts_every_card_it_wrote_by_the_status_in_its_file(lo
     status = json.loads(CliRunner().invoke(cli, ["--home", str(settings.home), "status", "--json"]).output)
     last = status["model"]["last_run"]["counts"]
     assert {k: v for k, v in last.items() if k in on_disk} == on_disk  # `memoir status` says the same
+
+
+def test_a_run_wakes_the_cyclic_collector_seldom_and_restores_it_after():
+    before, frozen = gc.get_threshold(), gc.get_freeze_count()
+    with fewer_collections():
+        assert gc.get_threshold()[0] == GC_YOUNG
+        assert gc.get_freeze_count() > frozen  # what was loaded before the run is left out of its walks
+    assert gc.get_threshold() == before and gc.get_freeze_count() == frozen
+    with pytest.raises(RuntimeError), fewer_collections():
+        raise RuntimeError("a step failed")
+    assert gc.get_threshold() == before and gc.get_freeze_count() == frozen
