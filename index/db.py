@@ -1,15 +1,15 @@
 """The derived index: one SQLite file (apsw + sqlite-vec) with card rows, vectors and FTS5.
 
 Card files are the source of truth; every row here can be thrown away and rebuilt from them.
-Vector search is two-pass: a Hamming-distance shortlist over binary-quantized vectors in a `vec0`
-table, then exact cosine over the shortlist's float vectors, which is ~20x faster than exact
-float KNN at 100k cards and loses almost nothing in recall (`bench/index.py` prints both).
+Vector search is two-pass: a Hamming-distance shortlist over the binary-quantized vectors the
+`vec0` table stores (scanned in memory, index/codes.py), then exact cosine over the shortlist's
+float vectors, which is ~100x faster than exact float KNN at 100k cards and loses almost nothing
+in recall (`bench/index.py` prints both).
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -29,11 +29,12 @@ from memoir.index.errors import (
 )
 from memoir.index.files import INDEX_FILE
 from memoir.index.candidates import fts_search
+from memoir.index.codes import Codes
 from memoir.index.plan import retrieval_text
 from memoir.index.rows import COLUMNS, IndexRow, card_values, chunks, row_hash, row_of, schema_sql
 
 SCHEMA_VERSION = "2"  # bump when tables or retrieval_text change: a mismatch forces a rebuild (2: title)
-SHARDS = 16  # vec0 partitions: top-k cost grows with k per scan, so 16 scans of k/16 beat 1 of k
+SHARDS = 16  # vec0 partitions; kept in the schema (a change forces a rebuild), unused by `knn` since codes.py
 SHORTLIST = 256  # Hamming candidates re-scored exactly; recall@10 >= 0.99 at 100k (bench/index.py)
 PAGE_SIZE = 16384
 DEFAULT_BUSY_MS = 5000  # a nightly write may wait this long for a reader's lock, then queues
@@ -98,6 +99,8 @@ class Index:
         self.path = path
         self.embedder = embedder
         self.dim = int(embedder.dim)
+        self._loaded_codes: Codes | None = None
+        self._writes = 0  # commits through this connection (`data_version` counts only the others')
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -119,6 +122,9 @@ class Index:
                 return fn()
         except apsw.Error as exc:
             raise translate(exc, self.path) from exc
+        finally:
+            self._writes += 1
+            self._loaded_codes = None
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -174,13 +180,7 @@ class Index:
             sql = ("SELECT id, 1.0 - vec_distance_cosine(embedding, ?) AS s FROM cards "
                    "ORDER BY s DESC, id LIMIT ?")
             return [(i, float(s)) for i, s in self.conn.execute(sql, (q.tobytes(), k))]
-        per_shard = max(k, math.ceil(max(shortlist, k) / SHARDS))
-        qbits = self.conn.execute("SELECT vec_quantize_binary(?)", (q.tobytes(),)).fetchall()[0][0]
-        rowids: list[int] = []
-        for shard in range(SHARDS):
-            rowids.extend(r for (r,) in self.conn.execute(
-                "SELECT rowid FROM vec_cards WHERE embedding_bq MATCH vec_bit(?) AND k = ? AND shard = ?",
-                (qbits, per_shard, shard)))
+        rowids = self._codes().nearest(q, max(shortlist, k))
         if not rowids:
             return []
         found = self.conn.execute(
@@ -191,6 +191,14 @@ class Index:
         scores = matrix @ q
         order = sorted(range(len(ids)), key=lambda j: (-scores[j], ids[j]))[:k]
         return [(ids[j], float(scores[j])) for j in order]
+
+    def _codes(self) -> Codes:
+        """The binary codes in memory, read again only after a commit (here or by another process)."""
+        version = (self.conn.execute("PRAGMA data_version").fetchall()[0][0], self._writes)
+        if self._loaded_codes is None or self._loaded_codes.version != version:
+            self._loaded_codes = None  # never keep two copies at once
+            self._loaded_codes = Codes.read(self.conn, self.dim, version)
+        return self._loaded_codes
 
     def fts(self, query: str, k: int = 10) -> list[tuple[str, float]]:
         """Lexical matches by bm25 (higher is better); any user text is safe to pass."""

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from memoir.cards.store import content_hash, render_card
+from memoir.index.codes import quantize
 from memoir.index.db import SHARDS, open_index
 from memoir.index.files import INDEX_FILE
 from memoir.index.embed import default_embedder
@@ -118,3 +119,30 @@ def test_opening_with_another_model_raises_model_mismatch(index, tmp_path):
     index.close()
     with pytest.raises(ModelMismatch, match="memoir index rebuild"):
         open_index(tmp_path / "index", OtherModel())
+
+
+def test_the_in_memory_codes_are_sqlite_vecs_quantization_and_its_hamming_order(index):
+    vectors = default_embedder().encode(QUERIES)
+    for q in vectors:
+        stored = index.conn.execute("SELECT vec_quantize_binary(?)", (q.tobytes(),)).fetchall()[0][0]
+        assert quantize(q).tobytes() == stored
+        # sqlite-vec's own Hamming distance over every stored code is the reference order.
+        reference = [r for (r,) in index.conn.execute(
+            "SELECT rowid FROM vec_cards ORDER BY vec_distance_hamming(embedding_bq, vec_bit(?)), rowid LIMIT 12",
+            (stored,))]
+        assert index._codes().nearest(q, 12) == reference
+
+
+def test_knn_sees_rows_written_by_this_connection_and_by_another_process(index, cards, tmp_path):
+    embedder = default_embedder()
+    new = make_card(500).with_(conclusion="Zanzibar quokka lattice: the marmalade resolver needs a fresh spoon.")
+    query = embedder.encode_one(new.conclusion)
+    assert new.id not in [i for i, _ in index.knn(query, 3)]  # the codes are loaded now
+    index.apply([new], {new.id: content_hash(render_card(new))})
+    assert index.knn(query, 1)[0][0] == new.id
+    other = make_card(501).with_(conclusion="Obsidian walrus kettle: the tapioca scheduler skips every prime.")
+    with open_index(tmp_path / "index", embedder) as writer:  # a nightly run's connection
+        writer.apply([other], {other.id: content_hash(render_card(other))})
+    assert index.knn(embedder.encode_one(other.conclusion), 1)[0][0] == other.id
+    index.remove([new.id])
+    assert new.id not in [i for i, _ in index.knn(query, 3)]
