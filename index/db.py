@@ -45,11 +45,12 @@ TABLES = ("meta", "cards", "vec_cards", "fts_cards", "fts_vocab")
 
 @dataclass(frozen=True, slots=True)
 class ApplyReport:
-    """What one `Index.apply` did: ids embedded anew, re-embedded, and skipped by content hash."""
+    """What one `Index.apply` did: ids written anew, rewritten, and skipped by content hash."""
 
     added: tuple[str, ...] = ()
     updated: tuple[str, ...] = ()
     skipped: tuple[str, ...] = ()
+    encoded: int = 0  # texts the model embedded (a changed card whose text did not change needs none)
 
     @property
     def embedded(self) -> int:
@@ -219,11 +220,32 @@ class Index:
         if not todo:
             return ApplyReport(skipped=skipped)
         # Embed before taking the write lock: readers and other writers never wait on the model.
-        vectors = self.embedder.encode([retrieval_text(c) for c in todo])
-        self.write_rows(todo, hashes, vectors)
+        # One vector per distinct text: a card whose file changed but whose retrieval text did not
+        # (a merge adding a source, a status change) keeps its stored vector, and two cards with
+        # the same text share one encode.
+        texts = [retrieval_text(c) for c in todo]
+        known = self._stored_vectors([c.id for c in todo if c.id in indexed])
+        by_text = {known[c.id][0]: known[c.id][1] for c in todo if c.id in known}
+        missing = sorted({t for t in texts if t not in by_text})
+        if missing:
+            by_text.update(zip(missing, self.embedder.encode(missing)))
+        self.write_rows(todo, hashes, np.stack([by_text[t] for t in texts]))
         added = tuple(sorted(c.id for c in todo if c.id not in indexed))
         updated = tuple(sorted(c.id for c in todo if c.id in indexed))
-        return ApplyReport(added, updated, skipped)
+        return ApplyReport(added, updated, skipped, encoded=len(missing))
+
+    def _stored_vectors(self, ids: list[str]) -> dict[str, tuple[str, np.ndarray]]:
+        """Card id -> (retrieval text, vector) of rows that still hash to their row hash (a damaged
+        vector is never carried over)."""
+        cols = ", ".join(COLUMNS)
+        out: dict[str, tuple[str, np.ndarray]] = {}
+        text_at, blob_at = COLUMNS.index("retrieval_text"), COLUMNS.index("embedding")
+        for part in chunks(ids):
+            sql = f"SELECT {cols} FROM cards WHERE id IN ({','.join('?' * len(part))})"
+            for values in self.conn.execute(sql, tuple(part)):
+                if row_hash(values[:-1]) == values[-1] and len(values[blob_at]) == 4 * self.dim:
+                    out[values[0]] = (values[text_at], np.frombuffer(values[blob_at], dtype=np.float32))
+        return out
 
     def _indexed_hashes(self, ids: list[str]) -> dict[str, str]:
         out: dict[str, str] = {}

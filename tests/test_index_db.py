@@ -11,6 +11,7 @@ from memoir.cards.store import content_hash, render_card
 from memoir.index.codes import quantize
 from memoir.index.db import SHARDS, open_index
 from memoir.index.files import INDEX_FILE
+from memoir.index.plan import retrieval_text
 from memoir.index.embed import default_embedder
 from memoir.index.errors import ModelMismatch
 from tests.index_fixtures import QUERIES, make_card
@@ -146,3 +147,22 @@ def test_knn_sees_rows_written_by_this_connection_and_by_another_process(index, 
     assert index.knn(embedder.encode_one(other.conclusion), 1)[0][0] == other.id
     index.remove([new.id])
     assert new.id not in [i for i, _ in index.knn(query, 3)]
+
+
+def test_one_vector_per_distinct_text_a_changed_file_with_the_same_text_is_not_embedded_again(index, cards):
+    before = index.embedder.texts
+    renewed = cards[7].with_(updated="2025-01-01T00:00:00+00:00", status="superseded")
+    twins = [make_card(600).with_(conclusion="Twin conclusion: pin the resolver."),
+             make_card(601).with_(conclusion="Twin conclusion: pin the resolver.")]
+    twins[1] = twins[1].with_(error_signature=twins[0].error_signature, topics=twins[0].topics,
+                              counterexamples=twins[0].counterexamples)
+    assert retrieval_text(twins[0]) == retrieval_text(twins[1])
+    batch = [renewed, *twins]
+    report = index.apply(batch, {c.id: content_hash(render_card(c)) for c in batch})
+    assert report.updated == (renewed.id,) and report.added == tuple(sorted(c.id for c in twins))
+    assert report.encoded == 1 and index.embedder.texts == before + 1
+    assert index.get([renewed.id])[renewed.id].status == "superseded"
+    vectors = index.vectors([renewed.id, *(c.id for c in twins)])
+    assert np.array_equal(vectors[twins[0].id], vectors[twins[1].id])
+    assert float(vectors[renewed.id] @ default_embedder().encode([retrieval_text(renewed)])[0]) > 0.9999
+    assert index.verify() == []
