@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from memoir.index.apsw_errors import apsw
+
 
 def quantize(vector: np.ndarray) -> np.ndarray:
     """sqlite-vec's `vec_quantize_binary`: bit i set when component i > 0, least significant bit first."""
@@ -27,13 +29,19 @@ class Codes:
 
     @classmethod
     def read(cls, conn, dim: int, version: tuple) -> Codes:
-        """Read every code from `vec_cards` in one scan."""
+        """Read every code: from vec0's chunk tables in one pass (~30 ms at 100k), or through the
+        virtual table row by row (~1 s at 100k) when those tables are not laid out as expected."""
         width = dim // 8
-        rows = conn.execute("SELECT rowid, embedding_bq FROM vec_cards").fetchall()
-        rowids = np.fromiter((r for r, _ in rows), dtype=np.int64, count=len(rows))
-        blob = b"".join(b for _, b in rows)
-        codes = np.frombuffer(blob, dtype=np.uint8).reshape(len(rows), width) if rows \
-            else np.zeros((0, width), dtype=np.uint8)
+        try:
+            rowids, codes = _read_chunks(conn, width)
+        except (ValueError, apsw.Error):
+            rowids, codes = None, None
+        total = conn.execute("SELECT count(*) FROM vec_cards_rowids").fetchall()[0][0] if rowids is not None else -1
+        if rowids is None or len(rowids) != total:
+            rows = conn.execute("SELECT rowid, embedding_bq FROM vec_cards").fetchall()
+            rowids = np.fromiter((r for r, _ in rows), dtype=np.int64, count=len(rows))
+            codes = np.frombuffer(b"".join(b for _, b in rows), dtype=np.uint8).reshape(len(rows), width) if rows \
+                else np.zeros((0, width), dtype=np.uint8)
         return cls(rowids, np.ascontiguousarray(codes), version)
 
     def __len__(self) -> int:
@@ -57,3 +65,20 @@ class Codes:
             picked = np.arange(len(distance))
         order = np.lexsort((self.rowids[picked], distance[picked]))
         return self.rowids[picked[order]].tolist()
+
+
+def _read_chunks(conn, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """sqlite-vec 0.1's storage: each chunk row holds `size` slots, a validity bitmap and the slots'
+    rowids (int64); the vector chunk of the same id holds their codes. Empty slots are skipped."""
+    ids, codes = [], []
+    for size, validity, rowids, vectors in conn.execute(
+            "SELECT c.size, c.validity, c.rowids, v.vectors FROM vec_cards_chunks AS c "
+            "JOIN vec_cards_vector_chunks00 AS v ON v.rowid = c.chunk_id ORDER BY c.chunk_id"):
+        if len(rowids) != 8 * size or len(vectors) != width * size or 8 * len(validity) < size:
+            raise ValueError("unexpected vec0 chunk layout")
+        valid = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")[:size].astype(bool)
+        ids.append(np.frombuffer(rowids, dtype=np.int64)[valid])
+        codes.append(np.frombuffer(vectors, dtype=np.uint8).reshape(size, width)[valid])
+    if not ids:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, width), dtype=np.uint8)
+    return np.concatenate(ids), np.concatenate(codes)

@@ -166,3 +166,12 @@ def test_one_vector_per_distinct_text_a_changed_file_with_the_same_text_is_not_e
     assert np.array_equal(vectors[twins[0].id], vectors[twins[1].id])
     assert float(vectors[renewed.id] @ default_embedder().encode([retrieval_text(renewed)])[0]) > 0.9999
     assert index.verify() == []
+
+
+def test_codes_read_from_vec0s_chunk_tables_are_the_codes_the_virtual_table_returns(index, cards):
+    index.remove([cards[3].id, cards[40].id])  # empty slots in a chunk are skipped
+    loaded = index._codes()
+    scanned = dict(index.conn.execute("SELECT rowid, embedding_bq FROM vec_cards"))
+    assert sorted(loaded.rowids.tolist()) == sorted(scanned)
+    codes = loaded.words.view(np.uint8).reshape(len(loaded), -1)
+    assert all(codes[j].tobytes() == scanned[int(r)] for j, r in enumerate(loaded.rowids))
