@@ -173,5 +173,5 @@ def test_codes_read_from_vec0s_chunk_tables_are_the_codes_the_virtual_table_retu
     loaded = index._codes()
     scanned = dict(index.conn.execute("SELECT rowid, embedding_bq FROM vec_cards"))
     assert sorted(loaded.rowids.tolist()) == sorted(scanned)
-    codes = loaded.words.view(np.uint8).reshape(len(loaded), -1)
+    codes = np.ascontiguousarray(loaded.columns.T).view(np.uint8).reshape(len(loaded), -1)
     assert all(codes[j].tobytes() == scanned[int(r)] for j, r in enumerate(loaded.rowids))
