@@ -1,14 +1,15 @@
 """Recall latency: p50/p99 in-process, and the Claude Code hook from process start to output.
 
 For each size (default 1k, 10k, 100k synthetic cards) it prints:
-- in-process `Recaller.recall` with the model warm: p50/p99 of the whole call (sanitize, rewrite,
-  embed, KNN, FTS, card reads, gates, debug-log append) and of the part after the embedding
-  (goal: p99 < 50 ms at 100k on 2 cores);
+- in-process `Recaller.recall` with the model warm, wall and CPU p50/p99 of the whole call
+  (sanitize, rewrite, embed, KNN, FTS, card reads, gates, debug-log append) and of the part after
+  the embedding, with the service's query encoder (ONNX, one thread) beside torch's one-text path
+  (goal: p99 < 20 ms at 100k on 2 cores; every query text distinct, so no cached vector answers);
 - the hook as Claude Code runs it (the command `memoir hook install claude-code` writes, stdin JSON
   to stdout JSON, timed from before the process starts to after it exits), with one other busy
   process on the machine, for 1 and for 4 concurrent agent sessions:
   - cold: no service answers (the hook starts one in the background and answers nothing);
-  - warm: `memoir serve-recall` answers; p50/p95 (goal: p95 < 150 ms on 2 cores) and the share of
+  - warm: `memoir serve-recall` answers; p50/p95 (goal: p95 < 100 ms on 2 cores) and the share of
     calls that have an answer (an unhurried in-process recall injects something) that the hook
     injected (goal: >= 95 %).
 Prints figures; asserts nothing.
