@@ -193,6 +193,14 @@ class Index:
         order = sorted(range(len(ids)), key=lambda j: (-scores[j], ids[j]))[:k]
         return [(ids[j], float(scores[j])) for j in order]
 
+    def warm(self) -> None:
+        """Read what the first KNN would (every binary code), so a long-lived reader's first prompt
+        does not pay for it."""
+        try:
+            self._codes()
+        except apsw.Error as exc:
+            raise translate(exc, self.path) from exc
+
     def _codes(self) -> Codes:
         """The binary codes in memory, read again only after a commit (here or by another process)."""
         version = (self.conn.execute("PRAGMA data_version").fetchall()[0][0], self._writes)
