@@ -10,6 +10,7 @@ in recall (`bench/index.py` prints both).
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -101,6 +102,7 @@ class Index:
         self.embedder = embedder
         self.dim = int(embedder.dim)
         self._loaded_codes: Codes | None = None
+        self._codes_lock = threading.Lock()
         self._writes = 0  # commits through this connection (`data_version` counts only the others')
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -203,11 +205,13 @@ class Index:
 
     def _codes(self) -> Codes:
         """The binary codes in memory, read again only after a commit (here or by another process)."""
-        version = (self.conn.execute("PRAGMA data_version").fetchall()[0][0], self._writes)
-        if self._loaded_codes is None or self._loaded_codes.version != version:
-            self._loaded_codes = None  # never keep two copies at once
-            self._loaded_codes = Codes.read(self.conn, self.dim, version)
-        return self._loaded_codes
+        with self._codes_lock:  # the recall service asks from one thread per connection
+            version = (self.conn.execute("PRAGMA data_version").fetchall()[0][0], self._writes)
+            codes = self._loaded_codes
+            if codes is None or codes.version != version:
+                self._loaded_codes = codes = None  # never keep two copies at once
+                self._loaded_codes = codes = Codes.read(self.conn, self.dim, version)
+            return codes
 
     def fts(self, query: str, k: int = 10) -> list[tuple[str, float]]:
         """Lexical matches by bm25 (higher is better); any user text is safe to pass."""

@@ -175,3 +175,14 @@ def test_codes_read_from_vec0s_chunk_tables_are_the_codes_the_virtual_table_retu
     assert sorted(loaded.rowids.tolist()) == sorted(scanned)
     codes = np.ascontiguousarray(loaded.columns.T).view(np.uint8).reshape(len(loaded), -1)
     assert all(codes[j].tobytes() == scanned[int(r)] for j, r in enumerate(loaded.rowids))
+
+
+def test_knn_from_several_threads_at_once_answers_each_as_alone(index):
+    from concurrent.futures import ThreadPoolExecutor
+
+    vectors = default_embedder().encode(QUERIES)
+    alone = [index.knn(q, 5) for q in vectors]
+    index._writes += 1  # as after a commit: the threads below meet codes that must be read again
+    with ThreadPoolExecutor(8) as pool:
+        together = list(pool.map(lambda q: index.knn(q, 5), list(vectors) * 4))
+    assert together == alone * 4
