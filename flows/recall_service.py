@@ -29,6 +29,7 @@ from memoir.cards.config import ConfigError, Settings, default_config_file, load
 from memoir.cards.private import DIR_MODE, make_private_dir, private_umask
 from memoir.flows import hook_client
 from memoir.flows.errors import FlowError
+from memoir.index.errors import IndexFailure
 
 PID_NAME = "recall.pid"
 IO_TIMEOUT_S = 2.0  # a service connection that sends nothing for this long is dropped
@@ -155,9 +156,14 @@ class RecallService:
         """Load the model and open the index now, so the first prompt is not the one that pays."""
         self.embedder.encode_one("warm up")
         try:
-            self.recaller.index()
+            index = self.recaller.index()
         except FileNotFoundError:
-            pass  # no index yet: each request looks again
+            return  # no index yet: each request looks again
+        try:
+            if hasattr(index, "warm"):  # the semantic index: its binary codes into memory
+                index.warm()
+        except IndexFailure:
+            pass  # the first request meets it again and says why in its answer
 
     def settings_for(self, request: dict) -> Settings:
         """The caller's settings for this request; ValueError when it asks about another home."""

@@ -1,15 +1,16 @@
 """The derived index: one SQLite file (apsw + sqlite-vec) with card rows, vectors and FTS5.
 
 Card files are the source of truth; every row here can be thrown away and rebuilt from them.
-Vector search is two-pass: a Hamming-distance shortlist over binary-quantized vectors in a `vec0`
-table, then exact cosine over the shortlist's float vectors, which is ~20x faster than exact
-float KNN at 100k cards and loses almost nothing in recall (`bench/index.py` prints both).
+Vector search is two-pass: a Hamming-distance shortlist over the binary-quantized vectors the
+`vec0` table stores (scanned in memory, index/codes.py), then exact cosine over the shortlist's
+float vectors, which is ~100x faster than exact float KNN at 100k cards and loses almost nothing
+in recall (`bench/index.py` prints both).
 """
 
 from __future__ import annotations
 
 import json
-import math
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -29,11 +30,12 @@ from memoir.index.errors import (
 )
 from memoir.index.files import INDEX_FILE
 from memoir.index.candidates import fts_search
+from memoir.index.codes import Codes
 from memoir.index.plan import retrieval_text
 from memoir.index.rows import COLUMNS, IndexRow, card_values, chunks, row_hash, row_of, schema_sql
 
 SCHEMA_VERSION = "2"  # bump when tables or retrieval_text change: a mismatch forces a rebuild (2: title)
-SHARDS = 16  # vec0 partitions: top-k cost grows with k per scan, so 16 scans of k/16 beat 1 of k
+SHARDS = 16  # vec0 partitions; kept in the schema (a change forces a rebuild), unused by `knn` since codes.py
 SHORTLIST = 256  # Hamming candidates re-scored exactly; recall@10 >= 0.99 at 100k (bench/index.py)
 PAGE_SIZE = 16384
 DEFAULT_BUSY_MS = 5000  # a nightly write may wait this long for a reader's lock, then queues
@@ -44,11 +46,12 @@ TABLES = ("meta", "cards", "vec_cards", "fts_cards", "fts_vocab")
 
 @dataclass(frozen=True, slots=True)
 class ApplyReport:
-    """What one `Index.apply` did: ids embedded anew, re-embedded, and skipped by content hash."""
+    """What one `Index.apply` did: ids written anew, rewritten, and skipped by content hash."""
 
     added: tuple[str, ...] = ()
     updated: tuple[str, ...] = ()
     skipped: tuple[str, ...] = ()
+    encoded: int = 0  # texts the model embedded (a changed card whose text did not change needs none)
 
     @property
     def embedded(self) -> int:
@@ -98,6 +101,9 @@ class Index:
         self.path = path
         self.embedder = embedder
         self.dim = int(embedder.dim)
+        self._loaded_codes: Codes | None = None
+        self._codes_lock = threading.Lock()
+        self._writes = 0  # commits through this connection (`data_version` counts only the others')
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -119,6 +125,9 @@ class Index:
                 return fn()
         except apsw.Error as exc:
             raise translate(exc, self.path) from exc
+        finally:
+            self._writes += 1
+            self._loaded_codes = None
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -174,13 +183,7 @@ class Index:
             sql = ("SELECT id, 1.0 - vec_distance_cosine(embedding, ?) AS s FROM cards "
                    "ORDER BY s DESC, id LIMIT ?")
             return [(i, float(s)) for i, s in self.conn.execute(sql, (q.tobytes(), k))]
-        per_shard = max(k, math.ceil(max(shortlist, k) / SHARDS))
-        qbits = self.conn.execute("SELECT vec_quantize_binary(?)", (q.tobytes(),)).fetchall()[0][0]
-        rowids: list[int] = []
-        for shard in range(SHARDS):
-            rowids.extend(r for (r,) in self.conn.execute(
-                "SELECT rowid FROM vec_cards WHERE embedding_bq MATCH vec_bit(?) AND k = ? AND shard = ?",
-                (qbits, per_shard, shard)))
+        rowids = self._codes().nearest(q, max(shortlist, k))
         if not rowids:
             return []
         found = self.conn.execute(
@@ -191,6 +194,24 @@ class Index:
         scores = matrix @ q
         order = sorted(range(len(ids)), key=lambda j: (-scores[j], ids[j]))[:k]
         return [(ids[j], float(scores[j])) for j in order]
+
+    def warm(self) -> None:
+        """Read what the first KNN would (every binary code), so a long-lived reader's first prompt
+        does not pay for it."""
+        try:
+            self._codes()
+        except apsw.Error as exc:
+            raise translate(exc, self.path) from exc
+
+    def _codes(self) -> Codes:
+        """The binary codes in memory, read again only after a commit (here or by another process)."""
+        with self._codes_lock:  # the recall service asks from one thread per connection
+            version = (self.conn.execute("PRAGMA data_version").fetchall()[0][0], self._writes)
+            codes = self._loaded_codes
+            if codes is None or codes.version != version:
+                self._loaded_codes = codes = None  # never keep two copies at once
+                self._loaded_codes = codes = Codes.read(self.conn, self.dim, version)
+            return codes
 
     def fts(self, query: str, k: int = 10) -> list[tuple[str, float]]:
         """Lexical matches by bm25 (higher is better); any user text is safe to pass."""
@@ -211,11 +232,32 @@ class Index:
         if not todo:
             return ApplyReport(skipped=skipped)
         # Embed before taking the write lock: readers and other writers never wait on the model.
-        vectors = self.embedder.encode([retrieval_text(c) for c in todo])
-        self.write_rows(todo, hashes, vectors)
+        # One vector per distinct text: a card whose file changed but whose retrieval text did not
+        # (a merge adding a source, a status change) keeps its stored vector, and two cards with
+        # the same text share one encode.
+        texts = [retrieval_text(c) for c in todo]
+        known = self._stored_vectors([c.id for c in todo if c.id in indexed])
+        by_text = {known[c.id][0]: known[c.id][1] for c in todo if c.id in known}
+        missing = sorted({t for t in texts if t not in by_text})
+        if missing:
+            by_text.update(zip(missing, self.embedder.encode(missing)))
+        self.write_rows(todo, hashes, np.stack([by_text[t] for t in texts]))
         added = tuple(sorted(c.id for c in todo if c.id not in indexed))
         updated = tuple(sorted(c.id for c in todo if c.id in indexed))
-        return ApplyReport(added, updated, skipped)
+        return ApplyReport(added, updated, skipped, encoded=len(missing))
+
+    def _stored_vectors(self, ids: list[str]) -> dict[str, tuple[str, np.ndarray]]:
+        """Card id -> (retrieval text, vector) of rows that still hash to their row hash (a damaged
+        vector is never carried over)."""
+        cols = ", ".join(COLUMNS)
+        out: dict[str, tuple[str, np.ndarray]] = {}
+        text_at, blob_at = COLUMNS.index("retrieval_text"), COLUMNS.index("embedding")
+        for part in chunks(ids):
+            sql = f"SELECT {cols} FROM cards WHERE id IN ({','.join('?' * len(part))})"
+            for values in self.conn.execute(sql, tuple(part)):
+                if row_hash(values[:-1]) == values[-1] and len(values[blob_at]) == 4 * self.dim:
+                    out[values[0]] = (values[text_at], np.frombuffer(values[blob_at], dtype=np.float32))
+        return out
 
     def _indexed_hashes(self, ids: list[str]) -> dict[str, str]:
         out: dict[str, str] = {}

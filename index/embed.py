@@ -13,6 +13,7 @@ from importlib import metadata
 import numpy as np
 
 from memoir.cards.config import apply_process_environment
+from memoir.index.embed_onnx import onnx_forward
 from memoir.index.errors import EmbedderUnavailable
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -38,10 +39,16 @@ class Embedder:
         batch_size: texts per forward pass inside one `encode` call.
         threads: torch intra-op threads; None keeps torch's default (one per core).
         device: torch device; CPU unless told otherwise.
+        query_backend: "torch", or "onnx" for `encode_one` through ONNX Runtime (index/embed_onnx.py):
+            half the CPU per query, worth its few seconds of export in a long-lived process only;
+            torch's path stays when onnxruntime is missing or its vectors differ.
     """
 
-    def __init__(self, batch_size: int = BATCH_SIZE, threads: int | None = None, device: str = "cpu"):
+    def __init__(self, batch_size: int = BATCH_SIZE, threads: int | None = None, device: str = "cpu",
+                 query_backend: str = "torch"):
         self.batch_size = batch_size
+        self.query_backend = query_backend
+        self.query_path = "not loaded"  # which one-text path `encode_one` took: torch, onnx or batch
         self.threads = threads
         self.device = device
         # The package version is part of the id: a re-packaged model is a different model.
@@ -136,14 +143,19 @@ class Embedder:
         if self._forward is not False:
             return self._forward
         model = self._load()
-        self._forward = None
-        try:
-            forward = _direct_forward(model)
-        except Exception:  # noqa: BLE001 - another layout or library version: keep the general path
-            return None
+        self._forward, self.query_path = None, "batch"
         probe = "TypeError: cannot pickle '_thread.lock' object in the worker pool"
-        if forward is not None and float(forward(probe) @ self.encode([probe])[0]) > 0.99999:
-            self._forward = forward
+        makers = [("torch", lambda: _direct_forward(model))]
+        if self.query_backend == "onnx":
+            makers.insert(0, ("onnx", lambda: onnx_forward(model, self.threads)))
+        for name, make in makers:
+            try:
+                forward = make()
+                if forward is not None and float(forward(probe) @ self.encode([probe])[0]) > 0.99999:
+                    self._forward, self.query_path = forward, name
+                    break
+            except Exception:  # noqa: BLE001 - another layout, library version or no onnxruntime: the next path
+                continue
         return self._forward
 
 

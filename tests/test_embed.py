@@ -61,3 +61,21 @@ def test_one_text_at_a_time_from_many_threads_gives_each_its_own_vector():
         together = list(pool.map(embedder.encode_one, texts * 3))
     for i, vector in enumerate(together):
         assert np.allclose(vector, alone[i % len(texts)], atol=1e-5)
+
+
+@pytest.mark.slow
+def test_the_onnx_query_path_gives_the_batch_vectors_and_the_same_nearest_cards():
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    fast = Embedder(threads=1, query_backend="onnx")
+    reference = default_embedder()
+    queries = ["why does the job queue run jobs twice after a restart", "SQLITE_BUSY: database is locked",
+               "E0382 borrow of moved value in the loop", "the proxy rejects uploads with 413"]
+    cards = reference.encode([f"{a} {b}" for a in ("cache", "pool", "timeout", "upload", "borrow", "lock")
+                              for b in ("fails after deploy", "is slow", "leaks sockets", "returns 500")])
+    for query in queries:
+        vector = fast.encode_one(query)
+        assert fast.query_path == "onnx"
+        want = reference.encode([query])[0]
+        assert float(vector @ want) > 0.99999
+        assert list(np.argsort(-(cards @ vector))[:10]) == list(np.argsort(-(cards @ want))[:10])

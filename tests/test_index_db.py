@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 
 from memoir.cards.store import content_hash, render_card
+from memoir.index.codes import quantize
 from memoir.index.db import SHARDS, open_index
 from memoir.index.files import INDEX_FILE
+from memoir.index.plan import retrieval_text
 from memoir.index.embed import default_embedder
 from memoir.index.errors import ModelMismatch
 from tests.index_fixtures import QUERIES, make_card
@@ -118,3 +120,69 @@ def test_opening_with_another_model_raises_model_mismatch(index, tmp_path):
     index.close()
     with pytest.raises(ModelMismatch, match="memoir index rebuild"):
         open_index(tmp_path / "index", OtherModel())
+
+
+def test_the_in_memory_codes_are_sqlite_vecs_quantization_and_its_hamming_order(index):
+    vectors = default_embedder().encode(QUERIES)
+    for q in vectors:
+        stored = index.conn.execute("SELECT vec_quantize_binary(?)", (q.tobytes(),)).fetchall()[0][0]
+        assert quantize(q).tobytes() == stored
+        # sqlite-vec's own Hamming distance over every stored code is the reference order.
+        reference = [r for (r,) in index.conn.execute(
+            "SELECT rowid FROM vec_cards ORDER BY vec_distance_hamming(embedding_bq, vec_bit(?)), rowid LIMIT 12",
+            (stored,))]
+        assert index._codes().nearest(q, 12) == reference
+
+
+def test_knn_sees_rows_written_by_this_connection_and_by_another_process(index, cards, tmp_path):
+    embedder = default_embedder()
+    new = make_card(500).with_(conclusion="Zanzibar quokka lattice: the marmalade resolver needs a fresh spoon.")
+    query = embedder.encode_one(new.conclusion)
+    assert new.id not in [i for i, _ in index.knn(query, 3)]  # the codes are loaded now
+    index.apply([new], {new.id: content_hash(render_card(new))})
+    assert index.knn(query, 1)[0][0] == new.id
+    other = make_card(501).with_(conclusion="Obsidian walrus kettle: the tapioca scheduler skips every prime.")
+    with open_index(tmp_path / "index", embedder) as writer:  # a nightly run's connection
+        writer.apply([other], {other.id: content_hash(render_card(other))})
+    assert index.knn(embedder.encode_one(other.conclusion), 1)[0][0] == other.id
+    index.remove([new.id])
+    assert new.id not in [i for i, _ in index.knn(query, 3)]
+
+
+def test_one_vector_per_distinct_text_a_changed_file_with_the_same_text_is_not_embedded_again(index, cards):
+    before = index.embedder.texts
+    renewed = cards[7].with_(updated="2025-01-01T00:00:00+00:00", status="superseded")
+    twins = [make_card(600).with_(conclusion="Twin conclusion: pin the resolver."),
+             make_card(601).with_(conclusion="Twin conclusion: pin the resolver.")]
+    twins[1] = twins[1].with_(error_signature=twins[0].error_signature, topics=twins[0].topics,
+                              counterexamples=twins[0].counterexamples)
+    assert retrieval_text(twins[0]) == retrieval_text(twins[1])
+    batch = [renewed, *twins]
+    report = index.apply(batch, {c.id: content_hash(render_card(c)) for c in batch})
+    assert report.updated == (renewed.id,) and report.added == tuple(sorted(c.id for c in twins))
+    assert report.encoded == 1 and index.embedder.texts == before + 1
+    assert index.get([renewed.id])[renewed.id].status == "superseded"
+    vectors = index.vectors([renewed.id, *(c.id for c in twins)])
+    assert np.array_equal(vectors[twins[0].id], vectors[twins[1].id])
+    assert float(vectors[renewed.id] @ default_embedder().encode([retrieval_text(renewed)])[0]) > 0.9999
+    assert index.verify() == []
+
+
+def test_codes_read_from_vec0s_chunk_tables_are_the_codes_the_virtual_table_returns(index, cards):
+    index.remove([cards[3].id, cards[40].id])  # empty slots in a chunk are skipped
+    loaded = index._codes()
+    scanned = dict(index.conn.execute("SELECT rowid, embedding_bq FROM vec_cards"))
+    assert sorted(loaded.rowids.tolist()) == sorted(scanned)
+    codes = np.ascontiguousarray(loaded.columns.T).view(np.uint8).reshape(len(loaded), -1)
+    assert all(codes[j].tobytes() == scanned[int(r)] for j, r in enumerate(loaded.rowids))
+
+
+def test_knn_from_several_threads_at_once_answers_each_as_alone(index):
+    from concurrent.futures import ThreadPoolExecutor
+
+    vectors = default_embedder().encode(QUERIES)
+    alone = [index.knn(q, 5) for q in vectors]
+    index._writes += 1  # as after a commit: the threads below meet codes that must be read again
+    with ThreadPoolExecutor(8) as pool:
+        together = list(pool.map(lambda q: index.knn(q, 5), list(vectors) * 4))
+    assert together == alone * 4
