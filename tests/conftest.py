@@ -17,9 +17,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # slowest would run alone on one core while the other worker sits idle. A one-process run keeps the
 # usual order; a name missing here only runs in its usual place.
 LONGEST_FIRST = (
-    "test_no_leaks.py", "test_first_hour.py", "test_index_heal.py", "test_flows.py", "test_report.py",
-    "test_snapshots_runs.py", "test_pipeline.py", "test_private.py", "test_serve_status.py", "test_review.py",
-    "test_replay_backlog.py", "test_hook.py", "test_search.py", "test_rules_labels.py", "test_recall.py",
+    "test_flows.py", "test_no_leaks.py", "test_index_heal.py", "test_first_hour.py", "test_report.py",
+    "test_pipeline.py", "test_private.py", "test_replay_backlog.py", "test_index_rebuild_beside_run.py",
+    "test_flows_fanout.py", "test_serve_status.py", "test_review.py", "test_snapshots_runs.py", "test_search.py",
+    "test_hook.py", "test_rules_labels.py", "test_recall.py",
 )
 
 
