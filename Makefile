@@ -33,11 +33,16 @@ system-deps:
 demo: $(STAMP)
 	$(BIN)/memoir demo
 
+# Two workers, one test file each at a time (module fixtures are built once), the longest files first
+# (tests/conftest.py LONGEST_FIRST; --no-loadscope-reorder keeps that order). TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 2
+PYTEST_WORKERS = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
+
 test: $(STAMP) system-deps
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PYTEST_WORKERS)
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q $(PYTEST_WORKERS) -m "not slow"
 
 # Issue 26's table (ingest, memory, session length, one huge line), memoir beside its baseline.
 bench: $(STAMP)

@@ -12,6 +12,24 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+# The files that take longest, longest first. Under `make test`'s xdist workers (each takes a whole
+# file; --no-loadscope-reorder keeps this order) they start at once, instead of last, where the
+# slowest would run alone on one core while the other worker sits idle. A one-process run keeps the
+# usual order; a name missing here only runs in its usual place.
+LONGEST_FIRST = (
+    "test_flows.py", "test_no_leaks.py", "test_index_heal.py", "test_first_hour.py", "test_report.py",
+    "test_pipeline.py", "test_private.py", "test_replay_backlog.py", "test_index_rebuild_beside_run.py",
+    "test_flows_fanout.py", "test_serve_status.py", "test_review.py", "test_snapshots_runs.py", "test_search.py",
+    "test_hook.py", "test_rules_labels.py", "test_recall.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+        items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+
+
 @pytest.fixture(autouse=True)
 def memoir_home(tmp_path, monkeypatch):
     """Point MEMOIR_HOME (and XDG config) at a temp dir so no test touches the real home."""

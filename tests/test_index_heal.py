@@ -23,24 +23,30 @@ from memoir.index.embed import default_embedder
 from memoir.index.files import INDEX_FILE
 from memoir.index.heal import KEEP_SET_ASIDE, SET_ASIDE, set_aside
 from memoir.index.rebuild import rebuild_index
+from tests.in_process import memoir_in_process
 from tests.user_cards import EXAMPLES, store_of
 
 pytestmark = pytest.mark.slow
 ENTRY = "from memoir.flows.cli.main import main; main()"
 
 
-def memoir(home: Path, *args: str) -> subprocess.CompletedProcess:
+def memoir_process(home: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "MEMOIR_HOME": str(home)}
     return subprocess.run([sys.executable, "-c", ENTRY, *args], env=env, capture_output=True, text=True, timeout=300)
+
+
+# The base home comes from the console script itself; each damage is then checked and healed in this
+# process (tests/in_process.py), which spares a torch import and a model load per command.
+memoir = memoir_in_process
 
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory) -> Path:
     """A home with cards and the index memoir built for them, made by `memoir run` itself."""
     home = tmp_path_factory.mktemp("base") / "home"
-    done = memoir(home, "run", "--logs", str(EXAMPLES))
+    done = memoir_process(home, "run", "--logs", str(EXAMPLES))
     assert done.returncode == 0, done.stderr
-    assert memoir(home, "index", "check").returncode == 0
+    assert memoir_process(home, "index", "check").returncode == 0
     return home
 
 
