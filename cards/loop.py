@@ -18,6 +18,7 @@ Conclusions (`cards.conclude`), verification (`cards.outcomes`), how an experien
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
@@ -25,13 +26,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memoir.cards.commands import (
-    command_key, command_of, describe_change, is_change, is_test_or_build, one_line, only_looks, same_target,
+    chain_steps, changes_before_check, command_key, command_of, describe_change, is_change, is_test_or_build, one_line, only_looks, same_target,
 )
 from memoir.cards.cues import is_tooling_error
-from memoir.cards.signals import failing_tests, is_declined
+from memoir.cards.signals import KUBECTL, failing_tests, is_declined
 from memoir.cards.signatures import error_signature, is_error_output
 from memoir.cards.values import Turn, per_turns
-from memoir.cards.verdicts import is_failing, is_passing
+from memoir.cards.verdicts import is_failing, is_passing, reads_as_still_failing
 
 # --- the walk: runs, changes, pasted failures -------------------------------------------------------
 
@@ -95,10 +96,20 @@ def walk(turns: tuple[Turn, ...]) -> Walk:
             sig = error_signature(turn.text)
             if sig:
                 pasted.append((i, turn, sig))
-    return Walk(tuple(runs), tuple(changes), tuple(pasted))
+    return Walk(tuple(_read_by_the_assistant(turns, runs)), tuple(changes), tuple(pasted))
 
 
-_CHAIN = re.compile(r"&&|\|\||;|\n")
+def _read_by_the_assistant(turns: tuple[Turn, ...], runs: list[Run]) -> list[Run]:
+    """A run that looks green but that the assistant's next words read as still failing has failed."""
+    out = []
+    for run in runs:
+        if run.passed:
+            nxt = next((t for t in turns[run.at_result + 1:]
+                        if t.role == "assistant" and t.kind in ("text", "tool_call")), None)
+            if nxt is not None and nxt.kind == "text" and reads_as_still_failing(nxt.text):
+                run = dataclasses.replace(run, failed=True, passed=False)
+        out.append(run)
+    return out
 
 
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1([^\n]*)\n.*?(?:\n[ \t]*\2[ \t]*(?=\n|$)|$)", re.S)
@@ -109,7 +120,7 @@ def runs_check(command: str) -> bool:
     What a heredoc writes into a file is content, not steps (`cat <<EOF > notes.md` naming `make test`)."""
     if "<<" in command:
         command = _HEREDOC.sub(lambda m: m.group(3), command)
-    return any(is_test_or_build(part) for part in _CHAIN.split(command) if part.strip())
+    return any(is_test_or_build(part) for part in chain_steps(command))
 
 
 def changed_between(w: Walk, after: int, before: int) -> list[Turn]:
@@ -122,7 +133,7 @@ def changed_between(w: Walk, after: int, before: int) -> list[Turn]:
 # Commands that confirm an outcome without re-running the failing command: a CI run watched to its
 # end, a rollout waited for, a migration, an HTTP probe.
 _ROUTE = re.compile(
-    r"^(?:gh (?:run (?:watch|rerun)|pr checks|workflow run)|kubectl (?:rollout status|wait)|"
+    rf"^(?:gh (?:run (?:watch|rerun)|pr checks|workflow run)|{KUBECTL} (?:rollout status|wait)|"
     r"helm (?:status|test)|(?:flyctl|fly) (?:status|deploy)|curl|wget|http|https|xh|"
     r"(?:alembic|flyway|sqlx|diesel|goose|dbmate) \S*|prisma migrate|rails db:migrate|rake db:migrate|"
     r"(?:\S*manage\.py|django-admin) (?:migrate|showmigrations))\b"
@@ -132,9 +143,13 @@ _STEM_NOISE = re.compile(r"^(?:test_)|(?:_test|_spec|\.test|\.spec|_tests)$")
 
 
 def route_of(command: str) -> str:
-    """The kind of outcome a command confirms by another route ('' for an ordinary command)."""
-    m = _ROUTE.match(command_key(command.strip().split("\n", 1)[0]))
-    return m.group(0).split()[0] if m else ""
+    """The kind of outcome a command confirms by another route ('' for an ordinary command), in any
+    step of a chain (`kubectl apply -k x && kubectl rollout status deploy/y` waits for a rollout)."""
+    for step in chain_steps(command_key(command.strip().split("\n", 1)[0])):
+        m = _ROUTE.match(command_key(step))
+        if m:
+            return m.group(0).split()[0]
+    return ""
 
 
 def _stems(command: str) -> set[str]:
@@ -173,9 +188,10 @@ def same_check(failed_command: str, pasted_text: str, command: str) -> bool:
     if not is_test_or_build(command):
         return False
     low = pasted_text.lower()
-    runner = _runner(command)
-    if len(runner) >= 4 and re.search(rf"(?<![a-z0-9]){re.escape(runner)}(?![a-z0-9])", low):
-        return True  # the user pasted what `terraform apply` printed; `terraform apply` passes now
+    for step in chain_steps(command_key(command)):
+        runner = _runner(step) if is_test_or_build(step) else ""
+        if len(runner) >= 4 and re.search(rf"(?<![a-z0-9]){re.escape(runner)}(?![a-z0-9])", low):
+            return True  # the user pasted what `terraform plan` printed; `… && terraform plan` passes now
     stems = _stems(command)
     if not stems:  # a whole test suite covers a failing test the user pasted
         return bool(_TEST_RUNNER.search(command_key(command))) and bool(failing_tests(pasted_text))
@@ -189,7 +205,7 @@ def _parts(command: str) -> list[str]:
     """The steps of a chained or shell-wrapped command (`bash -ic 'a && b'` -> `a`, `b`)."""
     m = _SHELL_WRAP.match(command)
     inner = m.group(3) if m else command
-    return [p.strip() for p in _CHAIN.split(inner) if p.strip()]
+    return chain_steps(inner)
 
 
 def _runner(command: str) -> str:
@@ -342,6 +358,8 @@ def _follow(turns: tuple[Turn, ...], w: Walk, failure: Failure) -> Loop:
         if not same_check(failure.command, failure.pasted_text, run.command):
             continue
         changes = [(i, t) for i, t in w.changes if last_at < i < run.at_call]
+        if changes_before_check(run.command):
+            changes.append((run.at_call, run.call))  # the change and the check again in one call
         setting = _setting_change(last_call, run.call) if last_call is not None and not changes else ""
         if changes:
             attempts.append(Attempt(_assistant_texts(turns, last_at, changes[-1][0]),
