@@ -154,9 +154,30 @@ def same_target(failed: str, passed: str) -> bool:
 _STEP = re.compile(r"&&|\|\||;|\n")
 
 
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1([^\n]*)\n.*?(?:\n[ \t]*\2[ \t]*(?=\n|$)|$)", re.S)
+
+
 def chain_steps(command: str) -> list[str]:
-    """The steps of a chained command (`pip install -e . && pytest -q` -> two steps), in order."""
+    """The steps of a chained command (`pip install -e . && pytest -q` -> two steps), in order.
+    What a heredoc writes into a file is content, not steps (`cat <<EOF > notes.md` naming `make test`)."""
+    if "<<" in command:
+        command = _HEREDOC.sub(lambda m: m.group(3), command)
     return [p.strip() for p in _STEP.split(command) if p.strip()]
+
+
+_STEM_NOISE = re.compile(r"^(?:test_)|(?:_test|_spec|\.test|\.spec|_tests)$")
+
+
+def target_stems(command: str) -> set[str]:
+    """File stems a command points at, without test prefixes and suffixes (`test_db.py` -> `db`)."""
+    out = set()
+    for word in command_key(command).split():
+        if "/" in word or re.search(r"\.\w{1,5}$", word):
+            stem = word.split("::", 1)[0].rstrip("/").rsplit("/", 1)[-1].split(".", 1)[0]
+            stem = _STEM_NOISE.sub("", stem)
+            if len(stem) >= 3:
+                out.add(stem.lower())
+    return out
 
 
 def changes_before_check(command: str) -> bool:

@@ -26,7 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memoir.cards.commands import (
-    chain_steps, changes_before_check, command_key, command_of, describe_change, is_change, is_test_or_build, one_line, only_looks, same_target,
+    chain_steps, changes_before_check, command_key, command_of, describe_change, is_change, is_test_or_build, one_line,
+    only_looks, same_target, target_stems,
 )
 from memoir.cards.cues import is_tooling_error
 from memoir.cards.signals import KUBECTL, failing_tests, is_declined
@@ -101,25 +102,14 @@ def walk(turns: tuple[Turn, ...]) -> Walk:
 
 def _read_by_the_assistant(turns: tuple[Turn, ...], runs: list[Run]) -> list[Run]:
     """A run that looks green but that the assistant's next words read as still failing has failed."""
-    out = []
-    for run in runs:
-        if run.passed:
-            nxt = next((t for t in turns[run.at_result + 1:]
-                        if t.role == "assistant" and t.kind in ("text", "tool_call")), None)
-            if nxt is not None and nxt.kind == "text" and reads_as_still_failing(nxt.text):
-                run = dataclasses.replace(run, failed=True, passed=False)
-        out.append(run)
-    return out
-
-
-_HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1([^\n]*)\n.*?(?:\n[ \t]*\2[ \t]*(?=\n|$)|$)", re.S)
+    def still_failing(run: Run) -> bool:
+        nxt = next((t for t in turns[run.at_result + 1:] if t.role == "assistant" and t.kind in ("text", "tool_call")), None)
+        return run.passed and nxt is not None and nxt.kind == "text" and reads_as_still_failing(nxt.text)
+    return [dataclasses.replace(r, failed=True, passed=False) if still_failing(r) else r for r in runs]
 
 
 def runs_check(command: str) -> bool:
-    """A command that runs a check, alone or chained after other steps (`pip install -e . && pytest -q`).
-    What a heredoc writes into a file is content, not steps (`cat <<EOF > notes.md` naming `make test`)."""
-    if "<<" in command:
-        command = _HEREDOC.sub(lambda m: m.group(3), command)
+    """A command that runs a check, alone or chained after other steps (`pip install -e . && pytest -q`)."""
     return any(is_test_or_build(part) for part in chain_steps(command))
 
 
@@ -139,7 +129,6 @@ _ROUTE = re.compile(
     r"(?:\S*manage\.py|django-admin) (?:migrate|showmigrations))\b"
 )
 _TEST_RUNNER = re.compile(r"\b(?:test|tests|pytest|jest|vitest|mocha|rspec|phpunit|unittest|ctest|tox|nox)\b")
-_STEM_NOISE = re.compile(r"^(?:test_)|(?:_test|_spec|\.test|\.spec|_tests)$")
 
 
 def route_of(command: str) -> str:
@@ -150,18 +139,6 @@ def route_of(command: str) -> str:
         if m:
             return m.group(0).split()[0]
     return ""
-
-
-def _stems(command: str) -> set[str]:
-    """File stems a command points at, without test prefixes and suffixes (`test_db.py` -> `db`)."""
-    out = set()
-    for word in command_key(command).split():
-        if "/" in word or re.search(r"\.\w{1,5}$", word):
-            stem = word.split("::", 1)[0].rstrip("/").rsplit("/", 1)[-1].split(".", 1)[0]
-            stem = _STEM_NOISE.sub("", stem)
-            if len(stem) >= 3:
-                out.add(stem.lower())
-    return out
 
 
 def same_check(failed_command: str, pasted_text: str, command: str) -> bool:
@@ -192,7 +169,7 @@ def same_check(failed_command: str, pasted_text: str, command: str) -> bool:
         runner = _runner(step) if is_test_or_build(step) else ""
         if len(runner) >= 4 and re.search(rf"(?<![a-z0-9]){re.escape(runner)}(?![a-z0-9])", low):
             return True  # the user pasted what `terraform plan` printed; `… && terraform plan` passes now
-    stems = _stems(command)
+    stems = target_stems(command)
     if not stems:  # a whole test suite covers a failing test the user pasted
         return bool(_TEST_RUNNER.search(command_key(command))) and bool(failing_tests(pasted_text))
     return any(re.search(rf"(?<![a-z0-9]){re.escape(s)}(?![a-z0-9])", low) for s in stems)
@@ -210,13 +187,17 @@ def _parts(command: str) -> list[str]:
 
 def _runner(command: str) -> str:
     words = command_key(command).split()
-    return " ".join(words[:2]) if len(words) > 1 and not words[1].startswith("-") and not _stems(words[1]) else (words[0] if words else "")
+    return " ".join(words[:2]) if len(words) > 1 and not words[1].startswith("-") and not target_stems(words[1]) else (words[0] if words else "")
 
 
 def _whole_suite_of(failed_command: str, command: str) -> bool:
-    """`pytest` after `pytest tests/x.py::t` failed: the same runner over everything covers the target."""
-    return (is_test_or_build(command) and not _stems(command) and bool(_stems(failed_command))
-            and _runner(command) == _runner(failed_command))
+    """`pytest` after `pytest tests/x.py::t` failed, `cargo test --lib` after `cargo test toc`: the same
+    runner over everything (no target, no filter) covers the target."""
+    if not is_test_or_build(command) or target_stems(command) or _runner(command) != _runner(failed_command):
+        return False
+    def filters(c: str) -> list[str]:  # the words after the runner that narrow what it runs, flags aside
+        return [w for w in command_key(c).split()[len(_runner(c).split()):] if not w.startswith("-")]
+    return bool(target_stems(failed_command)) or bool(filters(failed_command)) and not filters(command)
 
 
 # --- loops and attempts -------------------------------------------------------------------------------
@@ -252,8 +233,18 @@ class Attempt:
         """What the attempt changed, in a few words (`editing app/db.py`, `pip install x`)."""
         if self.setting:
             return f"re-running it with `{self.setting}`"
-        done = list(dict.fromkeys(describe_change(t) for t in self.changes))
+        done = list(dict.fromkeys(self._described(t) for t in self.changes))
         return ", ".join(done[:2]) + (f" and {len(done) - 2} more" if len(done) > 2 else "")
+
+
+    def _described(self, change: Turn) -> str:
+        """A change, or for a call that changed and checked at once only its change steps
+        (`terraform force-unlock -force ID`, not the `terraform plan` after it)."""
+        if change is not self.check.call:
+            return describe_change(change)
+        steps = chain_steps(command_key(command_of(change)))
+        first_check = next((k for k, step in enumerate(steps) if is_test_or_build(step)), len(steps))
+        return f"`{one_line(' && '.join(steps[:first_check]), 80)}`" if first_check else describe_change(change)
 
 
 @dataclass(frozen=True, slots=True)

@@ -360,7 +360,7 @@ def test_a_change_chained_before_the_check_in_one_call_is_the_attempt_that_worke
     s.runs("cd envs/prod && terraform force-unlock -force 6f1c2a9e && terraform plan -no-color 2>&1 | tail -2")
     s.result("Terraform state has been successfully unlocked!\nPlan: 0 to add, 1 to change, 0 to destroy.")
     lp = fixed_loop(s.turns)
-    assert lp is not None and "force-unlock" in lp.fix.tried()
+    assert lp is not None and lp.fix.tried() == "`terraform force-unlock -force 6f1c2a9e`"
     v = verification(s.turns)
     assert v is not None and v.seq == 3 and v.failed_seq == 0
 
