@@ -26,7 +26,7 @@ _UNESCAPES = (("\\n", "\n"), ("\\t", "\t"), ('\\"', '"'), ("\\\\", "\\"))
 # A command that writes files or dependencies, or removes state (`rm x.db-journal` is an attempt too).
 _CHANGE_CMD = re.compile(
     r"\bsed -i|\bperl -\w*i|\bpatch\b|\bapply_?patch\b|\bgit (?:apply|checkout|restore|reset|stash|revert|"
-    r"cherry-pick|merge|rebase|pull|am)\b|(?<![<>0-9&])>>?[ \t]*(?!&|/dev/null)[\w./~-]+|\btee\b|"
+    r"cherry-pick|merge|rebase|pull|am)\b|\bterraform (?:force-unlock|import|taint|untaint|state (?:rm|mv|push))\b|(?<![<>0-9&])>>?[ \t]*(?!&|/dev/null)[\w./~-]+|\btee\b|"
     r"(?:^|[;&|(]\s*|\s)(?:rm|mv|cp|touch|mkdir|chmod|chown|ln|truncate|unlink)\s|"
     r"\b(?:pip3?|npm|pnpm|yarn|bun|uv|poetry|cargo|go|gem|bundle|brew|conda|apt(?:-get)?) "
     r"(?:install|add|remove|uninstall|get|update|upgrade|i|ci|sync|lock)\b|\bgo mod tidy\b|\bnpm ci\b"
@@ -151,9 +151,48 @@ def same_target(failed: str, passed: str) -> bool:
     return all(any(x == y or x.startswith(y + "/") for y in targets_b) for x in targets_a)
 
 
+_STEP = re.compile(r"&&|\|\||;|\n")
+
+
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1([^\n]*)\n.*?(?:\n[ \t]*\2[ \t]*(?=\n|$)|$)", re.S)
+
+
+def chain_steps(command: str) -> list[str]:
+    """The steps of a chained command (`pip install -e . && pytest -q` -> two steps), in order.
+    What a heredoc writes into a file is content, not steps (`cat <<EOF > notes.md` naming `make test`)."""
+    if "<<" in command:
+        command = _HEREDOC.sub(lambda m: m.group(3), command)
+    return [p.strip() for p in _STEP.split(command) if p.strip()]
+
+
+_STEM_NOISE = re.compile(r"^(?:test_)|(?:_test|_spec|\.test|\.spec|_tests)$")
+
+
+def target_stems(command: str) -> set[str]:
+    """File stems a command points at, without test prefixes and suffixes (`test_db.py` -> `db`)."""
+    out = set()
+    for word in command_key(command).split():
+        if "/" in word or re.search(r"\.\w{1,5}$", word):
+            stem = word.split("::", 1)[0].rstrip("/").rsplit("/", 1)[-1].split(".", 1)[0]
+            stem = _STEM_NOISE.sub("", stem)
+            if len(stem) >= 3:
+                out.add(stem.lower())
+    return out
+
+
+def changes_before_check(command: str) -> bool:
+    """A chain that changes something and then runs a check in the same call
+    (`terraform force-unlock ID && terraform plan`, `pip install -e . && pytest`)."""
+    steps = chain_steps(command)
+    first_check = next((k for k, step in enumerate(steps) if is_test_or_build(step)), 0)
+    return any(_changes_files(step) for step in steps[:first_check])
+
+
 def only_looks(command: str) -> bool:
-    """A command that only looks (`rg`, `ls`, `git log`): a search with no match exits 1, and is no failure."""
-    return bool(_INSPECT.match(command_key(command)))
+    """A command that only looks (`rg`, `ls`, `git log`): a search with no match exits 1, and is no failure.
+    A chain looks only when every step does (`grep -rl x | xargs sed -i … && ./gradlew test` runs a check)."""
+    parts = chain_steps(command_key(command))
+    return bool(parts) and all(_INSPECT.match(command_key(p)) and not _changes_files(p) for p in parts)
 
 
 def is_inspection(command: str) -> bool:

@@ -18,6 +18,7 @@ Conclusions (`cards.conclude`), verification (`cards.outcomes`), how an experien
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
@@ -25,13 +26,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memoir.cards.commands import (
-    command_key, command_of, describe_change, is_change, is_test_or_build, one_line, only_looks, same_target,
+    chain_steps, changes_before_check, command_key, command_of, describe_change, is_change, is_test_or_build, one_line,
+    only_looks, same_target, target_stems,
 )
 from memoir.cards.cues import is_tooling_error
-from memoir.cards.signals import failing_tests, is_declined
+from memoir.cards.signals import KUBECTL, failing_tests, is_declined
 from memoir.cards.signatures import error_signature, is_error_output
 from memoir.cards.values import Turn, per_turns
-from memoir.cards.verdicts import is_failing, is_passing
+from memoir.cards.verdicts import is_failing, is_passing, reads_as_still_failing
 
 # --- the walk: runs, changes, pasted failures -------------------------------------------------------
 
@@ -95,21 +97,20 @@ def walk(turns: tuple[Turn, ...]) -> Walk:
             sig = error_signature(turn.text)
             if sig:
                 pasted.append((i, turn, sig))
-    return Walk(tuple(runs), tuple(changes), tuple(pasted))
+    return Walk(tuple(_read_by_the_assistant(turns, runs)), tuple(changes), tuple(pasted))
 
 
-_CHAIN = re.compile(r"&&|\|\||;|\n")
-
-
-_HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1([^\n]*)\n.*?(?:\n[ \t]*\2[ \t]*(?=\n|$)|$)", re.S)
+def _read_by_the_assistant(turns: tuple[Turn, ...], runs: list[Run]) -> list[Run]:
+    """A run that looks green but that the assistant's next words read as still failing has failed."""
+    def still_failing(run: Run) -> bool:
+        nxt = next((t for t in turns[run.at_result + 1:] if t.role == "assistant" and t.kind in ("text", "tool_call")), None)
+        return run.passed and nxt is not None and nxt.kind == "text" and reads_as_still_failing(nxt.text)
+    return [dataclasses.replace(r, failed=True, passed=False) if still_failing(r) else r for r in runs]
 
 
 def runs_check(command: str) -> bool:
-    """A command that runs a check, alone or chained after other steps (`pip install -e . && pytest -q`).
-    What a heredoc writes into a file is content, not steps (`cat <<EOF > notes.md` naming `make test`)."""
-    if "<<" in command:
-        command = _HEREDOC.sub(lambda m: m.group(3), command)
-    return any(is_test_or_build(part) for part in _CHAIN.split(command) if part.strip())
+    """A command that runs a check, alone or chained after other steps (`pip install -e . && pytest -q`)."""
+    return any(is_test_or_build(part) for part in chain_steps(command))
 
 
 def changed_between(w: Walk, after: int, before: int) -> list[Turn]:
@@ -122,31 +123,22 @@ def changed_between(w: Walk, after: int, before: int) -> list[Turn]:
 # Commands that confirm an outcome without re-running the failing command: a CI run watched to its
 # end, a rollout waited for, a migration, an HTTP probe.
 _ROUTE = re.compile(
-    r"^(?:gh (?:run (?:watch|rerun)|pr checks|workflow run)|kubectl (?:rollout status|wait)|"
+    rf"^(?:gh (?:run (?:watch|rerun)|pr checks|workflow run)|{KUBECTL} (?:rollout status|wait)|"
     r"helm (?:status|test)|(?:flyctl|fly) (?:status|deploy)|curl|wget|http|https|xh|"
     r"(?:alembic|flyway|sqlx|diesel|goose|dbmate) \S*|prisma migrate|rails db:migrate|rake db:migrate|"
     r"(?:\S*manage\.py|django-admin) (?:migrate|showmigrations))\b"
 )
 _TEST_RUNNER = re.compile(r"\b(?:test|tests|pytest|jest|vitest|mocha|rspec|phpunit|unittest|ctest|tox|nox)\b")
-_STEM_NOISE = re.compile(r"^(?:test_)|(?:_test|_spec|\.test|\.spec|_tests)$")
 
 
 def route_of(command: str) -> str:
-    """The kind of outcome a command confirms by another route ('' for an ordinary command)."""
-    m = _ROUTE.match(command_key(command.strip().split("\n", 1)[0]))
-    return m.group(0).split()[0] if m else ""
-
-
-def _stems(command: str) -> set[str]:
-    """File stems a command points at, without test prefixes and suffixes (`test_db.py` -> `db`)."""
-    out = set()
-    for word in command_key(command).split():
-        if "/" in word or re.search(r"\.\w{1,5}$", word):
-            stem = word.split("::", 1)[0].rstrip("/").rsplit("/", 1)[-1].split(".", 1)[0]
-            stem = _STEM_NOISE.sub("", stem)
-            if len(stem) >= 3:
-                out.add(stem.lower())
-    return out
+    """The kind of outcome a command confirms by another route ('' for an ordinary command), in any
+    step of a chain (`kubectl apply -k x && kubectl rollout status deploy/y` waits for a rollout)."""
+    for step in chain_steps(command_key(command.strip().split("\n", 1)[0])):
+        m = _ROUTE.match(command_key(step))
+        if m:
+            return m.group(0).split()[0]
+    return ""
 
 
 def same_check(failed_command: str, pasted_text: str, command: str) -> bool:
@@ -173,10 +165,11 @@ def same_check(failed_command: str, pasted_text: str, command: str) -> bool:
     if not is_test_or_build(command):
         return False
     low = pasted_text.lower()
-    runner = _runner(command)
-    if len(runner) >= 4 and re.search(rf"(?<![a-z0-9]){re.escape(runner)}(?![a-z0-9])", low):
-        return True  # the user pasted what `terraform apply` printed; `terraform apply` passes now
-    stems = _stems(command)
+    for step in chain_steps(command_key(command)):
+        runner = _runner(step) if is_test_or_build(step) else ""
+        if len(runner) >= 4 and re.search(rf"(?<![a-z0-9]){re.escape(runner)}(?![a-z0-9])", low):
+            return True  # the user pasted what `terraform plan` printed; `… && terraform plan` passes now
+    stems = target_stems(command)
     if not stems:  # a whole test suite covers a failing test the user pasted
         return bool(_TEST_RUNNER.search(command_key(command))) and bool(failing_tests(pasted_text))
     return any(re.search(rf"(?<![a-z0-9]){re.escape(s)}(?![a-z0-9])", low) for s in stems)
@@ -189,18 +182,22 @@ def _parts(command: str) -> list[str]:
     """The steps of a chained or shell-wrapped command (`bash -ic 'a && b'` -> `a`, `b`)."""
     m = _SHELL_WRAP.match(command)
     inner = m.group(3) if m else command
-    return [p.strip() for p in _CHAIN.split(inner) if p.strip()]
+    return chain_steps(inner)
 
 
 def _runner(command: str) -> str:
     words = command_key(command).split()
-    return " ".join(words[:2]) if len(words) > 1 and not words[1].startswith("-") and not _stems(words[1]) else (words[0] if words else "")
+    return " ".join(words[:2]) if len(words) > 1 and not words[1].startswith("-") and not target_stems(words[1]) else (words[0] if words else "")
 
 
 def _whole_suite_of(failed_command: str, command: str) -> bool:
-    """`pytest` after `pytest tests/x.py::t` failed: the same runner over everything covers the target."""
-    return (is_test_or_build(command) and not _stems(command) and bool(_stems(failed_command))
-            and _runner(command) == _runner(failed_command))
+    """`pytest` after `pytest tests/x.py::t` failed, `cargo test --lib` after `cargo test toc`: the same
+    runner over everything (no target, no filter) covers the target."""
+    if not is_test_or_build(command) or target_stems(command) or _runner(command) != _runner(failed_command):
+        return False
+    def filters(c: str) -> list[str]:  # the words after the runner that narrow what it runs, flags aside
+        return [w for w in command_key(c).split()[len(_runner(c).split()):] if not w.startswith("-")]
+    return bool(target_stems(failed_command)) or bool(filters(failed_command)) and not filters(command)
 
 
 # --- loops and attempts -------------------------------------------------------------------------------
@@ -236,8 +233,18 @@ class Attempt:
         """What the attempt changed, in a few words (`editing app/db.py`, `pip install x`)."""
         if self.setting:
             return f"re-running it with `{self.setting}`"
-        done = list(dict.fromkeys(describe_change(t) for t in self.changes))
+        done = list(dict.fromkeys(self._described(t) for t in self.changes))
         return ", ".join(done[:2]) + (f" and {len(done) - 2} more" if len(done) > 2 else "")
+
+
+    def _described(self, change: Turn) -> str:
+        """A change, or for a call that changed and checked at once only its change steps
+        (`terraform force-unlock -force ID`, not the `terraform plan` after it)."""
+        if change is not self.check.call:
+            return describe_change(change)
+        steps = chain_steps(command_key(command_of(change)))
+        first_check = next((k for k, step in enumerate(steps) if is_test_or_build(step)), len(steps))
+        return f"`{one_line(' && '.join(steps[:first_check]), 80)}`" if first_check else describe_change(change)
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,6 +349,8 @@ def _follow(turns: tuple[Turn, ...], w: Walk, failure: Failure) -> Loop:
         if not same_check(failure.command, failure.pasted_text, run.command):
             continue
         changes = [(i, t) for i, t in w.changes if last_at < i < run.at_call]
+        if changes_before_check(run.command):
+            changes.append((run.at_call, run.call))  # the change and the check again in one call
         setting = _setting_change(last_call, run.call) if last_call is not None and not changes else ""
         if changes:
             attempts.append(Attempt(_assistant_texts(turns, last_at, changes[-1][0]),

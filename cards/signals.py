@@ -296,13 +296,15 @@ def is_notable_result(text: str) -> bool:
 
 
 # --- check commands ---------------------------------------------------------------------------------
+# kubectl with the global flags that may stand before its verb (`kubectl -n ledger rollout status`).
+KUBECTL = r"kubectl(?:\s+(?:-n|--namespace|--context|--kubeconfig)(?:=|\s+)\S+)*"
 # At a command position (the start, or after `&&`, `;`, `|`), so a heredoc's text naming `pytest` is no run.
 CHECK_COMMAND = re.compile(
     r"(?:^|[;&|('\"]\s*)(?:\./)?(?:pytest|py\.test|tox|nox|unittest|go (?:test|build|vet)|"
     r"cargo (?:test|build|check|clippy|nextest)|"
     r"(?:npm|pnpm|yarn|bun) (?:run )?(?:test|build|lint|typecheck|check|tsc)\b|"
     r"npm t\b|jest|vitest|mocha|mix (?:test|compile)|make(?:\s|$)|tsc\b|mypy|pyright|ruff|flake8|pylint|eslint|golangci-lint|"
-    r"kubectl rollout status|helm (?:lint|template)|"
+    rf"{KUBECTL} (?:rollout status|wait)\b|helm (?:lint|template)|"
     r"gradle|gradlew|mvn|dotnet (?:test|build)|bazel (?:test|build)|ctest|rspec|phpunit|deno test|"
     r"terraform (?:plan|apply|validate)|docker (?:build|compose)|curl\b|"
     # A migration run (`manage.py migrate`, `go run ./cmd/x migrate up`, `npm run migrate`) reports

@@ -9,6 +9,7 @@ which tools' results can hold a verdict at all is `cards.commands.may_hold_verdi
 from __future__ import annotations
 
 import functools
+import re
 
 from memoir.cards.signals import (
     ERROR_GATE_WORDS, PASS_ANCHORS, PASS_TAIL, decode_output, exit_code, has_fail_summary, has_pass_summary,
@@ -67,3 +68,19 @@ def is_passing(text: str) -> bool:
     if not has_pass_summary(decode_output(text)[0][-PASS_TAIL:]) and exit_code(text) != 0:
         return False
     return not is_failing(text)
+
+
+# The assistant reading an output it just saw as the failure still there ("Progress, but still
+# refused", "Same error.", "That didn't help"): a silent or clipped output says nothing itself.
+_STILL_FAILING = re.compile(
+    r"(?i)\b(?:still|again)\s+(?:fail\w*|refus\w*|broken|crash\w*|erroring|errors?\b|red\b|times?\s+out|"
+    r"timing\s+out|hangs?|hanging|panic\w*|the\s+same\s+error)|\bsame\s+(?:error|failure)\b|"
+    r"\b(?:did\s*n[o']t|did\s+not|does\s*n[o']t)\s+(?:help|work|fix\s+it)\b|\bno\s+luck\b"
+)
+_FIRST_SENTENCE = re.compile(r"(?<=[.!?])\s|\n")
+
+
+def reads_as_still_failing(text: str) -> bool:
+    """Does the assistant's first sentence after an output say the failure is still there?"""
+    first = _FIRST_SENTENCE.split(text.strip(), 1)[0][:200]
+    return bool(_STILL_FAILING.search(first))

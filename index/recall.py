@@ -482,8 +482,11 @@ class Recaller:
 
 
 def _about(card: Card) -> str:
-    """What a card says it is about, in its own words: never its evidence, nor its signature alone."""
-    return "\n".join((card.title, card.goal, card.conclusion, card.counterexamples))
+    """What a card says it is about, in its own words: never its evidence, nor its signature alone,
+    unless a check verified the fix: the signature is then the error that check cleared (an error
+    met on the way is no verified card's signature), whether or not the lesson repeats it."""
+    cleared = card.error_signature if card.verified_by.strip() else ""
+    return "\n".join((card.title, card.goal, card.conclusion, card.counterexamples, cleared))
 
 
 def recall(settings: Settings, query: str, *, embedder=None, workspace: str = "", session_id: str = "",

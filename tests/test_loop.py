@@ -336,3 +336,57 @@ def test_an_offer_to_the_user_at_the_end_is_not_a_step_left_undone():
     assert ending(s.turns) is None
     s.says("Let me run the slow suite too.")
     assert ending(s.turns).reason == "ended_mid_work"
+
+
+# --- the same check by another route, inside a chain --------------------------------------------------
+
+CRASHLOOP = "api crashloops since the deploy\n\napi-7b4c9d8f6-q9s2m   0/1     CrashLoopBackOff   5 (48s ago)   9m"
+
+
+def test_a_rollout_wait_chained_after_an_apply_verifies_a_pasted_crashloop():
+    s = Script().user(CRASHLOOP)
+    s.says("The liveness probe kills the pod before migrations finish; a startupProbe holds it off.")
+    _edit(s, "/home/dev/infra/k8s/api/deployment.yaml", "livenessProbe:", "startupProbe: {}\n  livenessProbe:")
+    s.runs("kubectl apply -k k8s/overlays/prod && kubectl -n shop rollout status deploy/api --timeout=5m")
+    s.result('deployment.apps/api configured\ndeployment "api" successfully rolled out')
+    v = verification(s.turns)
+    assert v is not None and v.failed_seq == 0 and v.seq == 5 and "CrashLoopBackOff" in v.signature
+
+
+def test_a_change_chained_before_the_check_in_one_call_is_the_attempt_that_worked():
+    s = Script().user("terraform plan in envs/prod errors out:\nError: Error acquiring the state lock\n"
+                      "ConditionalCheckFailedException: The conditional request failed\nLock Info:\n  ID: 6f1c2a9e")
+    s.says("The lock is left by the interrupted apply and no CI run holds it; releasing it, then planning.")
+    s.runs("cd envs/prod && terraform force-unlock -force 6f1c2a9e && terraform plan -no-color 2>&1 | tail -2")
+    s.result("Terraform state has been successfully unlocked!\nPlan: 0 to add, 1 to change, 0 to destroy.")
+    lp = fixed_loop(s.turns)
+    assert lp is not None and lp.fix.tried() == "`terraform force-unlock -force 6f1c2a9e`"
+    v = verification(s.turns)
+    assert v is not None and v.seq == 3 and v.failed_seq == 0
+
+
+def test_a_chain_that_starts_with_a_search_but_edits_and_runs_the_tests_is_a_check():
+    s = Script().user("tests take 4 min now, anything cheap we can do")
+    _edit(s, "/home/dev/shop/src/test/Base.java", "", "static final Container pg = new Container();")
+    s.runs("grep -rl '@Container' src/test | xargs sed -i -e '/@Container/d' && ./gradlew test 2>&1 | grep BUILD")
+    s.result("BUILD SUCCESSFUL in 1m 38s")
+    v = verification(s.turns)
+    assert v is not None and v.seq == 4 and v.failed_seq is None
+
+
+def test_an_output_the_assistant_reads_as_still_failing_is_a_failed_attempt():
+    s = Script().user("docker compose up: api dies at once\napi-1  | Traceback (most recent call last):\n"
+                      "api-1  |   File \"/app/db.py\", line 9, in connect\n"
+                      "api-1  | psycopg.OperationalError: connection refused (127.0.0.1:5432)")
+    s.says("Inside the container localhost is the container itself; pointing DATABASE_URL at the db service.")
+    _edit(s, "/home/dev/shop/compose.yaml", "env_file: .env", "environment: {DATABASE_URL: postgres://db:5432/x}")
+    s.runs("docker compose up -d --build; sleep 2; docker compose logs api | tail -2")
+    s.result("api-1  |   address: '172.19.0.2',\napi-1  |   port: 5432")
+    s.says("Progress, but still refused, now at the db container: depends_on only waits for it to start.")
+    _edit(s, "/home/dev/shop/compose.yaml", "depends_on: [db]", "depends_on: {db: {condition: service_healthy}}")
+    s.runs("docker compose up -d && sleep 6 && curl -s localhost:8080/health")
+    s.result('{"status":"ok"}')
+    lp = fixed_loop(s.turns)
+    assert lp is not None and [a.worked for a in lp.attempts] == [False, True]
+    v = verification(s.turns)
+    assert (v.seq, v.failed_seq) == (10, 5)  # it clears the run read as still failing

@@ -427,6 +427,16 @@ def test_a_card_holding_only_the_namespace_of_the_name_a_query_asks_about_gets_n
     assert out[0].gate == INJECTED
 
 
+def test_a_verified_card_names_the_error_its_check_cleared_even_when_the_lesson_does_not_repeat_it():
+    from memoir.index.recall import _about
+    sig = "IndexError: list index out of range"
+    lesson = "partition() assumed every day has a row; it now skips empty days before taking the first"
+    verified = replace(BASE, error_signature=sig, conclusion=lesson, counterexamples="", verified_by="t7")
+    assert names_pasted_error(pasted_error(sig), _about(verified))
+    unverified = replace(verified, verified_by="")  # a signature alone may be an error met on the way
+    assert not names_pasted_error(pasted_error(sig), _about(unverified))
+
+
 def test_a_card_about_another_error_is_neither_agreed_nor_a_rival_for_rank():
     # Both paths rank the neighbour first (same stack, same words); it never names the pasted class.
     # Counted without it, the card that does name it is first on both paths and clears the agreed floor.
