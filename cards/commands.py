@@ -28,8 +28,9 @@ _CHANGE_CMD = re.compile(
     r"\bsed -i|\bperl -\w*i|\bpatch\b|\bapply_?patch\b|\bgit (?:apply|checkout|restore|reset|stash|revert|"
     r"cherry-pick|merge|rebase|pull|am)\b|\bterraform (?:force-unlock|import|taint|untaint|state (?:rm|mv|push))\b|(?<![<>0-9&])>>?[ \t]*(?!&|/dev/null)[\w./~-]+|\btee\b|"
     r"(?:^|[;&|(]\s*|\s)(?:rm|mv|cp|touch|mkdir|chmod|chown|ln|truncate|unlink)\s|"
-    r"\b(?:pip3?|npm|pnpm|yarn|bun|uv|poetry|cargo|go|gem|bundle|brew|conda|apt(?:-get)?) "
-    r"(?:install|add|remove|uninstall|get|update|upgrade|i|ci|sync|lock)\b|\bgo mod tidy\b|\bnpm ci\b"
+    r"\b(?:pip3?|npm|pnpm|yarn|bun|uv|poetry|cargo|go|gem|bundle|brew|conda|apt(?:-get)?)"
+    r"(?: --?[\w-]+(?:[= ](?!-)[\w@./-]+)?)* "  # options before the verb: `pnpm --filter web up next@15`
+    r"(?:install|add|remove|uninstall|get|update|upgrade|up|i|ci|sync|lock)\b|\bgo mod tidy\b|\bnpm ci\b"
 )
 _PATCH_FILE = re.compile(r"\*\*\* (?:Update|Add|Delete) File: (\S+)")
 # Wrapping that does not change what a command checks: `cd x &&`, `FOO=1`, `timeout 60`, `uv run`,

@@ -111,8 +111,9 @@ def _fresh_check(w: Walk) -> Verification | None:
     for run in w.runs:
         if run.at_call < first_change or not run.passed or not runs_check(run.command):
             continue
-        if any(undoes(t) for i, t in w.changes if first_change <= i <= run.at_call) or undoes(run.call):
-            continue  # the work was put back as it was: a green check after that proves no change
+        if any(undoes(t) for i, t in w.changes if first_change < i <= run.at_call):
+            continue  # this work was put back as it was: a green check after that proves no change
+            # (a revert that is itself the first change, of an earlier commit, is the fix)
         if any(r.passed and r.at_result < first_change and same_target(r.command, run.command) for r in w.runs):
             continue  # already green before the change
         if any(r.failed and r.at_call > run.at_result and same_target(run.command, r.command) for r in w.runs):

@@ -116,6 +116,12 @@ _CAUSE = re.compile(r"(?i)\b(?:root cause|because|caused|came from|meant|missed|
                     r"doesn'?t|no longer|needs?|must|instead|moved|requires?|rejects?|returns?|only)\b")
 _FIXED = re.compile(r"(?i)\b(?:fix(?:es|ed)?|now)\b")
 _DONE_WORDS = re.compile(r"(?i)^(?:fixed|done|works now|all (?:set|good)|committed)\b[^.:`]{0,40}[.:,]\s*")
+# A narrative label the evidence conclusion puts before quoted words ("Said before the change: “…”"):
+# a title states the words, never the label.
+_NARRATIVE = re.compile(r"(?i)^(?:said|stated|explained|written|noted) (?:before|after) the (?:change|fix)\s*:\s*[“\"]?")
+# The first clause of an evidence conclusion ("`pytest -x` fails with `X` (t4); editing `a.py` fixed it …"):
+# the signature already leads the title, the change is what it adds.
+_FAILED_CLAUSE = re.compile(r"^.{0,300}?\bfails\b[^;]{0,300};\s*(?=.{0,200}\bfixed it\b)")
 _CAUSE_LABEL = re.compile(r"(?i)^(?:the )?(?:real |actual |root )?(?:cause|problem|issue|fix|reason)\s*(?:was|is)?\s*:\s*")
 # An aside or a note beside the lesson: "Not affected: …", "Separately: …", "Note: …".
 _ASIDE = re.compile(r"(?i)^(?:not affected|unaffected|unchanged|separately|aside|note|also|side note|unrelated|fyi)\b[^.:]{0,30}:")
@@ -133,6 +139,9 @@ def _gist(conclusion: str, signature: str) -> str:
     for line in conclusion.splitlines():
         for sentence in re.split(r"(?<=[.!?])\s+", _MARKDOWN.sub("", line).strip()):
             sentence = _CAUSE_LABEL.sub("", _DONE_WORDS.sub("", _FLUFF.sub("", sentence)).strip()).strip()
+            sentence = _FAILED_CLAUSE.sub("", sentence)  # an evidence conclusion: the change that fixed it
+            if _NARRATIVE.match(sentence):
+                sentence = _NARRATIVE.sub("", sentence).rstrip("”\"").strip()
             if _FAILED_TRY.search(sentence) or _ASIDE.match(sentence) or _AHEAD.match(sentence) or scope_limits(sentence):
                 continue  # a failed attempt, an aside or a limit is not what was learned
             if kind and kind in sentence:  # the failure restated: drop its quoted form

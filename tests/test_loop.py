@@ -195,6 +195,13 @@ def test_a_file_written_through_a_heredoc_that_names_checks_runs_none():
     assert verification(s.turns) is None
 
 
+def test_reverting_an_earlier_commit_as_the_first_change_is_the_fix_and_can_be_verified():
+    s = Script().user("orders endpoint 500s since yesterday's commit 5d0e7a1: TypeError: Type is not JSON serializable: Decimal")
+    s.runs("git revert --no-edit 5d0e7a1 && python -m pytest -q").result("[main 2c4b8d0] Revert\n25 passed in 1.2s")
+    s.says("Reverted 5d0e7a1: returning ORJSONResponse directly skipped the Decimal encoder; 25 passed.")
+    assert verification(s.turns) is not None
+
+
 def test_a_later_failure_of_the_same_goal_in_another_environment_cancels_the_verification():
     s = _disproved_then_fixed()
     s.runs("docker compose run --rm app pytest").error(KEYERROR.replace("/home/dev/shop", "/app"))

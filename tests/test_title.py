@@ -126,3 +126,18 @@ def test_an_aside_or_a_stated_limit_never_titles_a_card():
 ])
 def test_work_still_ahead_never_titles_a_card(conclusion):
     assert make_title(conclusion=conclusion).startswith("The parser now rejects unknown hooks")
+
+
+def test_a_title_never_starts_with_the_evidence_conclusions_narrative_label():
+    conclusion = ("`mix test test/x_test.exs` fails with `CompileError: cannot compile module XTest` (t4); editing "
+                  "`test/x_test.exs` fixed it: the same check passes at t9. Said before the change: “Need to import "
+                  "`Phoenix.ChannelTest`.”")
+    title = make_title(signature="CompileError: cannot compile module XTest", conclusion=conclusion, request="work on it")
+    assert "Said before" not in title and title.endswith("Need to import `Phoenix.ChannelTest`")
+
+
+def test_an_evidence_conclusion_titles_the_change_that_fixed_it_not_a_dangling_failure_clause():
+    conclusion = ("The failure the user pasted (t11) fails with `CrashLoopBackOff`; editing `k8s/deployment.yaml` "
+                  "fixed it: `kubectl rollout status deploy/api` passes at t14.")
+    title = make_title(signature="CrashLoopBackOff", conclusion=conclusion, request="api crashloops")
+    assert title.startswith("`CrashLoopBackOff` → Editing `k8s/deployment.yaml` fixed it") and "fails with ;" not in title
