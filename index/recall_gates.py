@@ -41,6 +41,7 @@ COMPATIBLE_TASK_TYPES: dict[str, frozenset[str]] = {
     "config": frozenset({"config", "debug", "feature", "question"}),
     "feature": frozenset({"feature", "config", "refactor", "debug", "question"}),
     "refactor": frozenset({"refactor", "feature", "question"}),
+    "decision": frozenset({"config", "feature", "refactor", "question"}),
 }
 
 

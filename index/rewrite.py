@@ -40,6 +40,10 @@ _DEBUG = re.compile(
 )
 _REFACTOR = re.compile(r"(?i)\b(?:refactor(?:ing)?|rename|clean ?up|restructure|extract (?:a |the )?(?:function|class|module))\b")
 _CONFIG = re.compile(r"(?i)\b(?:configure|config(?:uration)?|set ?up|install|settings?|env(?:ironment)? var(?:iable)?s?)\b")
+# A choice between alternatives ("workspaces vs one state per environment, which is better"): a
+# decision, answered by a card that chose (config, feature, refactor, an answer), not by a bug fix.
+_DECISION = re.compile(r"(?i)\b(?:vs\.?|versus)\s|\bwhich (?:one )?(?:is|would be) (?:better|best|preferable)\b|"
+                       r"\b(?:should|do) (?:we|i) (?:use|pick|choose|go with)\b[^?]*\bor\b")
 _FEATURE = re.compile(r"(?i)\b(?:add|implement|support|build|create|introduce|new (?:endpoint|command|option|feature))\b")
 
 
@@ -82,6 +86,8 @@ def query_task_type(text: str) -> str:
     """The task type a prompt asks for, only on a clear cue; '' (unknown) lets every card through."""
     if error_signature(text) or _DEBUG.search(text):
         return "debug"
+    if _DECISION.search(text):
+        return "decision"
     if _REFACTOR.search(text):
         return "refactor"
     if _CONFIG.search(text):

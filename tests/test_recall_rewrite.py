@@ -33,6 +33,9 @@ def test_rewrite_drops_greetings_and_keeps_the_problem(prompt, expected):
     ("set up pre-commit with ruff", "config"),
     ("add an endpoint for refunds", "feature"),
     ("what is a good name for this variable", ""),
+    ("terraform workspaces vs one state per environment, which is better", "decision"),
+    ("should we use celery beat or a plain cron for the nightly batch?", "decision"),
+    ("redis vs memcached: the cache fails on reconnect", "debug"),  # a failure named: a bug to fix
 ])
 def test_task_type_only_on_clear_cues(prompt, kind):
     assert query_task_type(prompt) == kind
@@ -123,3 +126,8 @@ def test_a_conclusion_that_tells_the_old_value_then_advises_another_holds_the_ad
     assert contradiction(found, moved) == "retries=5 vs retries=0"
     out = {j.candidate.id: j.gate for j in judge([found, moved], RecallQuery("q"), GatePolicy.from_settings(Settings()))}
     assert out == {"c-found": "ContradictsCandidate", "c-moved": "ContradictsCandidate"}
+
+
+def test_a_choice_between_alternatives_is_not_answered_by_a_bug_fix():
+    from memoir.index.recall_gates import COMPATIBLE_TASK_TYPES
+    assert "debug" not in COMPATIBLE_TASK_TYPES["decision"] and "config" in COMPATIBLE_TASK_TYPES["decision"]
