@@ -293,15 +293,20 @@ def _file_version(path: Path) -> tuple[int, int] | None:
     return st.st_mtime_ns, st.st_size
 
 
-def request_budget(request: dict, settings: Settings) -> float | None:
-    """The recall's deadline: the caller's, and never past its settings' budget counted from its start."""
+def request_budget(request: dict, settings: Settings, now: float | None = None) -> float | None:
+    """The recall's deadline: the caller's, and never past its settings' budget counted from its start.
+
+    Args:
+        now: the service's clock (`time.time()`), a parameter so the arithmetic can be pinned.
+    """
     budget = request.get("budget_ms")
     budget = None if budget is None else float(budget)
     started_at = request.get("started_at")
     if started_at is None or "env" not in request:
         return budget  # the caller resolved its settings and computed its own deadline
     # Only the service knows this caller's sync_timeout_ms (resolved from its environment).
-    left = (settings.sync_timeout_ms - (time.time() - float(started_at)) * 1000
+    now = time.time() if now is None else now
+    left = (settings.sync_timeout_ms - (now - float(started_at)) * 1000
             - hook_client.OUTPUT_MARGIN_MS - hook_client.SERVICE_MARGIN_MS)
     return max(0.0, left if budget is None else min(budget, left))
 
