@@ -299,6 +299,10 @@ def is_notable_result(text: str) -> bool:
 # kubectl with the global flags that may stand before its verb (`kubectl -n ledger rollout status`).
 KUBECTL = r"kubectl(?:\s+(?:-n|--namespace|--context|--kubeconfig)(?:=|\s+)\S+)*"
 # At a command position (the start, or after `&&`, `;`, `|`), so a heredoc's text naming `pytest` is no run.
+# An install told to change nothing (`pnpm install --frozen-lockfile`, `uv sync --locked`) checks that
+# the lockfile matches the manifests, as CI does: it is a check, not a change.
+_LOCKFILE_CHECK = (r"(?:npm|pnpm|yarn|bun|uv|poetry|bundle|composer) (?:install|i|sync|lock|check)\b[^;&|\n]*?"
+                   r"--(?:frozen-lockfile|frozen|immutable|locked|check|lock)\b")
 CHECK_COMMAND = re.compile(
     r"(?:^|[;&|('\"]\s*)(?:\./)?(?:pytest|py\.test|tox|nox|unittest|go (?:test|build|vet)|"
     r"cargo (?:test|build|check|clippy|nextest)|"
@@ -310,15 +314,9 @@ CHECK_COMMAND = re.compile(
     # A migration run (`manage.py migrate`, `go run ./cmd/x migrate up`, `npm run migrate`) reports
     # what it applied: the procedure worked, or it did not.
     r"(?!(?:echo|printf|git|grep|rg|cat|ls|man|which) )(?:[\w./:-]+ ){1,3}(?:migrate|db:migrate)(?:\s|$)|"
-    r"(?:npm|pnpm|yarn|bun|uv|poetry|bundle|composer) (?:install|i|sync|lock|check)\b[^;&|\n]*?"
-    r"--(?:frozen-lockfile|frozen|immutable|locked|check|lock)\b)"
+    + _LOCKFILE_CHECK + ")"
 )
-# An install told to change nothing (`pnpm install --frozen-lockfile`, `uv sync --locked`) checks that
-# the lockfile matches the manifests, as CI does: it is a check, not a change.
-LOCKFILE_CHECK = re.compile(
-    r"\b(?:npm|pnpm|yarn|bun|uv|poetry|bundle|composer) (?:install|i|sync|lock|check)\b[^;&|\n]*?"
-    r"--(?:frozen-lockfile|frozen|immutable|locked|check|lock)\b"
-)
+LOCKFILE_CHECK = re.compile(r"\b" + _LOCKFILE_CHECK)
 
 # --- declined calls ---------------------------------------------------------------------------------
 # The hosts' words for a tool call the user declined or interrupted: its result is no verdict.
