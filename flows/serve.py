@@ -161,6 +161,27 @@ def describe_run(record: dict) -> str:
     return ", ".join(parts)
 
 
+def _instant(stamp) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(stamp))
+    except ValueError:
+        return None
+
+
+def recorded_by(holder: dict, record: dict | None) -> bool:
+    """Whether `record` is the result of the run `holder` started: it finished at or after that start.
+
+    The record is written while the lock is still held, so a poll can see the record first and the
+    lock's release on the next poll; that release is then a finished run, not a failed one.
+    """
+    if not record:
+        return False
+    started, finished = _instant(holder.get("started")), _instant(record.get("finished"))
+    if started is None or finished is None or (started.tzinfo is None) != (finished.tzinfo is None):
+        return False
+    return finished >= started
+
+
 def run_events(before: Snapshot, after: Snapshot, at: str) -> tuple[list[str], dict | None]:
     """The lines to print between two snapshots, and the last run's result if one ended."""
     lines: list[str] = []
@@ -171,7 +192,7 @@ def run_events(before: Snapshot, after: Snapshot, at: str) -> tuple[list[str], d
     if after.last_run is not None and (after.runs > before.runs or after.last_run != before.last_run):
         result = {"result": "finished", **after.last_run}
         lines.append(f"{at} run finished: {describe_run(after.last_run)}")
-    elif before.holder and not after.holder:
+    elif before.holder and not after.holder and not recorded_by(before.holder, after.last_run):
         result = {"result": "failed", "finished": at, "pid": before.holder.get("pid"), "what": before.holder.get("what")}
         lines.append(f"{at} run by pid {before.holder.get('pid')} ({before.holder.get('what', 'run')}) ended "
                      "without recording a result: it failed or was stopped (its error is above; memoir status)")

@@ -81,7 +81,13 @@ def test_run_events_say_start_finish_with_cards_and_skips_and_a_run_that_left_no
     lines, result = sv.run_events(_snap(holder), _snap(None, 1, record), "03:31:00")
     assert lines == ["03:31:00 run finished: 3 new cards, 1 superseded, skipped 7 (5 no_card_banner, 2 bad_json)"]
     assert result == {"result": "finished", **record}
-    lines, result = sv.run_events(_snap(holder, 1, record), _snap(None, 1, record), "03:40:00")
+    # The record can show a poll before the lock's release: that release is the same finished run.
+    assert sv.run_events(_snap(holder, 1, record), _snap(None, 1, record), "03:31:02") == ([], None)
+    # A lock released with only an older record (finished before this holder started): the run failed.
+    older = {**record, "finished": "2026-12-02T02:31:00Z"}
+    lines, result = sv.run_events(_snap(holder, 1, older), _snap(None, 1, older), "03:40:00")
+    assert "ended without recording a result" in lines[0] and result["result"] == "failed"
+    lines, result = sv.run_events(_snap(holder), _snap(None), "03:40:00")
     assert "ended without recording a result" in lines[0] and result["result"] == "failed"
     # At keep_runs the log stays as long (one pruned, one appended): the new last record still counts.
     later = {**record, "finished": "2026-12-04T02:31:00Z"}
