@@ -52,7 +52,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np  # noqa: E402
 
 from memoir.cards.config import load_settings  # noqa: E402
-from memoir.cards.store import render_card, content_hash  # noqa: E402
+from memoir.cards.store import content_hash, parse_card, render_card  # noqa: E402
 from memoir.flows.cli.hook_settings import hook_command  # noqa: E402
 from memoir.flows.lock import held_by_a_live_process  # noqa: E402
 from memoir.flows.hook_client import LOCK_NAME  # noqa: E402
@@ -103,7 +103,8 @@ def mixed_vectors(pool: np.ndarray, start: int, n: int) -> np.ndarray:
 
 def build(n: int, cache: Path, pool: np.ndarray, embedder) -> Path:
     """A memoir home with n card files and their index (cached: built once per size)."""
-    home = cache / f"home-{n}-schema{SCHEMA_VERSION}"  # a schema bump must not reuse an old index
+    # A schema bump must not reuse an old index, nor one without the parsed cards (index/card_fields.py).
+    home = cache / f"home-{n}-schema{SCHEMA_VERSION}-fields"
     done = home / ".built"
     if done.exists():
         return home
@@ -113,12 +114,13 @@ def build(n: int, cache: Path, pool: np.ndarray, embedder) -> Path:
     rng = random.Random(2)
     with open_index(settings.index_dir, embedder) as ix:
         for start in range(0, n, 5000):
-            cards = [synthetic_card(i, rng) for i in range(start, min(n, start + 5000))]
-            hashes = {}
-            for c in cards:  # plain writes: a bench corpus needs no fsync per file
-                data = render_card(c).encode("utf-8")
-                (settings.cards_dir / f"{c.id}.md").write_bytes(data)
-                hashes[c.id] = content_hash(data)
+            cards, hashes = [], {}
+            for i in range(start, min(n, start + 5000)):  # plain writes: a bench corpus needs no fsync per file
+                data = render_card(synthetic_card(i, rng)).encode("utf-8")
+                card = parse_card(data.decode("utf-8"))  # the index holds the card its file parses to
+                (settings.cards_dir / f"{card.id}.md").write_bytes(data)
+                cards.append(card)
+                hashes[card.id] = content_hash(data)
             ix.write_rows(cards, hashes, mixed_vectors(pool, start, len(cards)))
     done.write_text("ok\n")
     print(f"built {n:,} card files + index in {time.perf_counter() - t:.1f} s", flush=True)
@@ -278,7 +280,7 @@ def bench_size(n: int, args, pool: np.ndarray, embedder) -> None:
             total, after_embed, cpu = [], [], []
             for i, q in enumerate(queries):
                 c = time.process_time()
-                res = r.recall(f"{q} (#{i})", budget_ms=60_000)  # distinct texts: no cached vector answers
+                res = r.recall(f"{q} (#{i}, {n})", budget_ms=60_000)  # distinct in every size: no cached vector answers
                 cpu.append((time.process_time() - c) * 1000)
                 total.append(res.elapsed_ms)
                 t = res.record["timings_ms"]

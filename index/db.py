@@ -30,6 +30,7 @@ from memoir.index.errors import (
 )
 from memoir.index.files import INDEX_FILE
 from memoir.index.candidates import fts_search
+from memoir.index.card_fields import TABLE_SQL as CARD_FIELDS_SQL, card_blob
 from memoir.index.codes import Codes
 from memoir.index.plan import retrieval_text
 from memoir.index.rows import COLUMNS, IndexRow, card_values, chunks, row_hash, row_of, schema_sql
@@ -273,6 +274,7 @@ class Index:
 
         def write() -> None:
             cur = self.conn.cursor()
+            cur.execute(CARD_FIELDS_SQL)  # an index from before the table gains it with its next write
             placeholders = ", ".join("?" * len(COLUMNS))
             updates = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS[1:])
             for card, vec in zip(cards, vectors):
@@ -286,6 +288,14 @@ class Index:
                             "VALUES (?, ?, vec_quantize_binary(?))", (n, n % SHARDS, values[-2]))
                 cur.execute("INSERT OR REPLACE INTO fts_cards (rowid, retrieval_text) VALUES (?, ?)",
                             (n, values[COLUMNS.index("retrieval_text")]))
+                # The parsed card rides along, so recall reads it instead of parsing the file again
+                # while the file still hashes to `file_hash` (index/card_fields.py).
+                blob = card_blob(card)
+                if blob is None:
+                    cur.execute("DELETE FROM card_fields WHERE n = ?", (n,))
+                else:
+                    cur.execute("INSERT OR REPLACE INTO card_fields (n, file_hash, fields) VALUES (?, ?, ?)",
+                                (n, hashes[card.id], blob))
             self._touch(cur)
 
         self._write(write)
@@ -296,6 +306,7 @@ class Index:
 
         def delete() -> int:
             cur = self.conn.cursor()
+            cur.execute(CARD_FIELDS_SQL)
             gone = 0
             for part in chunks(ids):
                 marks = ",".join("?" * len(part))
@@ -303,6 +314,7 @@ class Index:
                 for n in ns:
                     cur.execute("DELETE FROM vec_cards WHERE rowid = ?", (n,))
                     cur.execute("DELETE FROM fts_cards WHERE rowid = ?", (n,))
+                    cur.execute("DELETE FROM card_fields WHERE n = ?", (n,))
                     cur.execute("DELETE FROM cards WHERE n = ?", (n,))
                 gone += len(ns)
             self._touch(cur)

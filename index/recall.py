@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import threading
+import zlib
 import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -27,7 +28,8 @@ from memoir.cards.config import Settings
 from memoir.cards.values import Card, Source
 from memoir.cards.sanitize import sanitize
 from memoir.cards.signatures import error_signature
-from memoir.cards.store import CardFileError, CardStore
+from memoir.cards.store import CardFileError, CardStore, content_hash, parse_card
+from memoir.index.card_fields import card_of_blob, stored_cards
 from memoir.index.candidates import (
     FTS_K, KNN_K, MAX_QUERY_INPUT, POOL, READ_BUSY_MS, RRF_K, LexicalIndex, fuse, lexical_coverage, query_terms,
     coverage_text, distinctive_terms, holds_a_name, holds_any, names_pasted_error, pasted_error, query_names, recent_card_ids, subject_terms,
@@ -242,23 +244,50 @@ class Recaller:
             self._index_id = ident
             return self._index
 
-    def read_card(self, card_id: str) -> tuple[Card, str]:
+    def read_card(self, card_id: str, stored: dict[str, tuple[str, bytes]] | None = None) -> tuple[Card, str]:
         """The card and its retrieval text, parsed once per version of its file: parsing the front
         matter was a quarter of a warm recall's CPU, and a long-lived service reads the same cards
-        again and again. A hand edit changes the file's mtime or size, so it is read afresh."""
+        again and again. A hand edit changes the file's mtime or size, so it is read afresh.
+
+        `stored` (from `card_fields.stored_cards`) holds cards as the index parsed them: one is
+        taken only when the file's bytes, read now, still hash to the hash it was parsed from."""
         path = self.store.path_for(card_id)
         st = os.stat(path)  # FileNotFoundError: a card deleted by hand
         key = (st.st_mtime_ns, st.st_size, st.st_ino)
         found = self._parsed.get(card_id)
         if found is not None and found[0] == key:
             return found[1], found[2]
-        card = self.store.read(card_id)
+        data = path.read_bytes()
+        card = None
+        kept = (stored or {}).get(card_id)
+        # A file with a carriage return reads as `CardStore.read` reads it (newlines translated),
+        # which the index's parse of its raw bytes may not match: that one is parsed here.
+        if kept is not None and b"\r" not in data and kept[0] == content_hash(data):
+            try:
+                card = card_of_blob(kept[1])
+            except (ValueError, KeyError, TypeError, zlib.error):
+                card = None  # a damaged blob: the file says what the card is
+        if card is None:
+            text = data.decode("utf-8")
+            card = parse_card(text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text,
+                              origin=str(path))
         text = retrieval_text(card)
         with self._lock:
             if len(self._parsed) >= PARSED_CARDS_MAX:
                 self._parsed.pop(next(iter(self._parsed)))  # the oldest entry: a bounded cache, not an LRU
             self._parsed[card_id] = (key, card, text)
         return card, text
+
+    def _fresh(self, card_id: str) -> bool:
+        """Whether the parsed copy kept in memory is of the file as it stands (no index read needed)."""
+        found = self._parsed.get(card_id)
+        if found is None:
+            return False
+        try:
+            st = os.stat(self.store.path_for(card_id))
+        except OSError:
+            return False
+        return found[0] == (st.st_mtime_ns, st.st_size, st.st_ino)
 
     # -- the public call -------------------------------------------------------------------------
 
@@ -369,9 +398,10 @@ class Recaller:
         pasted = pasted_error(signature)
         candidates: list[Candidate] = []
         cards: dict[str, Card] = {}
+        stored = stored_cards(index.conn, [i for i in hits if not self._fresh(i)])
         for card_id, hit in hits.items():
             try:
-                card, card_text = self.read_card(card_id)
+                card, card_text = self.read_card(card_id, stored)
             except FileNotFoundError:
                 card = missing_card(card_id)
                 card_text = retrieval_text(card)

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from memoir.flows.cli.main import cli
+from memoir.index.card_fields import stored_cards
 from memoir.index.embed import default_embedder
 from memoir.index.recall_gates import OVER_LIMIT
 from memoir.index.recall import Recaller, wait_for_workers
@@ -228,6 +229,36 @@ def test_a_long_lived_recaller_sees_a_hand_edit_of_a_card_it_has_parsed(settings
     assert "Pin the broker to 3.6." in text
 
 
+def test_recall_takes_a_card_from_the_index_only_while_its_file_still_hashes_to_it(settings, embedder):
+    """The index keeps each card parsed; a hand edit the index has not seen is read from the file."""
+    store = index_cards(settings, embedder, [BASE])
+    with Recaller(settings, embedder) as r:
+        stored = stored_cards(r.index().conn, [BASE.id])
+        assert set(stored) == {BASE.id}
+        card, _ = r.read_card(BASE.id, stored)
+        assert card == store.read(BASE.id) and card.extra == store.read(BASE.id).extra
+    path = store.path_for(BASE.id)
+    path.write_text(path.read_text(encoding="utf-8").replace(BASE.conclusion, "Pin the broker to 3.6."),
+                    encoding="utf-8")
+    with Recaller(settings, embedder) as r:
+        stored = stored_cards(r.index().conn, [BASE.id])
+        assert set(stored) == {BASE.id}  # the index still holds the card as it was
+        edited, text = r.read_card(BASE.id, stored)
+        result = r.recall(QUERY, workspace=WORKSPACE, now=NOW, budget_ms=10_000)
+    assert edited.conclusion.startswith("Pin the broker to 3.6.") and "Pin the broker to 3.6." in text
+    assert [c.conclusion for c in result.cards] in ([], [edited.conclusion])
+
+
+def test_an_index_written_before_it_kept_parsed_cards_still_recalls(settings, embedder):
+    index_cards(settings, embedder, [BASE])
+    with Recaller(settings, embedder) as r:
+        conn = r.index().conn
+        conn.execute("DROP TABLE card_fields")
+        assert stored_cards(conn, [BASE.id]) == {}
+        result = r.recall(QUERY, workspace=WORKSPACE, now=NOW, budget_ms=10_000)
+    assert [c.id for c in result.cards] == [BASE.id]
+
+
 def test_the_recall_log_holds_no_secret_whatever_the_record_held(tmp_path):
     """The debug log sanitizes every string of a record, not only the query recall sanitized first."""
     append_record(tmp_path, {"query": "why", "workspace": "/mnt/10.42.7.19/app",
@@ -235,6 +266,13 @@ def test_the_recall_log_holds_no_secret_whatever_the_record_held(tmp_path):
     data = log_path(tmp_path).read_text()
     assert "10.42.7.19" not in data and "Xy9zHunter2k" not in data
     assert json.loads(data)["candidates"][0]["score"] == 0.5
+
+
+def test_the_recall_log_redacts_a_value_it_logged_before_once_it_stands_under_a_secret_key(tmp_path):
+    """Strings are sanitized once per process, but per key: the key can make a plain word a secret."""
+    append_record(tmp_path, {"detail": "Xy9zHunter2k"})
+    append_record(tmp_path, {"password": "Xy9zHunter2k"})
+    assert "Xy9zHunter2k" not in log_path(tmp_path).read_text().splitlines()[-1]
 
 
 def test_held_back_near_duplicates_that_fill_both_paths_do_not_crowd_out_the_active_card(settings, embedder):

@@ -1,0 +1,92 @@
+"""Each card as it was parsed, stored beside its row, so recall need not parse the file again.
+
+Parsing a card file's YAML front matter was ~40 % of a warm recall's CPU, and a library of 100k
+cards answers most prompts with cards no earlier prompt read. The index therefore keeps every card
+it indexed, compressed JSON, with the hash of the file it was parsed from. The file stays the
+source of truth: recall reads its bytes and hashes them (~20 us), and takes the stored card only
+when that hash is the stored one; a hand edit, a rewrite or a half-synced index makes it parse the
+file instead. An index written before this table existed has none and parses, as before; so does
+a stored card another version of the card parser (cards/store.py, cards/values.py) made.
+
+Imports neither numpy nor sqlite-vec: the lexical-only recall reads it too.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import zlib
+from collections.abc import Iterable
+from dataclasses import fields
+from pathlib import Path
+
+import memoir.cards.store as card_store
+import memoir.cards.values as card_values
+
+from memoir.cards.values import Card, Source
+from memoir.index.apsw_errors import apsw
+
+TABLE_SQL = ("CREATE TABLE IF NOT EXISTS card_fields "
+             "(n INTEGER PRIMARY KEY, file_hash TEXT NOT NULL, fields BLOB NOT NULL)")
+_NAMES = tuple(f.name for f in fields(Card))
+_TUPLES = ("topics", "supersedes")
+MAX_BIND = 900  # SQLite's 999-variable limit, with room to spare
+
+
+@functools.cache
+def parser_stamp() -> str:
+    """Which card parser made a stored card: a changed parser may read the same file otherwise."""
+    h = hashlib.sha256()
+    for module in (card_store, card_values):
+        h.update(Path(module.__file__).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def card_blob(card: Card) -> bytes | None:
+    """The card as compressed JSON, or None when JSON cannot carry it exactly (then recall parses
+    the file: a stored card must be the very card the file parses to)."""
+    data = {name: getattr(card, name) for name in _NAMES}
+    data["sources"] = [s.to_dict() for s in card.sources]
+    data["parser"] = parser_stamp()
+    try:
+        text = json.dumps(data, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError):
+        return None  # a front-matter value JSON has no type for (a YAML date in `extra`)
+    back = _card_of(json.loads(text))
+    if back != card or back.extra != card.extra:
+        return None
+    return zlib.compress(text.encode("utf-8"), 1)
+
+
+def card_of_blob(blob: bytes) -> Card:
+    """The inverse of `card_blob`; raises ValueError (or zlib.error) on a damaged blob or one
+    another card parser made."""
+    data = json.loads(zlib.decompress(blob))
+    if data.get("parser") != parser_stamp():
+        raise ValueError("stored by another card parser")
+    return _card_of(data)
+
+
+def _card_of(data: dict) -> Card:
+    values = {name: data[name] for name in _NAMES if name in data}
+    for name in _TUPLES:
+        values[name] = tuple(values.get(name, ()))
+    values["sources"] = tuple(Source.from_dict(s) for s in values.get("sources", ()))
+    return Card(**values)
+
+
+def stored_cards(conn, ids: Iterable[str]) -> dict[str, tuple[str, bytes]]:
+    """Card id -> (file hash, blob) of the cards the index holds parsed; {} for an index without the
+    table (written before it existed) or one another process is busy rewriting."""
+    ids = list(dict.fromkeys(ids))
+    out: dict[str, tuple[str, bytes]] = {}
+    try:
+        for start in range(0, len(ids), MAX_BIND):
+            part = ids[start:start + MAX_BIND]
+            sql = ("SELECT c.id, f.file_hash, f.fields FROM cards AS c JOIN card_fields AS f ON f.n = c.n "
+                   f"WHERE c.id IN ({','.join('?' * len(part))})")
+            out.update((i, (h, b)) for i, h, b in conn.execute(sql, tuple(part)))
+    except apsw.Error:
+        return {}  # no such table (an older index), or locked past the read timeout: parse the files
+    return out
