@@ -23,6 +23,7 @@ from memoir.cards.private import private_db_file
 from memoir.index.apsw_errors import apsw, translate
 from memoir.index.errors import (
     IndexBusy,
+    IndexFailure,
     IndexCorrupt,
     IndexUnavailable,
     IndexWriteFailed,
@@ -31,13 +32,18 @@ from memoir.index.errors import (
 from memoir.index.files import INDEX_FILE
 from memoir.index.candidates import fts_search
 from memoir.index.card_fields import TABLE_SQL as CARD_FIELDS_SQL, card_blob
-from memoir.index.codes import Codes
+from memoir.index.codes import Codes, Scaled
 from memoir.index.plan import retrieval_text
 from memoir.index.rows import COLUMNS, IndexRow, card_values, chunks, row_hash, row_of, schema_sql
 
 SCHEMA_VERSION = "2"  # bump when tables or retrieval_text change: a mismatch forces a rebuild (2: title)
 SHARDS = 16  # vec0 partitions; kept in the schema (a change forces a rebuild), unused by `knn` since codes.py
-SHORTLIST = 256  # Hamming candidates re-scored exactly; recall@10 >= 0.99 at 100k (bench/index.py)
+SHORTLIST = 256  # Hamming candidates re-scored exactly from the file when no int8 copy is held
+# With the int8 copy (a long-lived reader, `Index.warm`): Hamming candidates re-scored in memory,
+# of which the best EXACT_RESCORE (at least 4 k) are re-scored exactly. At 100k (bench.recall's
+# vectors) the Hamming shortlist alone holds the true top 10 at .904 (256), .979 (1024), .991 (2048).
+WIDE_SHORTLIST = 4096
+EXACT_RESCORE = 64
 PAGE_SIZE = 16384
 DEFAULT_BUSY_MS = 5000  # a nightly write may wait this long for a reader's lock, then queues
 
@@ -105,6 +111,9 @@ class Index:
         self._loaded_codes: Codes | None = None
         self._codes_lock = threading.Lock()
         self._writes = 0  # commits through this connection (`data_version` counts only the others')
+        self._keep_scaled = False  # a long-lived reader: keep an int8 copy of the vectors (`warm`)
+        self._scaled: Scaled | None = None
+        self._scaled_loading: tuple | None = None  # the version a background read is loading
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -168,13 +177,15 @@ class Index:
             raise ValueError(f"query vector has {q.shape[0]} dimensions, the index {self.dim}")
         return q
 
-    def knn(self, vector, k: int = 10, *, shortlist: int = SHORTLIST, exact: bool = False) -> list[tuple[str, float]]:
+    def knn(self, vector, k: int = 10, *, shortlist: int = SHORTLIST, exact: bool = False,
+            wide: int = WIDE_SHORTLIST) -> list[tuple[str, float]]:
         """Nearest cards by cosine similarity (higher is closer), best first, ties by id.
 
         Args:
             vector: a unit-length query vector from the same embedder.
             k: how many neighbours.
             shortlist: Hamming candidates to re-score exactly; more is slower and closer to exact.
+            wide: Hamming candidates to re-score in memory first, when the int8 copy is held.
             exact: skip the quantized pass and scan every float vector (reference for recall).
         """
         q = self._query_vector(vector)
@@ -184,7 +195,15 @@ class Index:
             sql = ("SELECT id, 1.0 - vec_distance_cosine(embedding, ?) AS s FROM cards "
                    "ORDER BY s DESC, id LIMIT ?")
             return [(i, float(s)) for i, s in self.conn.execute(sql, (q.tobytes(), k))]
-        rowids = self._codes().nearest(q, max(shortlist, k))
+        codes = self._codes()
+        scaled = self._scaled_at(codes.version)
+        if scaled is not None:
+            wide = codes.nearest_rowids(q, max(wide, shortlist, k))
+            approx = scaled.scores(wide, q)
+            best = np.argsort(-approx, kind="stable")[:max(EXACT_RESCORE, 4 * k)]
+            rowids = wide[best[np.isfinite(approx[best])]].tolist()
+        else:
+            rowids = codes.nearest(q, max(shortlist, k))
         if not rowids:
             return []
         found = self.conn.execute(
@@ -197,12 +216,52 @@ class Index:
         return [(ids[j], float(scores[j])) for j in order]
 
     def warm(self) -> None:
-        """Read what the first KNN would (every binary code), so a long-lived reader's first prompt
-        does not pay for it."""
+        """Read what the first KNN would (every binary code, and the int8 copy of every vector), so a
+        long-lived reader's first prompt does not pay for it; from now on the copy is read again in
+        the background after each commit (`keep_scaled`)."""
         try:
-            self._codes()
+            codes = self._codes()
+            self._keep_scaled = True
+            with self._codes_lock:
+                self._scaled = None
+                self._scaled = Scaled.read(self.conn, self.dim, codes.version)
         except apsw.Error as exc:
             raise translate(exc, self.path) from exc
+
+    def keep_scaled(self) -> None:
+        """Keep the int8 copy of the vectors, read in the background (a reopened long-lived reader)."""
+        self._keep_scaled = True
+
+    def _scaled_at(self, version: tuple) -> Scaled | None:
+        """The int8 copy read at `version`, or None: not a long-lived reader, or the copy is stale and
+        being read again in the background (KNN re-scores from the file meanwhile: slower, never stale)."""
+        if not self._keep_scaled:
+            return None
+        with self._codes_lock:
+            scaled = self._scaled
+            if scaled is not None and scaled.version == version:
+                return scaled
+            if self._scaled_loading != version:
+                self._scaled, self._scaled_loading = None, version  # never two copies at once
+                threading.Thread(target=self._read_scaled, args=(version,), name="memoir-index-vectors",
+                                 daemon=True).start()
+            return None
+
+    def _read_scaled(self, version: tuple) -> None:
+        """Read the copy on a connection of its own: the requests' connection stays free. Its snapshot
+        is at least as new as `version`; were it newer, `_scaled_at` sees another version and reads again."""
+        try:
+            conn = connect(self.path, busy_timeout_ms=DEFAULT_BUSY_MS, readonly=True)
+            try:
+                scaled = Scaled.read(conn, self.dim, version)
+            finally:
+                conn.close()
+        except (apsw.Error, IndexUnavailable, IndexFailure):
+            scaled = None  # the requests' own reads meet the failure and say why
+        with self._codes_lock:
+            if self._scaled_loading == version and scaled is not None:
+                self._scaled, self._scaled_loading = scaled, None
+            # A failed read is not tried again before the next commit: KNN re-scores from the file.
 
     def _codes(self) -> Codes:
         """The binary codes in memory, read again only after a commit (here or by another process)."""

@@ -233,6 +233,8 @@ class Recaller:
         with self._lock:
             if self._index is not None and self._index_id == ident:
                 return self._index
+            # A long-lived reader's index keeps its in-memory vectors across a rebuild's swap.
+            keep = bool(getattr(self._index, "_keep_scaled", False))
             if self._index is not None:
                 self._index.close()
             if self.embedder is None:
@@ -241,6 +243,8 @@ class Recaller:
                 from memoir.index.db import open_index  # deferred: start-up
 
                 self._index = open_index(self.settings.index_dir, self.embedder, busy_timeout_ms=READ_BUSY_MS)
+                if keep:
+                    self._index.keep_scaled()
             self._index_id = ident
             return self._index
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import time
 
 import numpy as np
 import pytest
@@ -186,3 +187,30 @@ def test_knn_from_several_threads_at_once_answers_each_as_alone(index):
     with ThreadPoolExecutor(8) as pool:
         together = list(pool.map(lambda q: index.knn(q, 5), list(vectors) * 4))
     assert together == alone * 4
+
+
+def _settled(index) -> None:
+    """Wait for the long-lived reader's background read of its int8 copy (pytest's timeout bounds it)."""
+    while index._scaled_loading is not None:
+        time.sleep(0.01)
+
+
+def test_a_long_lived_readers_knn_over_its_int8_copy_answers_as_the_file_does(index):
+    vectors = default_embedder().encode(QUERIES)
+    from_file = [index.knn(q, 5) for q in vectors]
+    index.warm()
+    assert index._scaled is not None and len(index._scaled.rowids) == index.count()
+    assert [index.knn(q, 5, shortlist=8, wide=64) for q in vectors] == from_file
+
+
+def test_a_long_lived_reader_never_ranks_by_a_copy_older_than_the_last_commit(index, tmp_path):
+    embedder = default_embedder()
+    index.warm()
+    other = make_card(502).with_(conclusion="Vermilion ibex ledger: the croissant cache forgets every Tuesday.")
+    query = embedder.encode_one(other.conclusion)
+    with open_index(tmp_path / "index", embedder) as writer:  # a nightly run's connection
+        writer.apply([other], {other.id: content_hash(render_card(other))})
+    assert index.knn(query, 1)[0][0] == other.id  # the copy is stale: ranked from the file meanwhile
+    _settled(index)
+    assert index._scaled is not None and len(index._scaled.rowids) == index.count()
+    assert index.knn(query, 1)[0][0] == other.id  # and from the fresh copy once read
