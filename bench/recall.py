@@ -1,9 +1,11 @@
 """Recall latency: p50/p99 in-process, and the Claude Code hook from process start to output.
 
 For each size (default 1k, 10k, 100k synthetic cards) it prints:
-- in-process `Recaller.recall` with the model warm, wall and CPU p50/p99 of the whole call
-  (sanitize, rewrite, embed, KNN, FTS, card reads, gates, debug-log append) and of the part after
-  the embedding, with the service's query encoder (ONNX, one thread) beside torch's one-text path
+- in-process `Recaller.recall` with the model warm and the index warm (as the service holds them),
+  wall and CPU p50/p99 of the whole call (sanitize, rewrite, embed, KNN, FTS, card reads, gates;
+  CPU also counts the debug-log append) and of the part after the embedding: now (the service's
+  query encoder, ONNX on one thread, stored cards, int8 re-scored KNN) beside before (torch's
+  one-text encode, every card file parsed, KNN from the file, no memo: `BeforePath`), same run
   (goal: p99 < 20 ms at 100k on 2 cores; every query text distinct, so no cached vector answers);
 - the hook as Claude Code runs it (the command `memoir hook install claude-code` writes, stdin JSON
   to stdout JSON, timed from before the process starts to after it exits), with one other busy
@@ -11,8 +13,9 @@ For each size (default 1k, 10k, 100k synthetic cards) it prints:
   - cold: no service answers (the hook starts one in the background and answers nothing);
   - warm: `memoir serve-recall` answers; p50/p95 (goal: p95 < 100 ms on 2 cores) and the share of
     calls that have an answer (an unhurried in-process recall injects something) that the hook
-    injected (goal: >= 95 %).
-Prints figures; asserts nothing.
+    injected (goal: >= 95 %); then warm again against the service on the path before
+    (`--serve-baseline`), the same hook command, same run.
+Prints figures; asserts nothing; `--summary F` also writes them as JSON (`make bench` reads it).
 
     .venv/bin/python -m bench.recall                      # 1k, 10k, 100k (first run builds ~5 min)
     .venv/bin/python -m bench.recall --sizes 1000 --queries 50 --pool 500
@@ -58,7 +61,7 @@ from memoir.flows.lock import held_by_a_live_process  # noqa: E402
 from memoir.flows.hook_client import LOCK_NAME  # noqa: E402
 from memoir.flows.recall_service import SERVICE_THREADS, ask  # noqa: E402
 from memoir.flows.hook_calls import read_calls  # noqa: E402
-from memoir.index.db import SCHEMA_VERSION, open_index  # noqa: E402
+from memoir.index.db import SCHEMA_VERSION, WIDE_SHORTLIST, open_index  # noqa: E402
 from memoir.index.embed import Embedder, default_embedder  # noqa: E402
 from memoir.index.plan import retrieval_text  # noqa: E402
 from memoir.index.recall import Recaller, wait_for_workers  # noqa: E402
@@ -219,15 +222,39 @@ def line(label: str, calls: list[tuple[float, str, str]], answerable: set[str] |
     return text + ")"
 
 
-def bench_hooks(home: Path, settings, queries: list[str], answerable: set[str], args) -> None:
-    """The hook end to end, cold and warm, 1 and 4 sessions, beside one busy process."""
+def warm_sessions(label: str, home: Path, state: Path, queries: list[str], answerable: set[str], cmd: list[str],
+                  cwd: Path, pid: int | None) -> dict:
+    """The warm hook for 1 and for 4 sessions at once: p50/p95 wall and CPU per call, printed and returned."""
+    out = {}
+    run_sessions(home, queries[:3], cmd, cwd, 1)
+    for n in SESSIONS:
+        client0, service0 = children_cpu_ms(), process_cpu_ms(pid)
+        calls = run_sessions(home, queries, cmd, cwd, n)
+        client, served = children_cpu_ms() - client0, process_cpu_ms(pid) - service0
+        walls = [c[0] for c in calls]
+        out[n] = {"p50": pct(walls, .5), "p95": pct(walls, .95), "client_cpu_ms": client / len(calls),
+                  "service_cpu_ms": served / len(calls)}
+        # CPU per call does not depend on the machine's load the way wall time does: with one
+        # core left by the busy process, n sessions wait about n times this for their answer.
+        print(line(f"{label}, {n} session{'s' if n > 1 else ''}", calls, answerable)
+              + ("  goal p95 < 100 ms" if n == 4 else "")
+              + f"\n{'':<24} CPU per call: hook process {client / len(calls):5.1f} ms + "
+              f"service {served / len(calls):5.1f} ms", flush=True)
+    return out
+
+
+def bench_hooks(home: Path, settings, queries: list[str], answerable: set[str], args) -> dict:
+    """The hook end to end, cold and warm, 1 and 4 sessions, beside one busy process; then warm again
+    against the service on the path before issue 26's recall work (`--serve-baseline`), same run."""
     state = settings.state_dir
     cmd = shlex.split(args.hook_cmd or hook_command(None))
     cwd = args.code_root
+    env = {**os.environ, "MEMOIR_HOME": str(home)}
     print(f"hook command: {shlex.join(cmd)}", flush=True)
     stop_service(state)
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     service = None
+    figures = {}
     try:
         for n in SESSIONS:
             stop_service(state)
@@ -240,59 +267,161 @@ def bench_hooks(home: Path, settings, queries: list[str], answerable: set[str], 
         t = time.perf_counter()
         if service_pid(state) is None and ask(state, {"op": "ping"}, 0.5) is None:
             # The hook started no service (an older hook): start it as a person would.
-            env = {**os.environ, "MEMOIR_HOME": str(home)}
             service = subprocess.Popen(shlex.split(args.service_cmd), env=env, cwd=cwd, stderr=subprocess.DEVNULL)
         if not wait_warm(state):
             print("recall service did not become warm", flush=True)
-            return
+            return figures
         print(f"recall service warm {time.perf_counter() - t:.1f} s after the cold calls", flush=True)
-        run_sessions(home, queries[:3], cmd, cwd, 1)
         pid = service_pid(state) or (service.pid if service is not None else None)
-        for n in SESSIONS:
-            client0, service0 = children_cpu_ms(), process_cpu_ms(pid)
-            calls = run_sessions(home, queries, cmd, cwd, n)
-            client, served = children_cpu_ms() - client0, process_cpu_ms(pid) - service0
-            # CPU per call does not depend on the machine's load the way wall time does: with one
-            # core left by the busy process, n sessions wait about n times this for their answer.
-            print(line(f"hook warm, {n} session{'s' if n > 1 else ''}", calls, answerable)
-                  + f"\n{'':<24} CPU per call: hook process {client / len(calls):5.1f} ms + "
-                  f"service {served / len(calls):5.1f} ms", flush=True)
+        figures["now"] = warm_sessions("hook warm", home, state, queries, answerable, cmd, cwd, pid)
+        if not args.no_baseline_service:
+            stop_service(state, service)
+            service = subprocess.Popen([sys.executable, "-m", "bench.recall", "--serve-baseline"], env=env, cwd=ROOT,
+                                       stderr=subprocess.DEVNULL)
+            if wait_warm(state):
+                figures["before"] = warm_sessions("hook warm, baseline", home, state, queries, answerable, cmd, cwd,
+                                                  service.pid)
+            else:
+                print("baseline recall service did not become warm", flush=True)
     finally:
         busy.kill()
         busy.wait()
         stop_service(state, service)
+    return figures
 
 
-def bench_size(n: int, args, pool: np.ndarray, embedder) -> None:
+class BeforePath:
+    """Recall as it ran before issue 26's recall work, for the baseline rows of this same run: every
+    card file parsed (no stored cards), KNN re-scoring 256 Hamming candidates from the file (no int8
+    copy), the lexical search after the embedding on the same connection, every string of the debug
+    record, card body and term count looked at afresh (no memo)."""
+
+    def __enter__(self):
+        import memoir.index.recall as recall_module
+        from memoir.index.db import Index
+
+        self.saved = (recall_module.stored_cards, Index.warm, recall_module.Recaller.recall,
+                      recall_module.Recaller._lexical_for, recall_module.words_side)
+        recall_module.stored_cards = lambda conn, ids: {}
+        Index.warm = lambda index: index._codes()
+        recall_module.Recaller._lexical_for = lambda recaller, index: index
+        recall_module.words_side = lambda words, text, terms: (
+            _Later(words.fts, text, recall_module.FTS_K), _Later(recall_module.distinctive_terms, words.conn, terms))
+        plain = recall_module.Recaller.recall
+
+        def recall(recaller, *a, **kw):
+            forget_memos()
+            return plain(recaller, *a, **kw)
+
+        recall_module.Recaller.recall = recall
+        return self
+
+    def __exit__(self, *exc):
+        import memoir.index.recall as recall_module
+        from memoir.index.db import Index
+
+        (recall_module.stored_cards, Index.warm, recall_module.Recaller.recall,
+         recall_module.Recaller._lexical_for, recall_module.words_side) = self.saved
+
+
+class _Later:
+    """A list computed when first read, by the thread that reads it: the lexical search and the
+    term counts after the KNN, on the same connection, as before."""
+
+    def __init__(self, fn, *args):
+        self.call, self.value = (fn, args), None
+
+    def __iter__(self):
+        if self.value is None:
+            fn, args = self.call
+            self.value = list(fn(*args))
+        return iter(self.value)
+
+
+def forget_memos() -> None:
+    from memoir.index import candidates, recall_gates, recall_log
+
+    recall_log._clean.clear()
+    recall_gates._sensitive.cache_clear()
+    candidates._doc_counts.clear()
+
+
+def in_process(settings, enc, queries: list[str], n: int, answerable: set[str]) -> dict:
+    """Warm model and open index, as the recall service holds them: figures of `queries`, each text distinct."""
+    with Recaller(settings, enc) as r:
+        r.index().warm()
+        for q in queries[:5]:
+            r.recall(q + " warm", budget_ms=60_000)
+        total, after_embed, cpu = [], [], []
+        for i, q in enumerate(queries):
+            c = time.process_time()
+            res = r.recall(f"{q} (#{i}, {n})", budget_ms=60_000)  # distinct in every size: no cached vector answers
+            cpu.append((time.process_time() - c) * 1000)
+            total.append(res.elapsed_ms)
+            t = res.record["timings_ms"]
+            after_embed.append(sum(v for k, v in t.items() if k not in ("embed", "start", "sanitize", "rewrite")))
+            if res.cards:
+                answerable.add(q)
+    return {"p50": pct(total, .5), "p99": pct(total, .99), "cpu_p50": pct(cpu, .5), "cpu_p99": pct(cpu, .99),
+            "after_embed_p50": pct(after_embed, .5), "after_embed_p99": pct(after_embed, .99)}
+
+
+def knn_recall(settings, enc, queries: list[str]) -> dict:
+    """Share of the exact float top 10 that KNN returns (a tie with the tenth counts), now and before."""
+    with open_index(settings.index_dir, enc) as plain, open_index(settings.index_dir, enc) as warm:
+        warm.warm()
+        matrix = np.frombuffer(b"".join(r[0] for r in plain.conn.execute("SELECT embedding FROM cards ORDER BY n")),
+                               dtype=np.float32).reshape(-1, enc.dim)
+        hits = {"now": [], "before": []}
+        for q in queries:
+            v = enc.encode_one(q + " (recall@10)")
+            tenth = np.partition(matrix @ v, -10)[-10]
+            for label, index in (("now", warm), ("before", plain)):
+                hits[label].append(sum(1 for _, s in index.knn(v, 10) if s >= tenth - 1e-5) / 10)
+    return {label: float(np.mean(h)) for label, h in hits.items()}
+
+
+def bench_size(n: int, args, pool: np.ndarray, embedder) -> dict:
     home = build(n, args.cache, pool, embedder)
     settings = load_settings(home=home)
     rng = random.Random(3)
     queries = [synthetic_query(rng) for _ in range(args.queries)]
     print(f"\n== {n:,} cards ({settings.sync_timeout_ms} ms budget; {os.cpu_count()} CPUs) ==", flush=True)
 
-    # In-process, warm model and open index: what the recall service does per request, with the
-    # service's query embedder (ONNX, one thread) beside torch's one-text path in the same run.
+    # In-process, warm model and open index: what the recall service does per request. Before: torch's
+    # one-text encode and the path before issue 26's recall work (`BeforePath`); now: the service's
+    # query embedder (ONNX, one thread) and today's path; same run, same queries.
     answerable: set[str] = set()
-    for label, enc in (("torch encode (before)", embedder), ("service encode (now)", args.service_embedder)):
-        with Recaller(settings, enc) as r:
-            for q in queries[:5]:
-                r.recall(q + " warm", budget_ms=60_000)
-            total, after_embed, cpu = [], [], []
-            for i, q in enumerate(queries):
-                c = time.process_time()
-                res = r.recall(f"{q} (#{i}, {n})", budget_ms=60_000)  # distinct in every size: no cached vector answers
-                cpu.append((time.process_time() - c) * 1000)
-                total.append(res.elapsed_ms)
-                t = res.record["timings_ms"]
-                after_embed.append(sum(v for k, v in t.items() if k not in ("embed", "start", "sanitize", "rewrite")))
-                if res.cards:
-                    answerable.add(q)
-        print(f"in-process recall, {label:<22} p50 {pct(total, .5):6.1f} ms  p99 {pct(total, .99):6.1f} ms  "
-              f"CPU p50 {pct(cpu, .5):5.1f}  p99 {pct(cpu, .99):5.1f} ms  (after embedding: p50 "
-              f"{pct(after_embed, .5):5.1f}  p99 {pct(after_embed, .99):5.1f} ms; "
-              f"{len(answerable)}/{len(set(queries))} distinct queries have an answer)", flush=True)
+    figures = {}
+    for label, enc, before in (("before", embedder, True), ("now", args.service_embedder, False)):
+        if before:
+            with BeforePath():
+                got = in_process(settings, enc, queries, n, answerable)
+        else:
+            forget_memos()
+            got = in_process(settings, enc, queries, n, answerable)
+        figures[label] = got
+        print(f"in-process recall, {label:<7} p50 {got['p50']:6.1f} ms  p99 {got['p99']:6.1f} ms  "
+              f"CPU p50 {got['cpu_p50']:5.1f}  p99 {got['cpu_p99']:5.1f} ms  (after embedding: p50 "
+              f"{got['after_embed_p50']:5.1f}  p99 {got['after_embed_p99']:5.1f} ms; "
+              f"{len(answerable)}/{len(set(queries))} distinct queries have an answer)"
+              + ("  goal p99 < 20 ms at 100k" if label == "now" else ""), flush=True)
+    figures["recall_at_10"] = knn_recall(settings, args.service_embedder, queries[:100])
+    print(f"KNN recall@10 vs exact float KNN ({len(queries[:100])} queries): now {figures['recall_at_10']['now']:.4f} "
+          f"(int8 re-scored {WIDE_SHORTLIST}-wide Hamming shortlist), before "
+          f"{figures['recall_at_10']['before']:.4f} (256 from the file); goal >= 0.99", flush=True)
     if args.hooks:
-        bench_hooks(home, settings, queries[:args.hooks], answerable, args)
+        figures["hooks"] = bench_hooks(home, settings, queries[:args.hooks], answerable, args)
+    return figures
+
+
+def serve_baseline() -> None:
+    """`--serve-baseline`: the recall service on the path before issue 26's recall work (`BeforePath`)."""
+    from memoir.flows import recall_service
+
+    settings = load_settings()
+    with BeforePath():
+        recall_service.serve(settings, Embedder(threads=SERVICE_THREADS, query_backend="onnx"))
 
 
 def main() -> None:
@@ -307,7 +436,14 @@ def main() -> None:
     ap.add_argument("--code-root", type=Path, default=ROOT, help="the folder the hook and the service run in")
     ap.add_argument("--pool", type=int, default=2000, help="distinct texts the model encodes")
     ap.add_argument("--cache", type=Path, default=Path("/tmp/memoir-bench-recall"))
+    ap.add_argument("--no-baseline-service", action="store_true",
+                    help="measure the warm hook against today's service only")
+    ap.add_argument("--summary", type=Path, default=None, help="also write the figures as JSON here")
+    ap.add_argument("--serve-baseline", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.serve_baseline:
+        serve_baseline()
+        return
     print(f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f}", flush=True)
     embedder = default_embedder()
     args.service_embedder = Embedder(threads=SERVICE_THREADS, query_backend="onnx")  # what `serve-recall` uses
@@ -316,8 +452,9 @@ def main() -> None:
     args.service_embedder.encode_one("warm up")
     print(f"model loaded in {time.perf_counter() - t:.1f} s (in-process figures below exclude it)", flush=True)
     pool = pool_vectors(embedder, args.pool, args.cache)
-    for n in args.sizes:
-        bench_size(n, args, pool, embedder)
+    summary = {n: bench_size(n, args, pool, embedder) for n in args.sizes}
+    if args.summary:
+        args.summary.write_text(json.dumps(summary, indent=1) + "\n")
     wait_for_workers(10)
 
 

@@ -7,6 +7,7 @@ imports neither numpy nor torch nor sqlite-vec, so a hook process can afford it.
 from __future__ import annotations
 
 import re
+import weakref
 from pathlib import Path
 
 from memoir.cards.signals import names_failure
@@ -91,7 +92,7 @@ def distinctive_terms(conn, terms: list[str]) -> list[str]:
     so a question whose every word is common still has a subject."""
     if not terms:
         return []
-    counts = {t: doc_count(conn, t) for t in terms}
+    counts = doc_counts(conn, terms)
     total = conn.execute("SELECT count(*) FROM cards").fetchall()[0][0]
     limit = max(DISTINCT_MIN_DOCS, DISTINCT_SHARE * total, min((n for n in counts.values() if n), default=0))
     return [t for t, n in counts.items() if n <= limit]
@@ -209,7 +210,8 @@ def fts_search(conn, text: str, k: int) -> list[tuple[str, float]]:
     if not terms or k <= 0:
         return []
     try:
-        expr = quote_terms(choose_fts_terms([(t, doc_count(conn, t)) for t in terms]))
+        counts = doc_counts(conn, terms)
+        expr = quote_terms(choose_fts_terms([(t, counts[t]) for t in terms]))
         if expr is None:
             return []  # no term occurs in any card
         # FTS5 picks the top k by rank itself only when the query is just `ORDER BY rank LIMIT`.
@@ -222,10 +224,34 @@ def fts_search(conn, text: str, k: int) -> list[tuple[str, float]]:
         return []
 
 
+DOC_COUNTS_MAX = 50_000  # token counts a connection keeps (a prompt's words recur: the language is small)
+_doc_counts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # conn -> (stamp, token -> count)
+
+
 def doc_count(conn, term: str) -> int:
     """Cards holding a term (for a phrase: its rarest token, an upper bound)."""
-    counts = []
-    for token in term_tokens(term):
-        row = conn.execute("SELECT doc FROM fts_vocab WHERE term = ?", (token,)).fetchall()
-        counts.append(row[0][0] if row else 0)
-    return min(counts, default=0)
+    return doc_counts(conn, [term])[term]
+
+
+def doc_counts(conn, terms: list[str]) -> dict[str, int]:
+    """`doc_count` of each term, each token asked of `fts_vocab` once per state of the file: a recall
+    asks for the same words twice (the lexical search, then the distinctive terms), and the next
+    prompt mostly for words an earlier one used, at ~0.1 ms a lookup (more when the cores are busy).
+    The state is SQLite's `data_version` (commits by other connections) with this connection's own
+    `total_changes`."""
+    stamp = (conn.execute("PRAGMA data_version").fetchall()[0][0], conn.total_changes())
+    held = _doc_counts.get(conn)
+    if held is None or held[0] != stamp or len(held[1]) >= DOC_COUNTS_MAX:
+        held = _doc_counts[conn] = (stamp, {})
+    known = held[1]
+    out = {}
+    for term in terms:
+        counts = []
+        for token in term_tokens(term):
+            count = known.get(token)
+            if count is None:
+                row = conn.execute("SELECT doc FROM fts_vocab WHERE term = ?", (token,)).fetchall()
+                count = known[token] = row[0][0] if row else 0
+            counts.append(count)
+        out[term] = min(counts, default=0)
+    return out

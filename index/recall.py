@@ -183,6 +183,32 @@ def wait_for_workers(timeout: float) -> bool:
         alive[0].join(left)
 
 
+def words_side(words, text: str, terms: list[str]) -> tuple[list[tuple[str, float]], list[str]]:
+    """What recall asks of the lexical index: the best matches by bm25, and the query's distinctive terms."""
+    return words.fts(text, FTS_K), distinctive_terms(words.conn, terms)
+
+
+class _Aside:
+    """`fn(*args)` on a daemon thread of its own; `result()` waits for it and raises what it raised."""
+
+    def __init__(self, fn, *args):
+        self._box: dict = {}
+        self._thread = threading.Thread(target=self._run, args=(fn, args), name="memoir-recall-fts", daemon=True)
+        self._thread.start()
+
+    def _run(self, fn, args) -> None:
+        try:
+            self._box["value"] = fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller of result()
+            self._box["error"] = exc
+
+    def result(self):
+        self._thread.join()
+        if "error" in self._box:
+            raise self._box["error"]
+        return self._box["value"]
+
+
 class Deadline(IndexFailure):
     """The worker noticed the deadline between stages and stopped."""
 
@@ -202,9 +228,11 @@ class Recaller:
         self.store = CardStore(settings.cards_dir, settings.state_dir)
         self.policy = GatePolicy.from_settings(settings)
         self._index = None
+        self._words = None  # a second, read-only connection: the lexical search beside the embedding
         self._index_id: tuple[int, int] | None = None
         self._lock = threading.Lock()
         self._parsed: dict[str, tuple[tuple[int, int, int], Card, str]] = {}
+        self._cards_dir = str(self.store.cards_dir)
 
     @property
     def mode(self) -> str:
@@ -216,9 +244,13 @@ class Recaller:
 
     def close(self) -> None:
         with self._lock:
-            if self._index is not None:
-                self._index.close()
-                self._index = None
+            self._close_index()
+
+    def _close_index(self) -> None:
+        for opened in (self._index, self._words):
+            if opened is not None:
+                opened.close()
+        self._index = self._words = None
 
     def __enter__(self) -> Recaller:
         return self
@@ -235,8 +267,7 @@ class Recaller:
                 return self._index
             # A long-lived reader's index keeps its in-memory vectors across a rebuild's swap.
             keep = bool(getattr(self._index, "_keep_scaled", False))
-            if self._index is not None:
-                self._index.close()
+            self._close_index()
             if self.embedder is None:
                 self._index = LexicalIndex(self.index_path)
             else:
@@ -245,8 +276,16 @@ class Recaller:
                 self._index = open_index(self.settings.index_dir, self.embedder, busy_timeout_ms=READ_BUSY_MS)
                 if keep:
                     self._index.keep_scaled()
+                self._words = LexicalIndex(self.index_path)
             self._index_id = ident
             return self._index
+
+    def _lexical_for(self, index):
+        """The read-only connection opened beside `index`: a search on the same connection would
+        wait for the KNN's reads (SQLite serializes one connection's statements)."""
+        with self._lock:
+            words = self._words if self._index is index else None
+        return words if words is not None else index
 
     def read_card(self, card_id: str, stored: dict[str, tuple[str, bytes]] | None = None) -> tuple[Card, str]:
         """The card and its retrieval text, parsed once per version of its file: parsing the front
@@ -255,13 +294,14 @@ class Recaller:
 
         `stored` (from `card_fields.stored_cards`) holds cards as the index parsed them: one is
         taken only when the file's bytes, read now, still hash to the hash it was parsed from."""
-        path = self.store.path_for(card_id)
-        st = os.stat(path)  # FileNotFoundError: a card deleted by hand
-        key = (st.st_mtime_ns, st.st_size, st.st_ino)
-        found = self._parsed.get(card_id)
-        if found is not None and found[0] == key:
-            return found[1], found[2]
-        data = path.read_bytes()
+        path = f"{self._cards_dir}{os.sep}{card_id}.md"  # `store.path_for`, without pathlib's ~10 us
+        with open(path, "rb") as fh:  # FileNotFoundError: a card deleted by hand
+            st = os.fstat(fh.fileno())
+            key = (st.st_mtime_ns, st.st_size, st.st_ino)
+            found = self._parsed.get(card_id)
+            if found is not None and found[0] == key:
+                return found[1], found[2]
+            data = fh.read()
         card = None
         kept = (stored or {}).get(card_id)
         # A file with a carriage return reads as `CardStore.read` reads it (newlines translated),
@@ -274,7 +314,7 @@ class Recaller:
         if card is None:
             text = data.decode("utf-8")
             card = parse_card(text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text,
-                              origin=str(path))
+                              origin=path)
         text = retrieval_text(card)
         with self._lock:
             if len(self._parsed) >= PARSED_CARDS_MAX:
@@ -288,7 +328,7 @@ class Recaller:
         if found is None:
             return False
         try:
-            st = os.stat(self.store.path_for(card_id))
+            st = os.stat(f"{self._cards_dir}{os.sep}{card_id}.md")
         except OSError:
             return False
         return found[0] == (st.st_mtime_ns, st.st_size, st.st_ino)
@@ -374,13 +414,20 @@ class Recaller:
             progress.mark("done")
             return _Plan(self.mode, task_type, [], f"no index at {self.index_path}; run `memoir run`")
         hits: dict[str, dict]
+        terms = subject_terms(query_terms(text))  # overlap on the subject, not on words every session uses
+        rare = None
         if self.embedder is not None:
             check("embed")
+            # The lexical search and the term counts need no vector: they run in SQLite (no GIL), on
+            # a connection of their own, while the model embeds in ONNX Runtime or torch (no GIL
+            # either), so a free core takes their ~6 ms at 100k cards off the wait.
+            lexical = _Aside(words_side, self._lexical_for(index), text, terms)
             vector = self.embedder.encode_one(text)
             check("knn")
             knn = index.knn(vector, KNN_K * POOL)
             check("fts")
-            hits = fuse(knn, index.fts(text, FTS_K))
+            fts, rare = lexical.result()
+            hits = fuse(knn, fts)
             check("similarity")
             # FTS-only hits get their true cosine too: the similarity gate judges every candidate
             # by meaning, so a lexical hit with low semantic similarity still faces the minimum.
@@ -395,8 +442,8 @@ class Recaller:
             check("fts")
             hits = fuse([], index.fts(text, FTS_K))
         check("read_cards")
-        terms = subject_terms(query_terms(text))  # overlap on the subject, not on words every session uses
-        rare = distinctive_terms(index.conn, terms)  # ... nor on words most cards of the library hold
+        if rare is None:
+            rare = distinctive_terms(index.conn, terms)  # ... nor on words most cards of the library hold
         names = query_names(clean)
         signature = error_signature(clean).strip()
         pasted = pasted_error(signature)
