@@ -4,12 +4,17 @@ Rows: ingest of the real samples grown to `--real-mb` with fresh ids (only when 
 is present) and of bench.ingest's synthetic corpus, each against reading every file and
 `json.loads` of every line; peak RSS for a corpus and four times it (flat in corpus size); one
 session of 5k / 20k / 100k turns (CPU seconds: linear in session length); one 200 MB JSON line
-(bounded memory). Every memoir figure comes from a child process, so each peak RSS is its own.
+(bounded memory); recall at `--recall-cards` cards (bench.recall, its first build takes minutes):
+in-process p50/p99 with the query embedding and KNN recall@10, today's path beside the path before
+issue 26's recall work, and the warm hook's p95 with four sessions at once beside one busy process,
+against today's service and the service on the path before. Every memoir figure comes from a
+child process, so each peak RSS is its own.
 Below the table, the per-step split of each ingest. Wall figures follow the neighbours on shared
 cores; the CPU figures beside them do not. Prints figures; asserts nothing.
 
     .venv/bin/python -m bench.speed                      # the full table (several minutes on 2 cores)
     .venv/bin/python -m bench.speed --real-mb 40 --synthetic-mb 40 --turns 2000 8000 40000 --line-mb 50
+    .venv/bin/python -m bench.speed --recall-cards 10000 --hook-calls 20   # a smaller recall row
 """
 
 from __future__ import annotations
@@ -96,6 +101,28 @@ def _session_time(turns: int, shape: str) -> float:
     return json.loads(out.stdout.strip().splitlines()[-1])["cpu_s"]
 
 
+def recall_rows(cards: int, queries: int, hook_calls: int, work: Path) -> list[tuple[str, str, str, str, str]]:
+    """bench.recall at `cards` cards in a child process: its summary as rows of the table."""
+    summary = work / "recall.json"
+    subprocess.run([sys.executable, "-m", "bench.recall", "--sizes", str(cards), "--queries", str(queries),
+                    "--hooks", str(hook_calls), "--summary", str(summary)], capture_output=True, text=True, check=True)
+    got = json.loads(summary.read_text())[str(cards)]
+    now, before, size = got["now"], got["before"], f"{cards // 1000}k cards"
+    rows = [(f"recall in-process, {size}, p50 / p99 (embedding included)",
+             f"{now['p50']:.1f} / {now['p99']:.1f} ms (CPU p99 {now['cpu_p99']:.1f})",
+             f"{before['p50']:.1f} / {before['p99']:.1f} ms path before (CPU p99 {before['cpu_p99']:.1f})",
+             f"{now['p99'] / before['p99']:.2f}x p99", "p99 < 20 ms"),
+            (f"KNN recall@10 vs exact float KNN, {size}", f"{got['recall_at_10']['now']:.4f}",
+             f"{got['recall_at_10']['before']:.4f} path before", "-", ">= 0.99")]
+    hooks = got.get("hooks", {})
+    if "now" in hooks and "before" in hooks:
+        h, b = hooks["now"]["4"], hooks["before"]["4"]
+        rows.append((f"warm hook p95, 4 sessions + 1 busy process, {size}", f"{h['p95']:.0f} ms (p50 {h['p50']:.0f})",
+                     f"{b['p95']:.0f} ms service on the path before (p50 {b['p50']:.0f})",
+                     f"{h['p95'] / b['p95']:.2f}x", "p95 < 100 ms"))
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--real-mb", type=float, default=200.0)
@@ -104,6 +131,9 @@ def main() -> None:
     ap.add_argument("--turns", type=int, nargs=3, default=(5000, 20000, 100000))
     ap.add_argument("--shape", default="same-error", help="bench.session_length shape (default: the rule stage's worst)")
     ap.add_argument("--line-mb", type=int, default=200)
+    ap.add_argument("--recall-cards", type=int, default=100_000, help="cards in the recall rows (0: none)")
+    ap.add_argument("--recall-queries", type=int, default=200)
+    ap.add_argument("--hook-calls", type=int, default=30, help="hook calls per session in the recall rows")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -154,6 +184,11 @@ def main() -> None:
                      "-", f"{got['rss_mb'] * 1e6 / line.stat().st_size:.2f}x the line", "<= 512 MB"))
         notes.append(f"the long line: skipped {got['skipped'].get('bad_line_too_large', 0)} as bad_line_too_large, "
                      f"{got['turns']} turns read around it")
+        if args.recall_cards:
+            rows.extend(recall_rows(args.recall_cards, args.recall_queries, args.hook_calls, work))
+            notes.append("recall: bench.recall's synthetic cards; the path before = files parsed, KNN re-scoring 256 "
+                         "Hamming candidates from the file, the lexical search after the embedding, torch's one-text "
+                         "encode in process; `python -m bench.recall` prints every figure")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
