@@ -23,7 +23,6 @@ from memoir.cards.private import private_db_file
 from memoir.index.apsw_errors import apsw, translate
 from memoir.index.errors import (
     IndexBusy,
-    IndexFailure,
     IndexCorrupt,
     IndexUnavailable,
     IndexWriteFailed,
@@ -32,7 +31,7 @@ from memoir.index.errors import (
 from memoir.index.files import INDEX_FILE
 from memoir.index.candidates import fts_search
 from memoir.index.card_fields import TABLE_SQL as CARD_FIELDS_SQL, card_blob
-from memoir.index.codes import Codes, Scaled
+from memoir.index.codes import Codes, ScaledCopy
 from memoir.index.plan import retrieval_text
 from memoir.index.rows import COLUMNS, IndexRow, card_values, chunks, row_hash, row_of, schema_sql
 
@@ -111,9 +110,7 @@ class Index:
         self._loaded_codes: Codes | None = None
         self._codes_lock = threading.Lock()
         self._writes = 0  # commits through this connection (`data_version` counts only the others')
-        self._keep_scaled = False  # a long-lived reader: keep an int8 copy of the vectors (`warm`)
-        self._scaled: Scaled | None = None
-        self._scaled_loading: tuple | None = None  # the version a background read is loading
+        self._scaled = ScaledCopy(lambda: connect(path, busy_timeout_ms=DEFAULT_BUSY_MS, readonly=True), self.dim)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -196,7 +193,7 @@ class Index:
                    "ORDER BY s DESC, id LIMIT ?")
             return [(i, float(s)) for i, s in self.conn.execute(sql, (q.tobytes(), k))]
         codes = self._codes()
-        scaled = self._scaled_at(codes.version)
+        scaled = self._scaled.at(codes.version)
         if scaled is not None:
             wide = codes.nearest_rowids(q, max(wide, shortlist, k))
             approx = scaled.scores(wide, q)
@@ -218,50 +215,20 @@ class Index:
     def warm(self) -> None:
         """Read what the first KNN would (every binary code, and the int8 copy of every vector), so a
         long-lived reader's first prompt does not pay for it; from now on the copy is read again in
-        the background after each commit (`keep_scaled`)."""
+        the background after each commit (`ScaledCopy`)."""
         try:
             codes = self._codes()
-            self._keep_scaled = True
-            with self._codes_lock:
-                self._scaled = None
-                self._scaled = Scaled.read(self.conn, self.dim, codes.version)
+            self._scaled.read_now(self.conn, codes.version)
         except apsw.Error as exc:
             raise translate(exc, self.path) from exc
 
     def keep_scaled(self) -> None:
         """Keep the int8 copy of the vectors, read in the background (a reopened long-lived reader)."""
-        self._keep_scaled = True
+        self._scaled.keep = True
 
-    def _scaled_at(self, version: tuple) -> Scaled | None:
-        """The int8 copy read at `version`, or None: not a long-lived reader, or the copy is stale and
-        being read again in the background (KNN re-scores from the file meanwhile: slower, never stale)."""
-        if not self._keep_scaled:
-            return None
-        with self._codes_lock:
-            scaled = self._scaled
-            if scaled is not None and scaled.version == version:
-                return scaled
-            if self._scaled_loading != version:
-                self._scaled, self._scaled_loading = None, version  # never two copies at once
-                threading.Thread(target=self._read_scaled, args=(version,), name="memoir-index-vectors",
-                                 daemon=True).start()
-            return None
-
-    def _read_scaled(self, version: tuple) -> None:
-        """Read the copy on a connection of its own: the requests' connection stays free. Its snapshot
-        is at least as new as `version`; were it newer, `_scaled_at` sees another version and reads again."""
-        try:
-            conn = connect(self.path, busy_timeout_ms=DEFAULT_BUSY_MS, readonly=True)
-            try:
-                scaled = Scaled.read(conn, self.dim, version)
-            finally:
-                conn.close()
-        except (apsw.Error, IndexUnavailable, IndexFailure):
-            scaled = None  # the requests' own reads meet the failure and say why
-        with self._codes_lock:
-            if self._scaled_loading == version and scaled is not None:
-                self._scaled, self._scaled_loading = scaled, None
-            # A failed read is not tried again before the next commit: KNN re-scores from the file.
+    @property
+    def keeps_scaled(self) -> bool:
+        return self._scaled.keep
 
     def _codes(self) -> Codes:
         """The binary codes in memory, read again only after a commit (here or by another process)."""

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import threading
-import zlib
 import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -28,8 +27,8 @@ from memoir.cards.config import Settings
 from memoir.cards.values import Card, Source
 from memoir.cards.sanitize import sanitize
 from memoir.cards.signatures import error_signature
-from memoir.cards.store import CardFileError, CardStore, content_hash, parse_card
-from memoir.index.card_fields import card_of_blob, stored_cards
+from memoir.cards.store import CardFileError, CardStore
+from memoir.index.card_fields import stored_cards
 from memoir.index.candidates import (
     FTS_K, KNN_K, MAX_QUERY_INPUT, POOL, READ_BUSY_MS, RRF_K, LexicalIndex, fuse, lexical_coverage, query_terms,
     coverage_text, distinctive_terms, holds_a_name, holds_any, names_pasted_error, pasted_error, query_names, recent_card_ids, subject_terms,
@@ -42,11 +41,11 @@ from memoir.index.recall_gates import (
 )
 from memoir.index.plan import retrieval_text
 from memoir.index.recall_log import append_record
+from memoir.index.recall_reads import Aside, CardReader, words_side
 from memoir.index.recall_policy import candidate_from, candidate_record, missing_card, policy_record
 from memoir.index.recall_session import injected_in_session, remember_injected
 from memoir.index.rewrite import query_task_type, rewrite_query
 
-PARSED_CARDS_MAX = 20_000  # parsed cards a recaller keeps (~2 KB each): every candidate of a day's prompts
 BRIEF_CARDS = 30  # newest cards of a workspace a session brief looks at
 
 # --- results ------------------------------------------------------------------------------------
@@ -116,7 +115,6 @@ class RecallResult:
         )
 
 
-
 def brief_cards(recaller: Recaller, workspace: str, limit: int = BRIEF_CARDS) -> list[Card]:
     """The cards a session brief for `workspace` draws on: through the index, or the files if none."""
     try:
@@ -183,32 +181,6 @@ def wait_for_workers(timeout: float) -> bool:
         alive[0].join(left)
 
 
-def words_side(words, text: str, terms: list[str]) -> tuple[list[tuple[str, float]], list[str]]:
-    """What recall asks of the lexical index: the best matches by bm25, and the query's distinctive terms."""
-    return words.fts(text, FTS_K), distinctive_terms(words.conn, terms)
-
-
-class _Aside:
-    """`fn(*args)` on a daemon thread of its own; `result()` waits for it and raises what it raised."""
-
-    def __init__(self, fn, *args):
-        self._box: dict = {}
-        self._thread = threading.Thread(target=self._run, args=(fn, args), name="memoir-recall-fts", daemon=True)
-        self._thread.start()
-
-    def _run(self, fn, args) -> None:
-        try:
-            self._box["value"] = fn(*args)
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller of result()
-            self._box["error"] = exc
-
-    def result(self):
-        self._thread.join()
-        if "error" in self._box:
-            raise self._box["error"]
-        return self._box["value"]
-
-
 class Deadline(IndexFailure):
     """The worker noticed the deadline between stages and stopped."""
 
@@ -231,8 +203,7 @@ class Recaller:
         self._words = None  # a second, read-only connection: the lexical search beside the embedding
         self._index_id: tuple[int, int] | None = None
         self._lock = threading.Lock()
-        self._parsed: dict[str, tuple[tuple[int, int, int], Card, str]] = {}
-        self._cards_dir = str(self.store.cards_dir)
+        self._reader = CardReader(settings.cards_dir)
 
     @property
     def mode(self) -> str:
@@ -247,9 +218,8 @@ class Recaller:
             self._close_index()
 
     def _close_index(self) -> None:
-        for opened in (self._index, self._words):
-            if opened is not None:
-                opened.close()
+        for opened in filter(None, (self._index, self._words)):
+            opened.close()
         self._index = self._words = None
 
     def __enter__(self) -> Recaller:
@@ -266,7 +236,7 @@ class Recaller:
             if self._index is not None and self._index_id == ident:
                 return self._index
             # A long-lived reader's index keeps its in-memory vectors across a rebuild's swap.
-            keep = bool(getattr(self._index, "_keep_scaled", False))
+            keep = bool(getattr(self._index, "keeps_scaled", False))
             self._close_index()
             if self.embedder is None:
                 self._index = LexicalIndex(self.index_path)
@@ -281,57 +251,13 @@ class Recaller:
             return self._index
 
     def _lexical_for(self, index):
-        """The read-only connection opened beside `index`: a search on the same connection would
-        wait for the KNN's reads (SQLite serializes one connection's statements)."""
+        """The read-only connection beside `index` (on one connection, SQLite queues the statements)."""
         with self._lock:
-            words = self._words if self._index is index else None
-        return words if words is not None else index
+            return self._words if self._index is index and self._words is not None else index
 
     def read_card(self, card_id: str, stored: dict[str, tuple[str, bytes]] | None = None) -> tuple[Card, str]:
-        """The card and its retrieval text, parsed once per version of its file: parsing the front
-        matter was a quarter of a warm recall's CPU, and a long-lived service reads the same cards
-        again and again. A hand edit changes the file's mtime or size, so it is read afresh.
-
-        `stored` (from `card_fields.stored_cards`) holds cards as the index parsed them: one is
-        taken only when the file's bytes, read now, still hash to the hash it was parsed from."""
-        path = f"{self._cards_dir}{os.sep}{card_id}.md"  # `store.path_for`, without pathlib's ~10 us
-        with open(path, "rb") as fh:  # FileNotFoundError: a card deleted by hand
-            st = os.fstat(fh.fileno())
-            key = (st.st_mtime_ns, st.st_size, st.st_ino)
-            found = self._parsed.get(card_id)
-            if found is not None and found[0] == key:
-                return found[1], found[2]
-            data = fh.read()
-        card = None
-        kept = (stored or {}).get(card_id)
-        # A file with a carriage return reads as `CardStore.read` reads it (newlines translated),
-        # which the index's parse of its raw bytes may not match: that one is parsed here.
-        if kept is not None and b"\r" not in data and kept[0] == content_hash(data):
-            try:
-                card = card_of_blob(kept[1])
-            except (ValueError, KeyError, TypeError, zlib.error):
-                card = None  # a damaged blob: the file says what the card is
-        if card is None:
-            text = data.decode("utf-8")
-            card = parse_card(text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text,
-                              origin=path)
-        text = retrieval_text(card)
-        with self._lock:
-            if len(self._parsed) >= PARSED_CARDS_MAX:
-                self._parsed.pop(next(iter(self._parsed)))  # the oldest entry: a bounded cache, not an LRU
-            self._parsed[card_id] = (key, card, text)
-        return card, text
-
-    def _fresh(self, card_id: str) -> bool:
-        """Whether the parsed copy kept in memory is of the file as it stands (no index read needed)."""
-        found = self._parsed.get(card_id)
-        if found is None:
-            return False
-        try:
-            st = os.stat(f"{self._cards_dir}{os.sep}{card_id}.md")
-        except OSError:
-            return False
-        return found[0] == (st.st_mtime_ns, st.st_size, st.st_ino)
+        """The card and its retrieval text (`CardReader.read`): parsed once per version of its file."""
+        return self._reader.read(card_id, stored)
 
     # -- the public call -------------------------------------------------------------------------
 
@@ -415,13 +341,11 @@ class Recaller:
             return _Plan(self.mode, task_type, [], f"no index at {self.index_path}; run `memoir run`")
         hits: dict[str, dict]
         terms = subject_terms(query_terms(text))  # overlap on the subject, not on words every session uses
-        rare = None
         if self.embedder is not None:
             check("embed")
-            # The lexical search and the term counts need no vector: they run in SQLite (no GIL), on
-            # a connection of their own, while the model embeds in ONNX Runtime or torch (no GIL
-            # either), so a free core takes their ~6 ms at 100k cards off the wait.
-            lexical = _Aside(words_side, self._lexical_for(index), text, terms)
+            # The lexical search and the term counts need no vector: they run in SQLite (no GIL) on a
+            # connection of their own while the model embeds (no GIL either): ~6 ms less at 100k cards.
+            lexical = Aside(words_side, self._lexical_for(index), text, terms)
             vector = self.embedder.encode_one(text)
             check("knn")
             knn = index.knn(vector, KNN_K * POOL)
@@ -441,15 +365,14 @@ class Recaller:
         else:
             check("fts")
             hits = fuse([], index.fts(text, FTS_K))
-        check("read_cards")
-        if rare is None:
             rare = distinctive_terms(index.conn, terms)  # ... nor on words most cards of the library hold
+        check("read_cards")
         names = query_names(clean)
         signature = error_signature(clean).strip()
         pasted = pasted_error(signature)
         candidates: list[Candidate] = []
         cards: dict[str, Card] = {}
-        stored = stored_cards(index.conn, [i for i in hits if not self._fresh(i)])
+        stored = stored_cards(index.conn, [i for i in hits if not self._reader.fresh(i)])
         for card_id, hit in hits.items():
             try:
                 card, card_text = self.read_card(card_id, stored)
@@ -559,7 +482,6 @@ class Recaller:
             record["reason"] = (reason + "; " if reason else "") + f"debug log not written: {exc}"
         rejected = tuple((j.candidate.id, j.gate) for j in judgements if j.gate != INJECTED)
         return RecallResult(progress.query, cards, rejected, elapsed, outcome, record["reason"], record)
-
 
 
 def _about(card: Card) -> str:

@@ -191,7 +191,7 @@ def test_knn_from_several_threads_at_once_answers_each_as_alone(index):
 
 def _settled(index) -> None:
     """Wait for the long-lived reader's background read of its int8 copy (pytest's timeout bounds it)."""
-    while index._scaled_loading is not None:
+    while index._scaled.loading is not None:
         time.sleep(0.01)
 
 
@@ -199,7 +199,7 @@ def test_a_long_lived_readers_knn_over_its_int8_copy_answers_as_the_file_does(in
     vectors = default_embedder().encode(QUERIES)
     from_file = [index.knn(q, 5) for q in vectors]
     index.warm()
-    assert index._scaled is not None and len(index._scaled.rowids) == index.count()
+    assert index._scaled.current is not None and len(index._scaled.current.rowids) == index.count()
     assert [index.knn(q, 5, shortlist=8, wide=64) for q in vectors] == from_file
 
 
@@ -212,5 +212,5 @@ def test_a_long_lived_reader_never_ranks_by_a_copy_older_than_the_last_commit(in
         writer.apply([other], {other.id: content_hash(render_card(other))})
     assert index.knn(query, 1)[0][0] == other.id  # the copy is stale: ranked from the file meanwhile
     _settled(index)
-    assert index._scaled is not None and len(index._scaled.rowids) == index.count()
+    assert index._scaled.current is not None and len(index._scaled.current.rowids) == index.count()
     assert index.knn(query, 1)[0][0] == other.id  # and from the fresh copy once read

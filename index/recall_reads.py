@@ -1,0 +1,98 @@
+"""What recall reads besides the vectors: card files (as the index stored them, or parsed), and the
+lexical side of a query, on a thread of its own while the model embeds it."""
+
+from __future__ import annotations
+
+import os
+import threading
+import zlib
+
+from memoir.cards.store import content_hash, parse_card
+from memoir.cards.values import Card
+from memoir.index.candidates import FTS_K, distinctive_terms
+from memoir.index.card_fields import card_of_blob
+from memoir.index.plan import retrieval_text
+
+PARSED_CARDS_MAX = 20_000  # parsed cards a recaller keeps (~2 KB each): every candidate of a day's prompts
+
+
+class CardReader:
+    """Card files by id, each parsed once per version of its file: parsing the front matter was a
+    quarter of a warm recall's CPU, and a long-lived service reads the same cards again and again.
+    A hand edit changes the file's mtime or size, so it is read afresh."""
+
+    def __init__(self, cards_dir):
+        self._dir = str(cards_dir)
+        self._parsed: dict[str, tuple[tuple[int, int, int], Card, str]] = {}
+        self._lock = threading.Lock()
+
+    def _path(self, card_id: str) -> str:
+        return f"{self._dir}{os.sep}{card_id}.md"  # `CardStore.path_for`, without pathlib's ~10 us
+
+    def read(self, card_id: str, stored: dict[str, tuple[str, bytes]] | None = None) -> tuple[Card, str]:
+        """The card and its retrieval text. `stored` (from `card_fields.stored_cards`) holds cards as
+        the index parsed them: one is taken only when the file's bytes, read now, still hash to the
+        hash it was parsed from. Raises OSError, UnicodeDecodeError or CardFileError."""
+        path = self._path(card_id)
+        with open(path, "rb") as fh:  # FileNotFoundError: a card deleted by hand
+            st = os.fstat(fh.fileno())
+            key = (st.st_mtime_ns, st.st_size, st.st_ino)
+            found = self._parsed.get(card_id)
+            if found is not None and found[0] == key:
+                return found[1], found[2]
+            data = fh.read()
+        card = None
+        kept = (stored or {}).get(card_id)
+        # A file with a carriage return reads as `CardStore.read` reads it (newlines translated),
+        # which the index's parse of its raw bytes may not match: that one is parsed here.
+        if kept is not None and b"\r" not in data and kept[0] == content_hash(data):
+            try:
+                card = card_of_blob(kept[1])
+            except (ValueError, KeyError, TypeError, zlib.error):
+                card = None  # a damaged blob: the file says what the card is
+        if card is None:
+            text = data.decode("utf-8")
+            card = parse_card(text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text, origin=path)
+        text = retrieval_text(card)
+        with self._lock:
+            if len(self._parsed) >= PARSED_CARDS_MAX:
+                self._parsed.pop(next(iter(self._parsed)))  # the oldest entry: a bounded cache, not an LRU
+            self._parsed[card_id] = (key, card, text)
+        return card, text
+
+    def fresh(self, card_id: str) -> bool:
+        """Whether the parsed copy kept in memory is of the file as it stands (no index read needed)."""
+        found = self._parsed.get(card_id)
+        if found is None:
+            return False
+        try:
+            st = os.stat(self._path(card_id))
+        except OSError:
+            return False
+        return found[0] == (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def words_side(words, text: str, terms: list[str]) -> tuple[list[tuple[str, float]], list[str]]:
+    """What recall asks of the lexical index: the best matches by bm25, and the query's distinctive terms."""
+    return words.fts(text, FTS_K), distinctive_terms(words.conn, terms)
+
+
+class Aside:
+    """`fn(*args)` on a daemon thread of its own; `result()` waits for it and raises what it raised."""
+
+    def __init__(self, fn, *args):
+        self._box: dict = {}
+        self._thread = threading.Thread(target=self._run, args=(fn, args), name="memoir-recall-words", daemon=True)
+        self._thread.start()
+
+    def _run(self, fn, args) -> None:
+        try:
+            self._box["value"] = fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller of result()
+            self._box["error"] = exc
+
+    def result(self):
+        self._thread.join()
+        if "error" in self._box:
+            raise self._box["error"]
+        return self._box["value"]
