@@ -6,7 +6,7 @@ For each size it writes synthetic card files, then prints:
 - rebuild wall time and index size on disk;
 - per query, wall and CPU p50/p99 of the query's real MiniLM encode (distinct question texts, so
   no cached vector answers), KNN and FTS, today's path (ONNX encode, Hamming over the codes in
-  memory, a 4096-wide shortlist re-scored against the int8 copy, the best 64 exactly) beside the
+  memory, a 4096-wide shortlist re-scored against the int8 copy, the best 32 (2 k at least) exactly) beside the
   path before issue 26 (torch encode, 16 vec0 partition scans), same run, same queries (goal:
   encode + KNN + FTS p99 < 20 ms at 100k);
 - recall@10 of that KNN with the ONNX query vector against exact float search with the torch query
