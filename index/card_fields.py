@@ -38,8 +38,16 @@ MAX_BIND = 900  # SQLite's 999-variable limit, with room to spare
 def parser_stamp() -> str:
     """Which card parser made a stored card: a changed parser may read the same file otherwise."""
     h = hashlib.sha256()
-    for module in (card_store, card_values):
-        h.update(Path(module.__file__).read_bytes())
+    try:
+        for module in (card_store, card_values):
+            h.update(Path(module.__file__).read_bytes())
+    except (OSError, TypeError):  # no source beside the code: the installed version names the parser
+        from importlib.metadata import PackageNotFoundError, version  # deferred: rare
+
+        try:
+            h.update(f"memoir=={version('memoir')}".encode())
+        except PackageNotFoundError:
+            h.update(b"memoir, version unknown")
     return h.hexdigest()[:16]
 
 
