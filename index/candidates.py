@@ -6,6 +6,7 @@ imports neither numpy nor torch nor sqlite-vec, so a hook process can afford it.
 
 from __future__ import annotations
 
+import functools
 import re
 import weakref
 from pathlib import Path
@@ -75,8 +76,7 @@ def lexical_coverage(terms: list[str], card_text: str) -> float:
     term, for a shorter query). An identifier's parts count too: `CELERY_BROKER_URL` holds "broker"."""
     if not terms:
         return 0.0
-    words = set(_WORDS.findall(card_text.lower()))
-    words |= {part for w in words if "_" in w for part in w.split("_") if part}
+    words = word_set(card_text)
     hits = sum(1 for t in terms if t in words)
     return hits / len(terms) if hits >= min(LEXICAL_MIN_TERMS, len(terms)) else 0.0
 
@@ -100,9 +100,18 @@ def distinctive_terms(conn, terms: list[str]) -> list[str]:
 
 def holds_any(terms: list[str], text: str) -> bool:
     """Does `text` hold one of `terms` as a word (or as a part of an identifier)?"""
+    words = word_set(text)
+    return any(t in words for t in terms)
+
+
+@functools.lru_cache(maxsize=4096)
+def word_set(text: str) -> frozenset[str]:
+    """The lowercased words of `text`, with each identifier's parts (`celery_broker_url`: "broker").
+    Kept per text: recall asks it twice of each candidate's text, and again whenever a prompt finds
+    that card once more."""
     words = set(_WORDS.findall(text.lower()))
     words |= {part for w in words if "_" in w for part in w.split("_") if part}
-    return any(t in words for t in terms)
+    return frozenset(words)
 
 
 _COMPOUND = re.compile(r"[A-Za-z][\w]*(?:[._/-][A-Za-z]\w*){2,}|[A-Za-z]\w*_\w+_\w+")
