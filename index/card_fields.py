@@ -24,6 +24,7 @@ from pathlib import Path
 import memoir.cards.store as card_store
 import memoir.cards.values as card_values
 
+from memoir.cards.sanitize.scan import contains_sensitive
 from memoir.cards.values import Card, Source
 from memoir.index.apsw_errors import apsw
 
@@ -52,8 +53,9 @@ def parser_stamp() -> str:
 
 
 def card_blob(card: Card) -> bytes | None:
-    """The card as compressed JSON, or None when JSON cannot carry it exactly (then recall parses
-    the file: a stored card must be the very card the file parses to)."""
+    """The card as compressed JSON, or None when JSON cannot carry it exactly or it holds what the
+    sanitizer would redact (then recall parses the file: a stored card must be the very card the
+    file parses to, and the index holds no secret)."""
     data = {name: getattr(card, name) for name in _NAMES}
     data["sources"] = [s.to_dict() for s in card.sources]
     data["parser"] = parser_stamp()
@@ -64,6 +66,8 @@ def card_blob(card: Card) -> bytes | None:
     back = _card_of(json.loads(text))
     if back != card or back.extra != card.extra:
         return None
+    if contains_sensitive(text):
+        return None  # a secret a hand edit put in a card stays in its file: never copied into the index
     return zlib.compress(text.encode("utf-8"), 1)
 
 

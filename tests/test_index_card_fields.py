@@ -11,7 +11,7 @@ import pytest
 from memoir.cards.store import parse_card, render_card
 from memoir.index.card_fields import card_blob, card_of_blob
 from tests.index_fixtures import make_card
-from tests.recall_cards import BASE
+from tests.recall_cards import BASE, fake_aws_key
 
 
 def test_a_stored_card_reads_back_as_the_card_its_file_parses_to():
@@ -31,3 +31,10 @@ def test_a_card_another_card_parser_stored_is_refused():
     data["parser"] = "an-older-parser"
     with pytest.raises(ValueError):
         card_of_blob(zlib.compress(json.dumps(data).encode()))
+
+
+def test_a_card_holding_a_secret_is_not_copied_into_the_index():
+    """A hand edit can put a key in a card file; recall then parses the file (and its gate holds the card)."""
+    text = render_card(BASE).replace(BASE.background, f"{BASE.background} export AWS_ACCESS_KEY_ID={fake_aws_key()}")
+    card = parse_card(text)
+    assert fake_aws_key() in card.background and card_blob(card) is None
