@@ -43,7 +43,7 @@ def parser_stamp() -> str:
         for module in (card_store, card_values):
             h.update(Path(module.__file__).read_bytes())
     except (OSError, TypeError):  # no source beside the code: the installed version names the parser
-        from importlib.metadata import PackageNotFoundError, version  # deferred: rare
+        from importlib.metadata import PackageNotFoundError, version  # deferred: start-up (rare path)
 
         try:
             h.update(f"memoir=={version('memoir')}".encode())
