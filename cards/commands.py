@@ -122,7 +122,8 @@ def command_key(command: str) -> str:
         if stripped == text:
             break
         text = stripped
-    return " ".join(w for w in text.split() if not _NOISE_FLAG.fullmatch(w))
+    # Every noise flag starts with `-`: most words are let through without a regex call.
+    return " ".join(w for w in text.split() if not (w[:1] == "-" and _NOISE_FLAG.fullmatch(w)))
 
 
 @functools.lru_cache(maxsize=4096)

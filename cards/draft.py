@@ -31,6 +31,10 @@ _FOLLOW_UP = re.compile(
     r"(?im)^.*\b(?:TODO|FIXME|follow[- ]up|next steps?|still need(?:s)? to|not yet|left to do|later we|"
     r"remaining work|open question)\b.*$"
 )
+# A literal each `_FOLLOW_UP` cue holds: most turns hold none, and a substring test skips the regex's
+# line-by-line backtracking. Only for ASCII text: under IGNORECASE `ſ` is an `s` and `ı` an `i`.
+_FOLLOW_UP_STEMS = ("todo", "fixme", "follow", "next step", "still need", "not yet", "left to do", "later we",
+                    "remaining work", "open question")
 _TRUNCATED_END = CUT_END
 
 # Topic -> (single words matched as tokens, phrases matched as substrings). Token sets keep this
@@ -145,6 +149,10 @@ def _follow_up(exp: Experience, end: Ending | None = None) -> str:
     found: list[str] = [f"- open: {end.question}"] if end is not None else []
     for t in exp.turns:
         if t.kind == "text" and t.role in ("user", "assistant"):
+            if t.text.isascii():
+                low = t.text.lower()
+                if not any(stem in low for stem in _FOLLOW_UP_STEMS):
+                    continue
             found.extend(f"- {_one_line(m.group(0))}" for m in _FOLLOW_UP.finditer(t.text))
     if exp.turns and exp.turns[-1].kind == "error":
         found.append(f"- unresolved at end: `{_one_line(error_signature(exp.turns[-1].text) or exp.turns[-1].text, 160)}`")
