@@ -89,6 +89,8 @@ def _may_hold(text: str, stems: tuple[str, ...]) -> bool:
         return True
     low = text.lower()
     return any(stem in low for stem in stems)
+
+
 @dataclass(frozen=True)
 class SegmentRules:
     """The few knobs segmentation has."""
