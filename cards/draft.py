@@ -15,7 +15,7 @@ from memoir.cards.lesson import within_budget, without_filler
 from memoir.cards.distill.extract import Disproval, find_disproved
 from memoir.cards.limits import limit_lines, restates_error, split_limits
 from memoir.cards.values import Card, Experience, Source, Turn
-from memoir.cards.evidence import CUT_END, Ending, ending, open_statement
+from memoir.cards.evidence import Ending, ending, ends_cut, open_statement
 from memoir.cards.outcomes import Verification, failure_conditions, verification
 from memoir.cards.quality_inputs import EvidenceView
 from memoir.cards.cues import commit_subject, is_chatter
@@ -35,7 +35,6 @@ _FOLLOW_UP = re.compile(
 # line-by-line backtracking. Only for ASCII text: under IGNORECASE `ſ` is an `s` and `ı` an `i`.
 _FOLLOW_UP_STEMS = ("todo", "fixme", "follow", "next step", "still need", "not yet", "left to do", "later we",
                     "remaining work", "open question")
-_TRUNCATED_END = CUT_END
 
 # Topic -> (single words matched as tokens, phrases matched as substrings). Token sets keep this
 # linear in the text: one lowercase + one split, however many topics there are.
@@ -90,7 +89,7 @@ def conclusion_problem(conclusion: str, min_chars: int) -> str:
         return "conclusion_open_code_fence"
     if text.endswith("[…]"):
         return ""
-    if _TRUNCATED_END.search(text):
+    if ends_cut(text):
         return "conclusion_cut_off"
     return ""
 
