@@ -1,17 +1,17 @@
 """`make bench`: issue 26's table, memoir beside its baseline measured in the same run.
 
-Rows: ingest of the real samples grown to `--real-mb` with fresh ids (only when `../shared/samples`
-is present) and of bench.ingest's synthetic corpus, each against reading every file and
-`json.loads` of every line; peak RSS for a corpus and four times it (flat in corpus size); one
-session of 5k / 20k / 100k turns (CPU seconds: linear in session length); one 200 MB JSON line
-(bounded memory). Every memoir figure comes from a child process, so each peak RSS is its own.
+Rows: ingest of the real samples grown to `--real-mb` with fresh ids and of one copy of them alone
+(only when `../shared/samples` is present: the copies repeat every text, one copy repeats none) and
+of bench.ingest's synthetic corpus, each against reading every file and `json.loads` of every
+line; peak RSS for a corpus and four times it (flat in corpus size); one session of 5k / 20k /
+100k turns (CPU seconds: linear in session length); one 200 MB JSON line (bounded memory). Every memoir figure comes from a child process, so each peak RSS is its own.
 Below the table, each ingest's CPU seconds by step (collect, sanitize, segment, draft, the rest of
 the transform, distill: the rules, store, ...). Wall figures follow the neighbours on shared
 cores; the CPU figures beside them do not. Prints figures; asserts nothing.
 
     .venv/bin/python -m bench.speed                      # the full table (several minutes on 2 cores)
     .venv/bin/python -m bench.speed --real-mb 40 --synthetic-mb 40 --turns 2000 8000 40000 --line-mb 50
-    .venv/bin/python -m bench.speed --real-mb 40 --synthetic-mb 40 --ingest-only   # the two ingest rows
+    .venv/bin/python -m bench.speed --real-mb 40 --synthetic-mb 40 --ingest-only   # the ingest rows only
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def main() -> None:
     ap.add_argument("--turns", type=int, nargs=3, default=(5000, 20000, 100000))
     ap.add_argument("--shape", default="same-error", help="bench.session_length shape (default: the rule stage's worst)")
     ap.add_argument("--line-mb", type=int, default=200)
-    ap.add_argument("--ingest-only", action="store_true", help="only the two ingest rows")
+    ap.add_argument("--ingest-only", action="store_true", help="only the ingest rows")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -156,13 +156,17 @@ def main() -> None:
         if real_logs.available():
             real_logs.copy_corpus(work / "real", args.real_mb)
             corpora.append(("real logs", work / "real"))
+            # The copies above repeat every text, so whatever memoir caches per text hits across them;
+            # one copy shows the cost of logs that repeat nothing.
+            real_logs.copy_corpus(work / "real-once", 0.001)
+            corpora.append(("real logs, one copy", work / "real-once"))
         else:
             notes.append("real logs: ../shared/samples not found, row left out")
         make_corpus(work / "synthetic", args.synthetic_mb)
         corpora.append(("synthetic", work / "synthetic"))
         for name, logs in corpora:
             bare, bare_cpu, size = bare_parse(logs)
-            got = ingest(logs, work / f"home-{name.split()[0]}")
+            got = ingest(logs, work / f"home-{len(rows)}")
             mb = size / 1e6
             rows.append((f"ingest, {mb:.0f} MB of {name}",
                          f"{mb / got['s']:.1f} MB/s ({mb / got['cpu_s']:.1f} per CPU s)",
