@@ -1,25 +1,29 @@
 """`make bench`: issue 26's table, memoir beside its baseline measured in the same run.
 
-Rows: ingest of the real samples grown to `--real-mb` with fresh ids (only when `../shared/samples`
-is present) and of bench.ingest's synthetic corpus, each against reading every file and
-`json.loads` of every line; peak RSS for a corpus and four times it (flat in corpus size); one
-session of 5k / 20k / 100k turns (CPU seconds: linear in session length); one 200 MB JSON line
-(bounded memory); recall at `--recall-cards` cards (bench.recall, its first build takes minutes):
-in-process p50/p99 with the query embedding and KNN recall@10, today's path beside the path before
-issue 26's recall work, and the warm hook's p95 with four sessions at once beside one busy process,
-against today's service and the service on the path before. Every memoir figure comes from a
-child process, so each peak RSS is its own.
-Below the table, the per-step split of each ingest. Wall figures follow the neighbours on shared
+Rows: ingest of the real samples grown to `--real-mb` with fresh ids and of one copy of them alone
+(only when `../shared/samples` is present: the copies repeat every text, one copy repeats none) and
+of bench.ingest's synthetic corpus, each against reading every file and `json.loads` of every
+line; peak RSS for a corpus and four times it (flat in corpus size); one session of 5k / 20k /
+100k turns (CPU seconds: linear in session length); one 200 MB JSON line (bounded memory); recall
+at `--recall-cards` cards (bench.recall, its first build takes minutes): in-process p50/p99 with
+the query embedding and KNN recall@10, today's path beside the path before issue 26's recall work,
+and the warm hook's p95 with four sessions at once beside one busy process, against today's
+service and the service on the path before. Every memoir figure comes from a child process, so
+each peak RSS is its own.
+Below the table, each ingest's CPU seconds by step (collect, sanitize, segment, draft, the rest of
+the transform, distill: the rules, store, ...). Wall figures follow the neighbours on shared
 cores; the CPU figures beside them do not. Prints figures; asserts nothing.
 
     .venv/bin/python -m bench.speed                      # the full table (several minutes on 2 cores)
     .venv/bin/python -m bench.speed --real-mb 40 --synthetic-mb 40 --turns 2000 8000 40000 --line-mb 50
     .venv/bin/python -m bench.speed --recall-cards 10000 --hook-calls 20   # a smaller recall row
+    .venv/bin/python -m bench.speed --real-mb 40 --synthetic-mb 40 --ingest-only   # the ingest rows only
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import resource
 import shutil
@@ -27,12 +31,14 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
+from collections import Counter
 from pathlib import Path
 
 from bench import real_logs
 from bench.ingest import make_corpus
 
-STEPS = ("collect", "sanitize", "segment", "draft", "distill", "store", "commit", "record")
+STEPS = ("collect", "sanitize", "segment", "draft", "transform (rest)", "retire", "distill", "store", "commit", "record", "other")
 
 
 def bare_parse(root: Path) -> tuple[float, float, int]:
@@ -55,25 +61,57 @@ def ingest(logs: Path, home: Path, host: str = "auto") -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _cpu_clocks() -> Counter:
+    """Per-step CPU seconds of the next run in this process (the run's own `steps_s` are wall seconds).
+
+    Each pipeline step is wrapped in a `process_time` pair, and the transform's own split (sanitize,
+    segment, draft) is read with `process_time` as its clock. Bench child only: nothing else runs here.
+    """
+    from memoir.flows import ingest as flow_ingest
+    from memoir.flows import pipeline
+
+    cpu: Counter = Counter()
+
+    def timed(step):
+        def fn(run):
+            started = time.process_time()
+            try:
+                step.fn(run)
+            finally:
+                cpu[step.name] += time.process_time() - started
+        return dataclasses.replace(step, fn=fn)
+
+    pipeline.STEPS = tuple(timed(step) for step in pipeline.STEPS)
+    flow_ingest.time = types.SimpleNamespace(perf_counter=time.process_time)  # plan_experiences' clock
+    return cpu
+
+
 def _child(logs: str, home: str, host: str) -> None:
     from memoir.cards.config import load_settings
     from memoir.flows.pipeline import run_pipeline
 
     settings = load_settings(home=home)
+    cpu_steps = _cpu_clocks()
     wall, cpu = time.perf_counter(), time.process_time()
     summary = run_pipeline(settings, [Path(logs)], host=host, with_index=False)
+    cpu_s = time.process_time() - cpu
+    for sub in ("sanitize", "segment", "draft"):  # the transform step's split, in CPU seconds too
+        cpu_steps[sub] = summary.steps_s.get(sub, 0.0)
+    cpu_steps["transform (rest)"] = cpu_steps.pop("transform", 0.0) - sum(cpu_steps[k] for k in ("sanitize", "segment", "draft"))
+    cpu_steps["other"] = cpu_s - sum(cpu_steps.values())  # retire, the lock, settings, the gc switch
     print(json.dumps({
-        "s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu, "bytes": summary.bytes_read,
+        "s": time.perf_counter() - wall, "cpu_s": cpu_s, "bytes": summary.bytes_read,
         "turns": summary.turns, "cards": sum(summary.cards.values()), "skipped": dict(summary.skipped),
-        "steps": {k: round(v, 3) for k, v in getattr(summary, "steps_s", {}).items()},  # none before issue 26
+        "steps": {k: round(v, 3) for k, v in cpu_steps.items()},
         "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }))
 
 
 def _split(steps: dict) -> str:
-    shown = [(k, steps.get(k, 0.0)) for k in STEPS if k in steps]
+    """The CPU split of one ingest, in pipeline order, each step's seconds and share of the run's CPU."""
+    shown = [(k, steps[k]) for k in STEPS if k in steps] + [(k, v) for k, v in steps.items() if k not in STEPS]
     total = sum(v for _, v in shown) or 1.0
-    return "  ".join(f"{k} {v:.1f}s ({v / total:.0%})" for k, v in shown)
+    return "  ".join(f"{k} {v:.2f}s ({v / total:.0%})" for k, v in shown if v >= 0.005)
 
 
 def _wide_line_file(path: Path, mb: int) -> None:
@@ -134,6 +172,7 @@ def main() -> None:
     ap.add_argument("--recall-cards", type=int, default=100_000, help="cards in the recall rows (0: none)")
     ap.add_argument("--recall-queries", type=int, default=200)
     ap.add_argument("--hook-calls", type=int, default=30, help="hook calls per session in the recall rows")
+    ap.add_argument("--ingest-only", action="store_true", help="only the ingest rows")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -148,20 +187,27 @@ def main() -> None:
         if real_logs.available():
             real_logs.copy_corpus(work / "real", args.real_mb)
             corpora.append(("real logs", work / "real"))
+            # The copies above repeat every text, so whatever memoir caches per text hits across them;
+            # one copy shows the cost of logs that repeat nothing.
+            real_logs.copy_corpus(work / "real-once", 0.001)
+            corpora.append(("real logs, one copy", work / "real-once"))
         else:
             notes.append("real logs: ../shared/samples not found, row left out")
         make_corpus(work / "synthetic", args.synthetic_mb)
         corpora.append(("synthetic", work / "synthetic"))
         for name, logs in corpora:
             bare, bare_cpu, size = bare_parse(logs)
-            got = ingest(logs, work / f"home-{name.split()[0]}")
+            got = ingest(logs, work / f"home-{len(rows)}")
             mb = size / 1e6
             rows.append((f"ingest, {mb:.0f} MB of {name}",
                          f"{mb / got['s']:.1f} MB/s ({mb / got['cpu_s']:.1f} per CPU s)",
                          f"{mb / bare:.0f} MB/s bare parse ({mb / bare_cpu:.0f} per CPU s)",
                          f"{got['s'] / bare:.1f}x ({got['cpu_s'] / bare_cpu:.1f}x CPU)", ">= 25 MB/s and <= 4x"))
-            notes.append(f"{name}: {_split(got['steps'])}; {got['turns']} turns, {got['cards']} cards, "
-                         f"{got['cpu_s']:.1f} s CPU")
+            notes.append(f"{name}, CPU by step: {_split(got['steps'])}; {got['turns']} turns, {got['cards']} cards, "
+                         f"{got['cpu_s']:.1f} s CPU ({got['s']:.1f} s wall)")
+        if args.ingest_only:
+            _print(rows, notes)
+            return
         small, big = args.rss_mb
         rss = []
         for mb in (small, big):
@@ -192,6 +238,10 @@ def main() -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
+    _print(rows, notes)
+
+
+def _print(rows: list[tuple[str, str, str, str, str]], notes: list[str]) -> None:
     head = ("what", "memoir", "baseline, same run", "ratio", "target")
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(5)]
     for r in [head, tuple("-" * w for w in widths), *rows]:

@@ -122,7 +122,8 @@ def command_key(command: str) -> str:
         if stripped == text:
             break
         text = stripped
-    return " ".join(w for w in text.split() if not _NOISE_FLAG.fullmatch(w))
+    # Every noise flag starts with `-`: most words are let through without a regex call.
+    return " ".join(w for w in text.split() if not (w[:1] == "-" and _NOISE_FLAG.fullmatch(w)))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -189,6 +190,7 @@ def changes_before_check(command: str) -> bool:
     return any(_changes_files(step) for step in steps[:first_check])
 
 
+@functools.lru_cache(maxsize=8192)  # asked of the same command by segment, draft and the rules
 def only_looks(command: str) -> bool:
     """A command that only looks (`rg`, `ls`, `git log`): a search with no match exits 1, and is no failure.
     A chain looks only when every step does (`grep -rl x | xargs sed -i … && ./gradlew test` runs a check)."""
@@ -201,6 +203,7 @@ def is_inspection(command: str) -> bool:
     return only_looks(command) and not is_test_or_build(command)
 
 
+@functools.lru_cache(maxsize=8192)  # asked of the same command by segment, draft and the rules
 def is_test_or_build(command: str) -> bool:
     """A command that runs tests, a build, a type checker or linter, a plan, or a request (`curl`)."""
     first = command.strip().split("\n", 1)[0]

@@ -15,7 +15,7 @@ from memoir.cards.lesson import within_budget, without_filler
 from memoir.cards.distill.extract import Disproval, find_disproved
 from memoir.cards.limits import limit_lines, restates_error, split_limits
 from memoir.cards.values import Card, Experience, Source, Turn
-from memoir.cards.evidence import CUT_END, Ending, ending, open_statement
+from memoir.cards.evidence import Ending, ending, ends_cut, open_statement
 from memoir.cards.outcomes import Verification, failure_conditions, verification
 from memoir.cards.quality_inputs import EvidenceView
 from memoir.cards.cues import commit_subject, is_chatter
@@ -31,7 +31,10 @@ _FOLLOW_UP = re.compile(
     r"(?im)^.*\b(?:TODO|FIXME|follow[- ]up|next steps?|still need(?:s)? to|not yet|left to do|later we|"
     r"remaining work|open question)\b.*$"
 )
-_TRUNCATED_END = CUT_END
+# A literal each `_FOLLOW_UP` cue holds: most turns hold none, and a substring test skips the regex's
+# line-by-line backtracking. Only for ASCII text: under IGNORECASE `ſ` is an `s` and `ı` an `i`.
+_FOLLOW_UP_STEMS = ("todo", "fixme", "follow", "next step", "still need", "not yet", "left to do", "later we",
+                    "remaining work", "open question")
 
 # Topic -> (single words matched as tokens, phrases matched as substrings). Token sets keep this
 # linear in the text: one lowercase + one split, however many topics there are.
@@ -86,7 +89,7 @@ def conclusion_problem(conclusion: str, min_chars: int) -> str:
         return "conclusion_open_code_fence"
     if text.endswith("[…]"):
         return ""
-    if _TRUNCATED_END.search(text):
+    if ends_cut(text):
         return "conclusion_cut_off"
     return ""
 
@@ -145,6 +148,10 @@ def _follow_up(exp: Experience, end: Ending | None = None) -> str:
     found: list[str] = [f"- open: {end.question}"] if end is not None else []
     for t in exp.turns:
         if t.kind == "text" and t.role in ("user", "assistant"):
+            if t.text.isascii():
+                low = t.text.lower()
+                if not any(stem in low for stem in _FOLLOW_UP_STEMS):
+                    continue
             found.extend(f"- {_one_line(m.group(0))}" for m in _FOLLOW_UP.finditer(t.text))
     if exp.turns and exp.turns[-1].kind == "error":
         found.append(f"- unresolved at end: `{_one_line(error_signature(exp.turns[-1].text) or exp.turns[-1].text, 160)}`")

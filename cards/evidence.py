@@ -24,6 +24,14 @@ CUT_END = re.compile(
     r"(?i)(?:\b(?:therefore|so|thus|hence|because|and|or|but|then|the|a|an|to|of|with|by|for|in|is|are|"
     r"which|that|since|as|if|when)|[:,;(\[{–-]|\.\.\.|…)\s*$"
 )
+CUT_END_LONGEST = 9  # "therefore": no match of CUT_END starts further than this before the last non-space
+
+
+def ends_cut(text: str) -> bool:
+    """`CUT_END.search(text)`, started where a match can start: a match ends at the last non-space
+    character, so only the last few characters are tried (from the start, the regex tries each one)."""
+    last = len(text.rstrip())  # `\s` and `str.rstrip` agree on what is whitespace
+    return CUT_END.search(text, max(0, last - CUT_END_LONGEST)) is not None  # `\b` still sees what precedes
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +72,7 @@ def ending(turns: Sequence[Turn], ends_session: bool = True) -> Ending | None:
         return None
     at, said = talk[-1]
     text = said.text.strip()
-    if at == len(turns) - 1 and CUT_END.search(text) and not text.endswith("```"):
+    if at == len(turns) - 1 and ends_cut(text) and not text.endswith("```"):
         tail = " ".join(text.split()[-12:])
         what = f"the last message stops mid-sentence (t{said.seq})"
         return Ending("ended_mid_sentence", said.seq, f"{what}: “…{tail}”", what)

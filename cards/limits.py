@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
+from functools import lru_cache
 
 from memoir.cards.signatures import error_signature
 
@@ -60,13 +61,19 @@ def _clip(text: str, limit: int) -> str:
 def scope_limits(conclusion: str) -> list[str]:
     """The conclusion's limits, one line each, in order: the paragraphs labelled as limits, then
     the sentences that say where the rest stops holding."""
+    return list(_scope_limits(conclusion))
+
+
+@lru_cache(maxsize=4096)
+def _scope_limits(conclusion: str) -> tuple[str, ...]:
+    """Cached: drafting, the gates and the title ask about the same conclusion and sentences again."""
     rest, labelled = split_limits(conclusion)
     found = []
     for part in _SENTENCE.split(rest if labelled else conclusion):
         sentence = " ".join(part.strip().lstrip("#>*-• \t").split())
         if sentence and (_LABELLED.search(sentence) or _SCOPE.search(sentence)) and not sentence.startswith("`"):
             found.append(_clip(sentence, MAX_LIMIT_CHARS))
-    return list(dict.fromkeys(labelled + found))[:MAX_LIMITS]
+    return tuple(dict.fromkeys(labelled + found))[:MAX_LIMITS]
 
 
 STATED_LIMIT = "- stated limit: "  # how a Counterexamples line taken from the conclusion begins

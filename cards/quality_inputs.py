@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from memoir.cards.values import Experience, Turn
 
@@ -130,9 +131,15 @@ def content_words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
 
 
+@lru_cache(maxsize=4096)
+def _frozen_words(text: str) -> frozenset[str]:
+    """`content_words`, kept: the duplicate gate compares each card with every active card."""
+    return frozenset(content_words(text))
+
+
 def lexical_similarity(a: str, b: str) -> float:
     """Jaccard overlap of content words: the deterministic stand-in for an embedder."""
-    wa, wb = content_words(a), content_words(b)
+    wa, wb = _frozen_words(a), _frozen_words(b)
     if not wa or not wb:
         return 0.0
     return len(wa & wb) / len(wa | wb)

@@ -75,6 +75,22 @@ _FOLLOWS_ON = re.compile(
     r"no\b|nope|instead|wait|actually|don'?t|stop|continue|try again|retry)"
 )
 _CLEAR_COMMANDS = frozenset({"/clear", "/new", "/reset"})
+# A literal (lower case) that every match of each case-blind pattern above holds: most turns hold
+# none, and a substring test is far cheaper than a regex that tries each word boundary.
+_WRAP_SAY_STEMS = ("all tests", "all checks", "works", "fixed", "committed", "done", "all set")
+_TRACKER_STEMS = ("bd close", "gh issue close", "bd update", "jira issue move")
+_PR_STEMS = ("gh pr create", "glab mr create")
+
+
+def _may_hold(text: str, stems: tuple[str, ...]) -> bool:
+    """False only when ASCII `text` holds none of `stems` in any case. Non-ASCII text always may:
+    under IGNORECASE `ſ` matches `s`, `ı` matches `i` and the Kelvin sign matches `k`."""
+    if not text.isascii():
+        return True
+    low = text.lower()
+    return any(stem in low for stem in stems)
+
+
 @dataclass(frozen=True)
 class SegmentRules:
     """The few knobs segmentation has."""
@@ -95,7 +111,7 @@ def is_wrap_up(turn: Turn) -> bool:
             return False
         return is_passing(turn.text) or (is_commit_output(turn.text) and not is_failing(turn.text))
     if turn.role == "assistant" and turn.kind == "text":
-        return bool(_WRAP_SAY.search(turn.text))
+        return _may_hold(turn.text, _WRAP_SAY_STEMS) and bool(_WRAP_SAY.search(turn.text))
     return False
 
 
@@ -357,11 +373,12 @@ def iter_segments(turns: list[Turn] | tuple[Turn, ...], rules: SegmentRules,
 def _observe(b: _Builder, turn: Turn) -> None:
     """Update the builder's wrap-up state with what this turn shows."""
     if turn.kind == "tool_call":
-        if _COMMIT.search(turn.text):
+        if "git" in turn.text and _COMMIT.search(turn.text):
             b.pending_commit = True
-        if _TRACKER_CLOSE.search(turn.text[:2000]):
+        head = turn.text[:2000]
+        if _may_hold(head, _TRACKER_STEMS) and _TRACKER_CLOSE.search(head):
             b.wrapped = "tracker_close"
-        elif _PR_CREATE.search(turn.text[:2000]):
+        elif _may_hold(head, _PR_STEMS) and _PR_CREATE.search(head):
             b.wrapped = "pr"
         elif plan_completed(turn):
             b.wrapped = "tracker_close"
@@ -389,7 +406,7 @@ def _observe(b: _Builder, turn: Turn) -> None:
             b.red = True
         return
     if turn.role == "assistant" and turn.kind == "text":
-        if not b.red and _WRAP_SAY.search(turn.text):
+        if not b.red and _may_hold(turn.text, _WRAP_SAY_STEMS) and _WRAP_SAY.search(turn.text):
             b.wrapped = b.wrapped or "said_done"
         return
     if _is_user_text(turn) and is_interruption(turn.text):

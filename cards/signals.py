@@ -288,11 +288,17 @@ def has_fail_summary(tail: str) -> bool:
 
 
 _NOTABLE = re.compile(r"(?i)\b(?:passed|failed|ok\b|success|error|warning)")
+_NOTABLE_WORDS = ("passed", "failed", "ok", "success", "error", "warning")  # each match holds one (lower case)
 
 
 def is_notable_result(text: str) -> bool:
     """A result whose last lines report an outcome (worth a line of evidence)."""
-    return bool(_NOTABLE.search(text[-400:]))
+    tail = text[-400:]
+    if tail.isascii():  # a substring test first; under IGNORECASE `ſ` is an `s`, the Kelvin sign a `k`
+        low = tail.lower()
+        if not any(word in low for word in _NOTABLE_WORDS):
+            return False
+    return bool(_NOTABLE.search(tail))
 
 
 # --- check commands ---------------------------------------------------------------------------------

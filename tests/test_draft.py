@@ -109,3 +109,23 @@ def test_a_how_to_the_user_confirms_in_their_own_words_is_checked_by_that_and_ma
     assert "[t2] confirmed by the user: QT_QPA_PLATFORM=xcb did the trick, that worked!" in card.evidence
     assert verdict.passed, verdict.reasons
     assert decided.status == "active"
+
+
+@pytest.mark.parametrize("text, cut", [
+    ("The fix was to pin the version " + "and " * 300 + "so", True), ("We renamed it and", True),
+    ("We renamed it and \n\n", True), ("It was the", True), ("It was xthe", False), ("See the list:", True),
+    ("It works now.", False), ("Wait…", True), ("It failed with ſo", True), ("", False),
+])
+def test_a_conclusion_ending_on_a_joining_word_or_mark_reads_as_cut_off_whatever_its_length(text, cut):
+    assert (conclusion_problem(text, 0) == "conclusion_cut_off") is cut
+
+
+def test_follow_up_lines_are_found_in_any_case_and_in_non_ascii_text():
+    s = (Script().user("the import fails after the upgrade, fix it")
+         .runs("pytest -q").error("ImportError: cannot import name 'bar' from 'foo'")
+         .says("The root cause was that `bar` was renamed to `baz`; importing `baz` fixes it.")
+         .runs("pytest -q").result("3 passed")
+         .says("Done. FOLLOW-UP: pin foo in requirements.txt.\nÇa reste: we still need to update the docs."))
+    follow_up = draft_card(_only(s)).follow_up
+    assert "FOLLOW-UP: pin foo" in follow_up
+    assert "still need to update the docs" in follow_up

@@ -14,7 +14,7 @@ from memoir.cards.config import Settings
 from memoir.cards.hosts.base import tool_call_text
 from memoir.cards.sanitize import sanitize
 from memoir.cards.sanitize.fields import sanitize_value
-from memoir.cards.sanitize.generic import decoded_text, random_looking
+from memoir.cards.sanitize.generic import _may_find, _plugins, decoded_text, random_looking
 from memoir.cards.sanitize.scan import sanitize_with_report
 
 CAP = Settings.blob_cap
@@ -142,6 +142,26 @@ def test_detect_secrets_provider_rules_cover_providers_memoir_has_no_row_for():
     assert key not in sanitize(line, CAP)
     artifactory = "AKCp8" + "kQ2mZ7xR4vN9" * 5
     assert artifactory not in sanitize(f"ARTIFACTORY_API = {artifactory}", CAP)
+
+
+def test_a_detect_secrets_rule_is_skipped_only_on_lines_where_it_would_find_nothing():
+    # Pinned: the installed rules are the ones the literals were read from, so the skip is in force.
+    assert all(literals is not None for _, _, literals in _plugins())
+    key = "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8s9T0u1V2"  # 44 characters, an IBM Cloud IAM key's length
+    lines = [
+        f"ibm_cloud_iam_api_key = {key}", f"TOKEN: {key}", f"the API Token is {key}", f"the API docs say {key}",
+        f"SL_API_KEY = {'ab12' * 16}", f"Cloudant_password = {'0f' * 32}", f"IBM_COS_SECRET_KEY = {'a1' * 24}",
+        "x AKCp8" + "kQ2mZ7xR4vN9" * 5, f'"AP6{"xY9" * 4}" and the API', f"ſl_api_key = {'ab12' * 16} in the API",
+        f"AccountKey={'Rw3Q' * 22}", f"https://api.softlayer.com/soap/v3/{'ab12' * 16}",
+    ]
+    found = 0
+    for line in lines:
+        lower = line.lower() if line.isascii() else None
+        for plugin, blind, literals in _plugins():
+            hits = list(plugin.analyze_string(line))
+            found += len(hits)
+            assert not hits or _may_find(line, lower, blind, literals), (type(plugin).__name__, line)
+    assert found >= len(lines) - 2  # the lines above hold secrets the rules do find
 
 
 def test_the_provider_independent_rules_can_be_left_out_for_the_bench():

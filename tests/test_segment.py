@@ -1,6 +1,7 @@
 from datetime import timedelta
 
-from memoir.cards.segment import SegmentRules, is_task_switch, segment_session, segment_with_skips
+from memoir.cards.segment import SegmentRules, is_task_switch, is_wrap_up, segment_session, segment_with_skips
+from memoir.cards.values import Turn
 from tests.turns import Script
 
 FIX = "The root cause was that `bar` was renamed to `baz` in foo.py; importing `baz` fixes the ImportError."
@@ -178,3 +179,15 @@ def test_greetings_warmups_slash_commands_and_interruptions_give_no_card_and_a_r
 def test_a_custom_slash_command_with_arguments_is_a_request():
     s = Script().user("/orchestrator create a TODO app with Next.js").runs("npx create-next-app todo").says("Created the TODO app skeleton with Next.js 15.")
     assert len(segment_session(s.turns)) == 1
+
+
+def _said(text: str) -> Turn:
+    return Turn(host="codex", session_id="s", seq=1, role="assistant", kind="text", text=text)
+
+
+def test_the_assistant_saying_it_is_done_is_seen_in_any_case_and_in_non_ascii_text():
+    assert is_wrap_up(_said("ALL TESTS PASS now."))
+    assert is_wrap_up(_said("Everything Works now 🎉"))
+    assert is_wrap_up(_said("Ça y est: that's done."))
+    assert is_wrap_up(_said("Committed."))
+    assert not is_wrap_up(_said("Looking into the failing import next."))

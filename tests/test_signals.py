@@ -7,7 +7,8 @@ import pytest
 from memoir.cards.distill.extract import find_disproved
 from memoir.cards.signals import (
     DECLINED, ERROR_GATE_WORDS, ERROR_WORDS, decode_output, exit_code, exit_in, failing_tests, has_fail_summary,
-    has_pass_summary, is_declined, is_error_code, is_error_line, is_named_state, mentions_failure, names_failure,
+    has_pass_summary, is_declined, is_error_code, is_error_line, is_named_state, is_notable_result, mentions_failure,
+    names_failure,
 )
 from memoir.cards.signatures import error_signature, is_error_output
 from memoir.cards.verdicts import is_failing, is_passing
@@ -100,3 +101,13 @@ def test_named_states():
 def test_declined_calls():
     assert is_declined("  The user doesn't want to proceed with this tool use.")
     assert all(is_declined(d) for d in DECLINED) and not is_declined("ok")
+
+
+@pytest.mark.parametrize("tail, notable", [
+    ("collected 3 items\n3 PASSED in 0.1s", True), ("Build Succeeded, 0 issues", False),
+    ("Build SUCCESS, 0 warnings", True), ("status: OK", True), ("ok-ish", True), ("okay", False),
+    ("ſuccess", True),  # non-ASCII: the regex decides, and under IGNORECASE `ſ` is an `s`
+    ("wrote 12 files", False),
+])
+def test_a_result_is_notable_when_its_tail_names_an_outcome_in_any_case(tail, notable):
+    assert is_notable_result("x" * 1000 + "\n" + tail) is notable

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from memoir.cards.commands import is_change, may_hold_verdict
 from memoir.cards.loop import failed_explanations
@@ -65,7 +66,13 @@ def _is_text(turn: Turn, role: str | None = None) -> bool:
 
 
 def is_claim(turn: Turn) -> bool:
-    return _is_text(turn, "assistant") and bool(CONCLUSION_CUE.search(turn.text) or HYPOTHESIS_CUE.search(turn.text))
+    return _is_text(turn, "assistant") and _states_claim(turn.text)
+
+
+@lru_cache(maxsize=4096)
+def _states_claim(text: str) -> bool:
+    """Cached: each experience's turns are asked again by every later search for a disproval."""
+    return bool(CONCLUSION_CUE.search(text) or HYPOTHESIS_CUE.search(text))
 
 
 def find_disproved(turns: Sequence[Turn]) -> dict[int, Disproval]:

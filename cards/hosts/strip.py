@@ -55,10 +55,15 @@ def strip_injected(text: str) -> str:
     """
     if not text or not any(m in text for m in _CHEAP_MARKERS):
         return text.strip()
+    # Each pass only where its literal is in the text: code holds `<` everywhere, the tags seldom.
     text = _DROP_RE.sub("", text)
-    text = _UNWRAP_RE.sub(lambda m: m.group(2) + " ", text)
-    text = _CAVEAT_RE.sub("", text)
-    return _BLANKS_RE.sub("\n\n", text).strip()
+    if "<command-" in text:
+        text = _UNWRAP_RE.sub(lambda m: m.group(2) + " ", text)
+    if "Caveat: The messages" in text or "Read the output file" in text:
+        text = _CAVEAT_RE.sub("", text)
+    if "\n\n\n" in text:
+        text = _BLANKS_RE.sub("\n\n", text)
+    return text.strip()
 
 
 def slash_command_text(text: str) -> str:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import math
 import re
 import string
@@ -430,12 +431,46 @@ PROVIDER_KEY = re.compile(r"^[A-Za-z_][\w.-]*[\"']?\s*[:=]\s*[\"']?")
 DETECT_SECRETS_HINTS = ("AKC", " AP", "=AP", ":AP", '"AP', "AccountKey=", "loudant", "ibm", "IBM", "oftlayer", "SOFTLAYER")
 
 
+# Per rule: (fingerprint of its patterns as read, case-blind?, literals of which every match holds
+# one). Most hinted lines (` API` in prose) hold no literal of most rules, and then those rules'
+# regexes are not run: they would find nothing. Case-blind literals are looked for in the
+# lower-cased line, and only in ASCII lines (under IGNORECASE `ſ` is an `s`, the Kelvin sign a `k`).
+# A rule whose patterns no longer match the fingerprint (another detect-secrets) runs on every line.
+PLUGIN_LITERALS: dict[str, tuple[str, bool, tuple[str, ...]]] = {
+    "ArtifactoryDetector": ("73b07f367f5237ad", False, ("AKC", "AP")),
+    "AzureStorageKeyDetector": ("b4ac01445d8a6681", False, ("AccountKey=",)),
+    "CloudantDetector": ("b6a1216beb142a1f", True, ("cl",)),  # cloudant|cl|clou, .cloudant.com
+    "IbmCloudIamDetector": ("fc0bf3786c5eb2a1", True, ("key", "pwd", "pass", "token")),
+    "IbmCosHmacDetector": ("59503c343fe889d3", True, ("secret",)),
+    "SoftlayerDetector": ("d6802c56a266746b", True, ("sl", "softlayer")),
+}
+
+
+def plugin_fingerprint(plugin) -> str:
+    """A short hash of a detect-secrets rule's patterns and flags."""
+    text = "\n".join(f"{r.flags}:{r.pattern}" for r in plugin.denylist)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 @lru_cache(maxsize=1)
 def _plugins() -> tuple:
+    """(rule, case-blind?, literals or None) for each detect-secrets rule memoir runs."""
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class  # deferred: start-up (requests)
 
     classes = {cls.__name__: cls for cls in get_mapping_from_secret_type_to_class().values()}
-    return tuple(classes[name]() for name in DETECT_SECRETS_PLUGINS if name in classes)
+    out = []
+    for name in DETECT_SECRETS_PLUGINS:
+        if name in classes:
+            plugin = classes[name]()
+            pinned, blind, literals = PLUGIN_LITERALS.get(name, ("", False, ()))
+            out.append((plugin, blind, literals if plugin_fingerprint(plugin) == pinned else None))
+    return tuple(out)
+
+
+def _may_find(line: str, lower: str | None, blind: bool, literals: tuple[str, ...] | None) -> bool:
+    if literals is None or blind and lower is None:
+        return True  # patterns not pinned, or a non-ASCII line for a case-blind rule
+    return any(lit in (lower if blind else line) for lit in literals)
 
 
 def provider_rules(text: str, runs: bytes) -> Iterator[tuple[str, int, int]]:
@@ -446,7 +481,10 @@ def provider_rules(text: str, runs: bytes) -> Iterator[tuple[str, int, int]]:
         if TOKEN_RUN_NEEDLE not in runs[start:end]:
             continue
         line = text[start:end]
-        for plugin in _plugins():
+        lower = line.lower() if line.isascii() else None
+        for plugin, blind, literals in _plugins():
+            if not _may_find(line, lower, blind, literals):
+                continue
             for found in plugin.analyze_string(line):
                 secret = PROVIDER_KEY.sub("", found.strip(" \t\"'=:"))  # the value, not `AccountKey=`
                 if len(secret) < 8:
