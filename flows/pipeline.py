@@ -27,6 +27,7 @@ from memoir.cards.retention import Retention, prune_log, prune_rotated
 from memoir.cards.review import user_owned
 from memoir.cards.schema import CARD_SCHEMA
 from memoir.cards.status import ALARMS_FILE, COUNTED, RUNS_FILE, count_cards, counted_as, record_run
+from memoir.cards.spool import Spool
 from memoir.cards.store import CardStore
 from memoir.cards.values import Card, Experience
 from memoir.flows.alerts import alert_new_incidents
@@ -40,6 +41,7 @@ from memoir.flows.ingest import (
     collect_logs,
     default_log_paths,
     plan_experiences,
+    plan_spooled,
     rederive,
     session_origins,
     store_cards,
@@ -119,23 +121,34 @@ def check_index(run: Run) -> None:
 def collect(run: Run) -> None:
     """Read what was appended to each log since the ledger's last commit."""
     summary = run.summary
+    # The turns go to a spool as each file is read: sanitized, off the heap, one session back at a time.
+    spool = Spool(run.settings.state_dir, run.settings.blob_cap)
     with Ledger.in_state_dir(run.settings.state_dir) as ledger:
         collected = collect_logs(run.paths, run.host, ledger, run.progress, run.settings.follow_symlinks,
-                                 run.reread, run.settings.max_line_bytes)
+                                 run.reread, run.settings.max_line_bytes, spool)
     summary.files_seen, summary.files_read = collected.files_seen, collected.files_read
     summary.bytes_read = collected.bytes_read
     summary.hosts.update(collected.hosts)
     summary.skipped.update(collected.skipped)
-    summary.turns, summary.sessions = collected.turn_count, len(collected.sessions)
+    summary.turns, summary.sessions = collected.turn_count, collected.session_count
     run.collected = collected
 
 
 def transform(run: Run) -> None:
     """Sanitize, segment and draft: one (experience, card) per problem loop."""
-    # The collected turns are consumed: once a session is sanitized its raw turns are let go.
-    run.origins = session_origins(run.collected.sessions)  # where each turn came from, for the retire step
-    run.drafted = plan_experiences(run.collected.sessions, run.settings, run.summary.redacted, run.summary.skipped,
-                                   run.summary.steps_s, consume=True)
+    spool = run.collected.spool
+    if spool is None:  # a caller that collected into memory
+        run.origins = session_origins(run.collected.sessions)  # where each turn came from, for the retire step
+        run.drafted = plan_experiences(run.collected.sessions, run.settings, run.summary.redacted,
+                                       run.summary.skipped, run.summary.steps_s, consume=True)
+    else:
+        run.origins = {}
+        try:
+            run.drafted = plan_spooled(spool, run.settings, run.summary.redacted, run.summary.skipped,
+                                       run.summary.steps_s, run.origins)
+        finally:
+            spool.close()
+            run.collected.spool = None
     run.summary.experiences = len(run.drafted)
 
 
