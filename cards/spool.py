@@ -13,6 +13,7 @@ Sidechain (subagent) turns make no card: the spool keeps only their number, and 
 
 from __future__ import annotations
 
+import os
 import pickle
 import tempfile
 import time
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from memoir.cards.hosts.registry import BY_NAME
 from memoir.cards.sanitize.fields import sanitize_turn
-from memoir.cards.values import Turn
+from memoir.cards.values import Experience, Turn, card_id
 
 Place = tuple[int, int, str, bool]  # (seq, line, the raw source file, sidechain) of one turn
 
@@ -126,6 +127,19 @@ class Spool:
     def __len__(self) -> int:
         return len(self.chunks)
 
+    def spill(self, exp: Experience, uuid_key: str) -> SpilledExperience:
+        """Put one drafted experience's turns away; what stays in memory is a few fields."""
+        data = pickle.dumps(exp, protocol=pickle.HIGHEST_PROTOCOL)
+        self.fh.seek(self._end)
+        self.fh.write(data)
+        at, self._end = self._end, self._end + len(data)
+        return SpilledExperience(exp.host, exp.session_id, exp.first_seq, exp.last_seq, exp.lines, uuid_key,
+                                 at, len(data), self)
+
+    def read(self, at: int, size: int):
+        """One spilled value; `pread`, so model batches asked from threads may read at once."""
+        return pickle.loads(os.pread(self.fh.fileno(), size, at))
+
     def sessions(self) -> Iterator[SpooledSession]:
         """Each session, sorted by key, read back from the spool one at a time."""
         for key in sorted(self.chunks):
@@ -137,8 +151,7 @@ class Spool:
         clean: list[tuple[str, Turn, Counter | None]] = []
         error = ""
         for chunk in self.chunks[key]:
-            self.fh.seek(chunk.at)
-            got_places, got_clean = pickle.loads(self.fh.read(chunk.size))
+            got_places, got_clean = self.read(chunk.at, chunk.size)
             places.extend(got_places)
             clean.extend(got_clean)
             error = error or chunk.error
@@ -153,3 +166,50 @@ class Spool:
                 redacted.update(counts)
         return SpooledSession(key, [t for _, t, _ in clean], places, len(places),
                               sum(1 for p in places if p[3]), redacted, error)
+
+
+# --- experiences ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SpilledExperience:
+    """An experience whose turns wait in the spool: what the rules and the re-derivation read of it, kept.
+
+    The rules match it by `uuid_key` (`merge.turns_key`, worked out before its turns left memory);
+    the gates and the model stage `load()` it, one batch at a time.
+    """
+
+    host: str
+    session_id: str
+    first_seq: int
+    last_seq: int
+    lines: tuple[int, int]
+    uuid_key: str
+    at: int
+    size: int
+    spool: Spool
+
+    @property
+    def id(self) -> str:
+        return card_id(self.host, self.session_id, self.first_seq, self.last_seq)
+
+    def load(self) -> Experience:
+        return self.spool.read(self.at, self.size)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SpilledJoin:
+    """Several spilled experiences one merged card came from, joined into one when loaded."""
+
+    parts: tuple[SpilledExperience, ...]
+
+    def load(self) -> Experience:
+        found = [p.load() for p in self.parts]
+        first = found[0]
+        return Experience(first.host, first.session_id, tuple(t for e in found for t in e.turns),
+                          first.boundary, first.error_signature)
+
+
+def loaded(exp):
+    """The experience itself: loaded from the spool when it waits there."""
+    return exp.load() if isinstance(exp, (SpilledExperience, SpilledJoin)) else exp

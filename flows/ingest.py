@@ -18,6 +18,7 @@ from pathlib import Path
 
 from memoir.cards.collect import DEFAULT_LINE_CAP, CollectReport, collect_file, iter_candidates
 from memoir.cards.config import Settings
+from memoir.cards.distill.merge import turns_key
 from memoir.cards.draft import draft_card
 from memoir.cards.hosts import aider, default_roots, reader_for
 from memoir.cards.ledger import Ledger, retired_ids
@@ -209,7 +210,8 @@ def plan_spooled(spool: Spool, settings: Settings, redacted: Counter, skipped: C
     """`plan_experiences` over a spool: one session in memory at a time, its turns already sanitized.
 
     Fills `origins` as it goes. The memos of the reading helpers are forgotten after each session,
-    so a run's memory follows its largest session, not its corpus.
+    so a run's memory follows its largest session, not its corpus. Each experience's turns go back
+    to the spool once drafted (`SpilledExperience`): the spool must stay open while they are read.
     """
     rules = SegmentRules(pause=timedelta(minutes=settings.pause_minutes))
     drafted: list[tuple[Experience, Card]] = []
@@ -237,7 +239,7 @@ def plan_spooled(spool: Spool, settings: Settings, redacted: Counter, skipped: C
             forget_memos()
         skipped.update(f"no_card_{r.reason}" for r in reasons)
         skipped.update(failed)
-        drafted.extend(mine)
+        drafted.extend((spool.spill(exp, turns_key(exp)), card) for exp, card in mine)
     return drafted
 
 

@@ -27,7 +27,8 @@ from memoir.cards.retention import Retention, prune_log, prune_rotated
 from memoir.cards.review import user_owned
 from memoir.cards.schema import CARD_SCHEMA
 from memoir.cards.status import ALARMS_FILE, COUNTED, RUNS_FILE, count_cards, counted_as, record_run
-from memoir.cards.spool import Spool
+from memoir.cards.memos import forget_memos
+from memoir.cards.spool import Spool, loaded
 from memoir.cards.store import CardStore
 from memoir.cards.values import Card, Experience
 from memoir.flows.alerts import alert_new_incidents
@@ -143,12 +144,8 @@ def transform(run: Run) -> None:
                                        run.summary.skipped, run.summary.steps_s, consume=True)
     else:
         run.origins = {}
-        try:
-            run.drafted = plan_spooled(spool, run.settings, run.summary.redacted, run.summary.skipped,
-                                       run.summary.steps_s, run.origins)
-        finally:
-            spool.close()
-            run.collected.spool = None
+        run.drafted = plan_spooled(spool, run.settings, run.summary.redacted, run.summary.skipped,
+                                   run.summary.steps_s, run.origins)
     run.summary.experiences = len(run.drafted)
 
 
@@ -182,6 +179,7 @@ def distill(run: Run) -> None:
     """Rules, model stage and gates; batches the model could not take go to the queue."""
     for batch in plan_distill_batches(run):
         settle_batch_of(run, batch, ask_batch(batch, run.settings, run.distilled.endpoints))
+        forget_memos()  # the gates' memos of this batch's evidence
     finish_distill(run)
 
 
@@ -218,8 +216,12 @@ def finish_distill(run: Run) -> None:
     summary.distill.update({k: v for k, v in distilled.counts.items() if k not in COUNTED})
     summary.alerts.extend(distilled.alerts)
     for pairs in distilled.requeue:
+        pairs = [(loaded(exp), card) for exp, card in pairs]  # the queue keeps the turns themselves
         queue_distill_batch(run.queue, f"run-{pairs[0][1].id}", pairs, reason="model stage timed out or was down")
         summary.queued["distill_batch"] += 1
+    if run.collected.spool is not None:  # no experience is read back after the gates
+        run.collected.spool.close()
+        run.collected.spool = None
 
 
 def store(run: Run) -> None:
