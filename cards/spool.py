@@ -138,6 +138,7 @@ class Spool:
 
     def read(self, at: int, size: int):
         """One spilled value; `pread`, so model batches asked from threads may read at once."""
+        self.fh.flush()  # what the last writes left in the buffer
         return pickle.loads(os.pread(self.fh.fileno(), size, at))
 
     def sessions(self) -> Iterator[SpooledSession]:
