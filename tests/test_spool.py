@@ -35,7 +35,6 @@ def test_a_spooled_session_comes_back_sanitized_in_the_order_memory_gave(tmp_pat
     redacted: Counter = Counter()
     expected = [sanitize_turn(t, 4096, redacted) for t in in_memory.sessions[("jsonl", "s")]]
     assert sessions[0].clean == expected
-    assert not any(SECRET in t.text for t in sessions[0].clean)
     assert sessions[0].redacted == redacted
     assert [p[:2] for p in sessions[0].places] == [(t.seq, t.line) for t in in_memory.sessions[("jsonl", "s")]]
 
