@@ -21,6 +21,7 @@ from pathlib import Path
 from memoir.cards.hosts.detect import detect_host, undetected_reason
 from memoir.cards.hosts.registry import BY_NAME, HEADER_SESSIONS, READERS, companion, reader_for, shadowing_sibling, wants
 from memoir.cards.ledger import FileStat, Ledger, LedgerEntry, ReadPlan, plan_read, sample_spans
+from memoir.cards.spool import Spool
 from memoir.cards.values import Turn
 
 HEAD_BYTES = 65536
@@ -41,10 +42,30 @@ class CollectReport:
     bytes_read: int = 0
     pending: list[LedgerEntry] = field(default_factory=list)
     rewritten: set[str] = field(default_factory=set)  # paths whose bytes changed under what was read
+    # With a spool, each file's turns go there (sanitized, off the heap) instead of into `sessions`.
+    spool: Spool | None = None
 
     @property
     def turn_count(self) -> int:
+        if self.spool is not None:
+            return self.spool.turn_count
         return sum(len(t) for t in self.sessions.values())
+
+    @property
+    def session_count(self) -> int:
+        return len(self.spool) if self.spool is not None else len(self.sessions)
+
+    def take(self, host: str, turns: list[Turn]) -> None:
+        """One file's turns, grouped by session, into `sessions` or the spool."""
+        if self.spool is None:
+            for turn in turns:
+                self.sessions.setdefault((host, turn.session_id), []).append(turn)
+            return
+        mine: dict[str, list[Turn]] = {}
+        for turn in turns:
+            mine.setdefault(turn.session_id, []).append(turn)
+        for sid, part in mine.items():
+            self.spool.add((host, sid), part)
 
     def absorb(self, part: CollectReport) -> None:
         """Add what another collect read (one file, read apart by a fanned-out run) to this report."""
@@ -64,6 +85,9 @@ class CollectReport:
         A host that saves a session whole under several file names (Gemini CLI) hands the same
         turns over once per copy: the copy holding the most of them is kept, the others counted.
         """
+        if self.spool is not None:
+            self.spool.finish(self.skipped)
+            return
         for key, turns in self.sessions.items():
             files = Counter(t.source_file for t in turns)
             if len(files) > 1 and BY_NAME[key[0]].whole_file:
@@ -420,9 +444,7 @@ def _read_open_file(fd: int, path: str, fstat: FileStat, host: str, ledger: Ledg
     consumed = capped.original(result.consumed)
     if too_large := sum(1 for at in capped.cuts if at < result.consumed):
         out.skipped["bad_line_too_large"] += too_large
-    for turn in result.turns:
-        turn = utf8_turn(turn)
-        out.sessions.setdefault((file_host, turn.session_id), []).append(turn)
+    out.take(file_host, [utf8_turn(turn) for turn in result.turns])
     if row.assemble is not None:
         prefix = hasher.state(plan.start_offset)
         prefix.update(os.pread(fd, fstat.size, 0))

@@ -18,6 +18,7 @@ from memoir.cards.distill.rules import RulesPlan, apply_rules
 from memoir.cards.forget import guard_library
 from memoir.cards.values import Card, Experience, card_id
 from memoir.cards.review import user_owned
+from memoir.cards.spool import SpilledExperience, SpilledJoin
 from memoir.cards.store import CardStore
 from memoir.flows.progress import AnnouncedLoad
 from memoir.index.db import Index
@@ -58,6 +59,8 @@ def experience_for(card: Card, by_id: Mapping[str, Experience]) -> Experience | 
         return None
     if len(found) == 1:
         return found[0]
+    if any(isinstance(e, SpilledExperience) for e in found):
+        return SpilledJoin(tuple(found))  # read back and joined one batch at a time (`spool.loaded`)
     turns = tuple(t for exp in found for t in exp.turns)
     first = found[0]
     return Experience(first.host, first.session_id, turns, first.boundary, first.error_signature)

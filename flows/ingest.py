@@ -18,11 +18,14 @@ from pathlib import Path
 
 from memoir.cards.collect import DEFAULT_LINE_CAP, CollectReport, collect_file, iter_candidates
 from memoir.cards.config import Settings
+from memoir.cards.distill.merge import turns_key
 from memoir.cards.draft import draft_card
 from memoir.cards.hosts import aider, default_roots, reader_for
 from memoir.cards.ledger import Ledger, retired_ids
+from memoir.cards.memos import forget_memos
 from memoir.cards.sanitize.fields import sanitize_id, sanitize_turn
 from memoir.cards.segment import SegmentRules, Skipped, iter_segments
+from memoir.cards.spool import Spool
 from memoir.cards.store import CardStore, remove_temp_files, render_card
 from memoir.cards.values import Card, Experience, Turn
 from memoir.flows.progress import Progress
@@ -96,13 +99,14 @@ def default_log_paths(user_home: Path | None = None, aider_repos: Iterable[str] 
 
 def collect_logs(paths: list[Path], host: str, ledger: Ledger | None, progress: Progress | None = None,
                  follow_symlinks: bool = False, reread: bool = False,
-                 line_cap: int = DEFAULT_LINE_CAP) -> CollectReport:
+                 line_cap: int = DEFAULT_LINE_CAP, spool: Spool | None = None) -> CollectReport:
     """Read each candidate log file in turn, so a long run can show progress per file.
 
     `collect_file` counts whatever one file or line raises under `skipped`; the batch goes on.
     `reread` reads every file from its first line, whatever the ledger says (`memoir replay --relog`).
+    With a `spool`, the turns are sanitized and put there as each file is read (`plan_spooled`).
     """
-    out = CollectReport()
+    out = CollectReport(spool=spool)
     files = list(iter_candidates(paths, host, out.skipped, follow_symlinks))
     if host != "auto":
         reader_for(host)
@@ -155,38 +159,87 @@ def plan_experiences(
             # Older Claude Code logs interleave a Task's subagent turns with the parent's.
             skipped["subagent_turns_in_parent_task"] += sum(t.is_sidechain for t in turns)
             turns = [t for t in turns if not t.is_sidechain]
-        # Each experience is drafted as soon as it is cut, while the answers about its turns are
-        # still cached; what a session drafted counts only once the whole session segmented.
-        reasons: list[Skipped] = []
-        mine: list[tuple[Experience, Card]] = []
-        failed: Counter = Counter()
-        drafting = 0.0
         try:
             started = clock()
             clean = sanitize_turns(turns, settings.blob_cap, redacted)
             del turns
-            sanitized = clock()
-            timings["sanitize"] += sanitized - started
-            # One experience behind the segmenter: the last of a session is drafted knowing it is the last
-            # (a session that stops mid-step leaves its last experience unresolved).
-            held = None
-            for exp in chain(iter_segments(clean, rules, reasons), (None,)):  # lazily: each drafted as it is cut
-                if held is not None:
-                    began = clock()
-                    try:
-                        mine.append((held, draft_card(held, settings.min_conclusion_chars, exp is None)))
-                    except Exception as exc:  # noqa: BLE001 - likewise for one experience
-                        failed[f"experience_error_{type(exc).__name__}"] += 1
-                    drafting += clock() - began
-                held = exp
-            timings["segment"] += clock() - sanitized - drafting
-            timings["draft"] += drafting
+            timings["sanitize"] += clock() - started
+            mine, reasons, failed = draft_session(clean, rules, settings.min_conclusion_chars, timings)
         except Exception as exc:  # noqa: BLE001 - one session no rule foresaw must not stop the batch
             skipped[f"session_error_{type(exc).__name__}"] += 1
             continue
         skipped.update(f"no_card_{r.reason}" for r in reasons)
         skipped.update(failed)
         drafted.extend(mine)
+    return drafted
+
+
+def draft_session(clean: list[Turn], rules: SegmentRules, min_conclusion_chars: int, timings: Counter
+                  ) -> tuple[list[tuple[Experience, Card]], list[Skipped], Counter]:
+    """Segment one sanitized session and draft each experience: (drafts, stretches worth no card, failures).
+
+    Each experience is drafted as soon as it is cut, while the answers about its turns are still
+    cached; what a session drafted counts only once the whole session segmented (an exception
+    from the segmenter is the caller's, for the whole session).
+    """
+    clock = time.perf_counter
+    reasons: list[Skipped] = []
+    mine: list[tuple[Experience, Card]] = []
+    failed: Counter = Counter()
+    drafting = 0.0
+    started = clock()
+    # One experience behind the segmenter: the last of a session is drafted knowing it is the last
+    # (a session that stops mid-step leaves its last experience unresolved).
+    held = None
+    for exp in chain(iter_segments(clean, rules, reasons), (None,)):  # lazily: each drafted as it is cut
+        if held is not None:
+            began = clock()
+            try:
+                mine.append((held, draft_card(held, min_conclusion_chars, exp is None)))
+            except Exception as exc:  # noqa: BLE001 - likewise for one experience
+                failed[f"experience_error_{type(exc).__name__}"] += 1
+            drafting += clock() - began
+        held = exp
+    timings["segment"] += clock() - started - drafting
+    timings["draft"] += drafting
+    return mine, reasons, failed
+
+
+def plan_spooled(spool: Spool, settings: Settings, redacted: Counter, skipped: Counter, timings: Counter,
+                 origins: Origins) -> list[tuple[Experience, Card]]:
+    """`plan_experiences` over a spool: one session in memory at a time, its turns already sanitized.
+
+    Fills `origins` as it goes. The memos of the reading helpers are forgotten after each session,
+    so a run's memory follows its largest session, not its corpus. Each experience's turns go back
+    to the spool once drafted (`SpilledExperience`): the spool must stay open while they are read.
+    """
+    rules = SegmentRules(pause=timedelta(minutes=settings.pause_minutes))
+    drafted: list[tuple[Experience, Card]] = []
+    timings["sanitize"] += spool.sanitize_s
+    for session in spool.sessions():
+        host, sid = session.key
+        origins[(host, sanitize_id(sid))] = origin_runs((seq, path) for seq, _, path, _ in session.places)
+        if session.sidechain == session.turns:
+            skipped["subagent_in_parent_task"] += 1
+            continue
+        if session.sidechain:
+            # Older Claude Code logs interleave a Task's subagent turns with the parent's.
+            skipped["subagent_turns_in_parent_task"] += session.sidechain
+        if session.error:
+            skipped[f"session_error_{session.error}"] += 1
+            continue
+        redacted.update(session.redacted)
+        try:
+            mine, reasons, failed = draft_session(session.clean, rules, settings.min_conclusion_chars, timings)
+        except Exception as exc:  # noqa: BLE001 - one session no rule foresaw must not stop the batch
+            skipped[f"session_error_{type(exc).__name__}"] += 1
+            continue
+        finally:
+            del session
+            forget_memos()
+        skipped.update(f"no_card_{r.reason}" for r in reasons)
+        skipped.update(failed)
+        drafted.extend((spool.spill(exp, turns_key(exp)), card) for exp, card in mine)
     return drafted
 
 
@@ -202,16 +255,19 @@ def session_origins(sessions: dict[tuple[str, str], list[Turn]]) -> Origins:
     Small beside the turns themselves, so it can outlive them: the transform lets each session's
     raw turns go once it is sanitized, and the re-derivation still needs where each turn came from.
     """
-    out: Origins = {}
-    for (host, sid), turns in sessions.items():
-        runs: list[tuple[int, int, str]] = []
-        for t in turns:
-            if runs and runs[-1][2] == t.source_file and runs[-1][1] <= t.seq:
-                runs[-1] = (runs[-1][0], t.seq, t.source_file)
-            else:
-                runs.append((t.seq, t.seq, t.source_file))
-        out[(host, sanitize_id(sid))] = runs  # experiences carry the sanitized session id
-    return out
+    return {(host, sanitize_id(sid)): origin_runs((t.seq, t.source_file) for t in turns)  # experiences carry
+            for (host, sid), turns in sessions.items()}  # the sanitized session id
+
+
+def origin_runs(places: Iterable[tuple[int, str]]) -> list[tuple[int, int, str]]:
+    """(first, last, path) of each run of turns in order that one log file gave."""
+    runs: list[tuple[int, int, str]] = []
+    for seq, path in places:
+        if runs and runs[-1][2] == path and runs[-1][1] <= seq:
+            runs[-1] = (runs[-1][0], seq, path)
+        else:
+            runs.append((seq, seq, path))
+    return runs
 
 
 def derived_by_file(origins: Origins, drafted: Iterable[tuple[Experience, Card]]) -> dict[str, list[tuple[int, str]]]:

@@ -27,6 +27,8 @@ from memoir.cards.retention import Retention, prune_log, prune_rotated
 from memoir.cards.review import user_owned
 from memoir.cards.schema import CARD_SCHEMA
 from memoir.cards.status import ALARMS_FILE, COUNTED, RUNS_FILE, count_cards, counted_as, record_run
+from memoir.cards.memos import forget_memos
+from memoir.cards.spool import Spool, loaded
 from memoir.cards.store import CardStore
 from memoir.cards.values import Card, Experience
 from memoir.flows.alerts import alert_new_incidents
@@ -40,6 +42,7 @@ from memoir.flows.ingest import (
     collect_logs,
     default_log_paths,
     plan_experiences,
+    plan_spooled,
     rederive,
     session_origins,
     store_cards,
@@ -119,23 +122,30 @@ def check_index(run: Run) -> None:
 def collect(run: Run) -> None:
     """Read what was appended to each log since the ledger's last commit."""
     summary = run.summary
+    # The turns go to a spool as each file is read: sanitized, off the heap, one session back at a time.
+    spool = Spool(run.settings.state_dir, run.settings.blob_cap)
     with Ledger.in_state_dir(run.settings.state_dir) as ledger:
         collected = collect_logs(run.paths, run.host, ledger, run.progress, run.settings.follow_symlinks,
-                                 run.reread, run.settings.max_line_bytes)
+                                 run.reread, run.settings.max_line_bytes, spool)
     summary.files_seen, summary.files_read = collected.files_seen, collected.files_read
     summary.bytes_read = collected.bytes_read
     summary.hosts.update(collected.hosts)
     summary.skipped.update(collected.skipped)
-    summary.turns, summary.sessions = collected.turn_count, len(collected.sessions)
+    summary.turns, summary.sessions = collected.turn_count, collected.session_count
     run.collected = collected
 
 
 def transform(run: Run) -> None:
     """Sanitize, segment and draft: one (experience, card) per problem loop."""
-    # The collected turns are consumed: once a session is sanitized its raw turns are let go.
-    run.origins = session_origins(run.collected.sessions)  # where each turn came from, for the retire step
-    run.drafted = plan_experiences(run.collected.sessions, run.settings, run.summary.redacted, run.summary.skipped,
-                                   run.summary.steps_s, consume=True)
+    spool = run.collected.spool
+    if spool is None:  # a caller that collected into memory
+        run.origins = session_origins(run.collected.sessions)  # where each turn came from, for the retire step
+        run.drafted = plan_experiences(run.collected.sessions, run.settings, run.summary.redacted,
+                                       run.summary.skipped, run.summary.steps_s, consume=True)
+    else:
+        run.origins = {}
+        run.drafted = plan_spooled(spool, run.settings, run.summary.redacted, run.summary.skipped,
+                                   run.summary.steps_s, run.origins)
     run.summary.experiences = len(run.drafted)
 
 
@@ -169,6 +179,7 @@ def distill(run: Run) -> None:
     """Rules, model stage and gates; batches the model could not take go to the queue."""
     for batch in plan_distill_batches(run):
         settle_batch_of(run, batch, ask_batch(batch, run.settings, run.distilled.endpoints))
+        forget_memos()  # the gates' memos of this batch's evidence
     finish_distill(run)
 
 
@@ -205,8 +216,12 @@ def finish_distill(run: Run) -> None:
     summary.distill.update({k: v for k, v in distilled.counts.items() if k not in COUNTED})
     summary.alerts.extend(distilled.alerts)
     for pairs in distilled.requeue:
+        pairs = [(loaded(exp), card) for exp, card in pairs]  # the queue keeps the turns themselves
         queue_distill_batch(run.queue, f"run-{pairs[0][1].id}", pairs, reason="model stage timed out or was down")
         summary.queued["distill_batch"] += 1
+    if run.collected.spool is not None:  # no experience is read back after the gates
+        run.collected.spool.close()
+        run.collected.spool = None
 
 
 def store(run: Run) -> None:

@@ -29,6 +29,7 @@ from memoir.cards.draft import conclusion_problem
 from memoir.cards.incidents import raise_alert
 from memoir.cards.quality_gates import Verdict, decide_status, judge_card
 from memoir.cards.quality_inputs import EvidenceView, Similarity
+from memoir.cards.spool import loaded
 from memoir.cards.values import Card, Experience
 
 
@@ -84,7 +85,8 @@ def settle_batch(experiences_and_cards: Sequence[tuple[Experience, Card]], asked
         if distilled is None:
             out.cards.append(card)
             continue
-        verdict = judge_card(card, EvidenceView.of_experience(evidence[card.id]), active, similarity)
+        # Read back from the spool card by card: a batch of merged cards can name most of a corpus.
+        verdict = judge_card(card, EvidenceView.of_experience(loaded(evidence[card.id])), active, similarity)
         decided = decide_status(card, verdict, model_enabled, distilled)
         out.verdicts[card.id] = verdict
         out.cards.append(decided)
@@ -128,6 +130,7 @@ def ask_model(
             out.pending.append(card.id)
             keep(card, distilled=False)
             continue
+        exp = loaded(exp)  # one experience's turns in memory at a time (cards.spool)
         prompt = build_prompt(exp, card, max_input_chars)
         if prompt.empty:
             # Refuse to send: an empty experience can only make the model invent.

@@ -61,6 +61,9 @@ def content_key(card: Card) -> str:
 
 def turns_key(exp: Experience) -> str:
     """The host's own turn ids: a resumed session that replays turns replays their uuids too."""
+    spilled = getattr(exp, "uuid_key", None)  # a spilled experience (cards.spool) carries it, its turns on disk
+    if spilled is not None:
+        return spilled
     uuids = [t.uuid for t in exp.turns]
     return "u-" + _hash(*sorted(uuids)) if uuids and all(uuids) else ""
 

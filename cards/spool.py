@@ -1,0 +1,216 @@
+"""Sessions read by a run, kept sanitized in a private unnamed temp file instead of in memory.
+
+A run reads every log before it cuts any session (one session may continue across files), so
+holding the read turns made its peak memory grow with the corpus. The spool keeps, per (host,
+session id), one small record per file that gave turns (`Chunk`); the turns themselves are
+sanitized as they arrive and pickled to a temp file that has no name on disk (removed by the OS
+when the run ends or is killed), so no raw secret is ever written. `Spool.sessions()` gives the
+sessions back one at a time, in the order and shape the transform used to see them.
+
+Sidechain (subagent) turns make no card: the spool keeps only their number, and their place
+(sequence, line, file) for the re-derivation of which file gave which card.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memoir.cards.hosts.registry import BY_NAME
+from memoir.cards.sanitize.fields import sanitize_turn
+from memoir.cards.values import Experience, Turn, card_id
+
+Place = tuple[int, int, str, bool]  # (seq, line, the raw source file, sidechain) of one turn
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One file's turns of one session: where they sit in the spool, and what the transform counts."""
+
+    files: tuple[tuple[str, int], ...]  # (source file, turns) as the turns name them
+    turns: int
+    at: int
+    size: int
+    error: str = ""  # the exception sanitizing raised: the session is counted as a session error
+
+
+@dataclass(slots=True)
+class SpooledSession:
+    """One session as the transform takes it: clean turns in order, and what it counts about them."""
+
+    key: tuple[str, str]
+    clean: list[Turn]  # sanitized, sidechain turns left out, sorted by (seq, line)
+    places: list[Place]  # every turn's place, sidechain ones included, sorted the same way
+    turns: int
+    sidechain: int
+    redacted: Counter = field(default_factory=Counter)
+    error: str = ""
+
+
+def kept_files(chunks: Iterable[Chunk], whole_file: bool) -> tuple[set[str] | None, int]:
+    """(the source files whose turns count, or None for all; copies left out).
+
+    A host that saves a session whole under several file names hands the same turns over once
+    per copy: the copy holding the most turns is kept (ties: the first name in order).
+    """
+    files: Counter = Counter()
+    for chunk in chunks:
+        for name, n in chunk.files:
+            files[name] += n
+    if len(files) > 1 and whole_file:
+        return {max(sorted(files), key=lambda f: files[f])}, len(files) - 1
+    return None, 0
+
+
+class Spool:
+    """Append-only store of sanitized session chunks; one per run, under the run's state folder."""
+
+    def __init__(self, folder: Path | str | None, blob_cap: int) -> None:
+        if folder is not None:
+            Path(folder).mkdir(parents=True, exist_ok=True)
+        # Unnamed where the OS allows it: nothing to clean up after a kill, nothing another user can open.
+        self.fh = tempfile.TemporaryFile(dir=folder)
+        self.blob_cap = blob_cap
+        self.chunks: dict[tuple[str, str], list[Chunk]] = {}
+        self.sanitize_s = 0.0
+        self._end = 0
+        self._kept: dict[tuple[str, str], set[str] | None] = {}
+
+    def close(self) -> None:
+        self.fh.close()
+
+    def add(self, key: tuple[str, str], turns: list[Turn]) -> None:
+        """Sanitize one file's turns of one session and put them away."""
+        started = time.perf_counter()
+        places = [(t.seq, t.line, t.source_file, t.is_sidechain) for t in turns]
+        files = Counter(t.source_file for t in turns)
+        clean: list[tuple[str, Turn, Counter | None]] = []
+        error = ""
+        try:
+            for t in turns:
+                if t.is_sidechain:
+                    continue
+                counts: Counter = Counter()
+                clean.append((t.source_file, sanitize_turn(t, self.blob_cap, counts), counts or None))
+        except Exception as exc:  # noqa: BLE001 - counted per session by the transform, as before
+            error, clean = type(exc).__name__, []
+        data = pickle.dumps((places, clean), protocol=pickle.HIGHEST_PROTOCOL)
+        self.fh.seek(self._end)
+        self.fh.write(data)
+        chunk = Chunk(tuple(sorted(files.items())), len(turns), self._end, len(data), error)
+        self._end += len(data)
+        self.chunks.setdefault(key, []).append(chunk)
+        self.sanitize_s += time.perf_counter() - started
+
+    def finish(self, skipped: Counter) -> None:
+        """Decide, per session, which copies count (`session_copy`); call once every file is read."""
+        for key, chunks in self.chunks.items():
+            kept, copies = kept_files(chunks, BY_NAME[key[0]].whole_file)
+            self._kept[key] = kept
+            if copies:
+                skipped["session_copy"] += copies
+
+    @property
+    def turn_count(self) -> int:
+        total = 0
+        for key, chunks in self.chunks.items():
+            kept = self._kept.get(key)
+            total += sum(n for c in chunks for name, n in c.files if kept is None or name in kept)
+        return total
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    def spill(self, exp: Experience, uuid_key: str) -> SpilledExperience:
+        """Put one drafted experience's turns away; what stays in memory is a few fields."""
+        data = pickle.dumps(exp, protocol=pickle.HIGHEST_PROTOCOL)
+        self.fh.seek(self._end)
+        self.fh.write(data)
+        at, self._end = self._end, self._end + len(data)
+        return SpilledExperience(exp.host, exp.session_id, exp.first_seq, exp.last_seq, exp.lines, uuid_key,
+                                 at, len(data), self)
+
+    def read(self, at: int, size: int):
+        """One spilled value; `pread`, so model batches asked from threads may read at once."""
+        self.fh.flush()  # what the last writes left in the buffer
+        return pickle.loads(os.pread(self.fh.fileno(), size, at))
+
+    def sessions(self) -> Iterator[SpooledSession]:
+        """Each session, sorted by key, read back from the spool one at a time."""
+        for key in sorted(self.chunks):
+            yield self._load(key)
+
+    def _load(self, key: tuple[str, str]) -> SpooledSession:
+        kept = self._kept.get(key)
+        places: list[Place] = []
+        clean: list[tuple[str, Turn, Counter | None]] = []
+        error = ""
+        for chunk in self.chunks[key]:
+            got_places, got_clean = self.read(chunk.at, chunk.size)
+            places.extend(got_places)
+            clean.extend(got_clean)
+            error = error or chunk.error
+        if kept is not None:
+            places = [p for p in places if p[2] in kept]
+            clean = [c for c in clean if c[0] in kept]
+        places.sort(key=lambda p: (p[0], p[1]))  # stable: equal places keep the order the files were read in
+        clean.sort(key=lambda c: (c[1].seq, c[1].line))
+        redacted: Counter = Counter()
+        for _, _, counts in clean:
+            if counts:
+                redacted.update(counts)
+        return SpooledSession(key, [t for _, t, _ in clean], places, len(places),
+                              sum(1 for p in places if p[3]), redacted, error)
+
+
+# --- experiences ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SpilledExperience:
+    """An experience whose turns wait in the spool: what the rules and the re-derivation read of it, kept.
+
+    The rules match it by `uuid_key` (`merge.turns_key`, worked out before its turns left memory);
+    the gates and the model stage `load()` it, one batch at a time.
+    """
+
+    host: str
+    session_id: str
+    first_seq: int
+    last_seq: int
+    lines: tuple[int, int]
+    uuid_key: str
+    at: int
+    size: int
+    spool: Spool
+
+    @property
+    def id(self) -> str:
+        return card_id(self.host, self.session_id, self.first_seq, self.last_seq)
+
+    def load(self) -> Experience:
+        return self.spool.read(self.at, self.size)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SpilledJoin:
+    """Several spilled experiences one merged card came from, joined into one when loaded."""
+
+    parts: tuple[SpilledExperience, ...]
+
+    def load(self) -> Experience:
+        found = [p.load() for p in self.parts]
+        first = found[0]
+        return Experience(first.host, first.session_id, tuple(t for e in found for t in e.turns),
+                          first.boundary, first.error_signature)
+
+
+def loaded(exp):
+    """The experience itself: loaded from the spool when it waits there."""
+    return exp.load() if isinstance(exp, (SpilledExperience, SpilledJoin)) else exp

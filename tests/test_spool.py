@@ -1,0 +1,62 @@
+import json
+from collections import Counter
+from pathlib import Path
+
+from memoir.cards.collect import CollectReport, collect_file, iter_candidates
+from memoir.cards.sanitize.fields import sanitize_turn
+from memoir.cards.spool import Chunk, Spool, kept_files, loaded
+from memoir.cards.values import Experience
+
+SECRET = "AKIAIOSFODNN7EXAMPLE"
+
+
+def _line(sid: str, text: str) -> str:
+    return json.dumps({"session_id": sid, "role": "user", "text": text}) + "\n"
+
+
+def _read(paths: list[Path], spool: Spool | None) -> CollectReport:
+    out = CollectReport(spool=spool)
+    for path in iter_candidates(paths, "jsonl"):
+        collect_file(path, "jsonl", None, out)
+    out.finish()
+    return out
+
+
+def test_a_spooled_session_comes_back_sanitized_in_the_order_memory_gave(tmp_path):
+    (tmp_path / "a.jsonl").write_text(_line("s", "one") + _line("t", "other") + _line("s", f"key {SECRET}"))
+    (tmp_path / "b.jsonl").write_text(_line("s", "three"))
+    in_memory = _read([tmp_path], None)
+    spool = Spool(tmp_path / "state", blob_cap=4096)
+    spooled = _read([tmp_path], spool)
+
+    sessions = list(spool.sessions())
+    assert [s.key for s in sessions] == sorted(in_memory.sessions)
+    assert (spooled.turn_count, spooled.session_count) == (in_memory.turn_count, len(in_memory.sessions))
+    redacted: Counter = Counter()
+    expected = [sanitize_turn(t, 4096, redacted) for t in in_memory.sessions[("jsonl", "s")]]
+    assert sessions[0].clean == expected
+    assert sessions[0].redacted == redacted
+    assert [p[:2] for p in sessions[0].places] == [(t.seq, t.line) for t in in_memory.sessions[("jsonl", "s")]]
+
+
+def test_the_spool_file_has_no_name_in_the_state_folder(tmp_path):
+    spool = Spool(tmp_path / "state", blob_cap=4096)
+    spool.add(("jsonl", "s"), [])
+    assert list((tmp_path / "state").iterdir()) == []
+    spool.close()
+
+
+def test_of_whole_file_copies_only_the_fullest_counts():
+    chunks = [Chunk((("a.json", 3),), 3, 0, 1), Chunk((("b.json", 5),), 5, 1, 1)]
+    assert kept_files(chunks, whole_file=True) == ({"b.json"}, 1)
+    assert kept_files(chunks, whole_file=False) == (None, 0)
+
+
+def test_a_spilled_experience_reads_back_whole_and_keeps_its_ids(tmp_path):
+    (tmp_path / "a.jsonl").write_text(_line("s", "one") + _line("s", "two"))
+    turns = tuple(_read([tmp_path], None).sessions[("jsonl", "s")])
+    exp = Experience("jsonl", "s", turns)
+    spool = Spool(tmp_path, blob_cap=4096)
+    spilled = spool.spill(exp, "u-key")
+    assert (spilled.id, spilled.lines, spilled.first_seq) == (exp.id, exp.lines, exp.first_seq)
+    assert loaded(spilled) == exp and loaded(exp) is exp
