@@ -161,25 +161,14 @@ def describe_run(record: dict) -> str:
     return ", ".join(parts)
 
 
-def _instant(stamp) -> datetime | None:
-    try:
-        return datetime.fromisoformat(str(stamp))
-    except ValueError:
-        return None
-
-
 def recorded_by(holder: dict, record: dict | None) -> bool:
     """Whether `record` is the result of the run `holder` started: it finished at or after that start.
-
-    The record is written while the lock is still held, so a poll can see the record first and the
-    lock's release on the next poll; that release is then a finished run, not a failed one.
-    """
-    if not record:
+    The record is written while the lock is held, so a poll can see the record and the next one the
+    lock's release: that release is the same finished run, not a failed one."""
+    try:
+        return datetime.fromisoformat(str((record or {})["finished"])) >= datetime.fromisoformat(str(holder["started"]))
+    except (KeyError, TypeError, ValueError):  # a stamp missing or unreadable, or naive against aware
         return False
-    started, finished = _instant(holder.get("started")), _instant(record.get("finished"))
-    if started is None or finished is None or (started.tzinfo is None) != (finished.tzinfo is None):
-        return False
-    return finished >= started
 
 
 def run_events(before: Snapshot, after: Snapshot, at: str) -> tuple[list[str], dict | None]:
