@@ -47,9 +47,7 @@ class CollectReport:
 
     @property
     def turn_count(self) -> int:
-        if self.spool is not None:
-            return self.spool.turn_count
-        return sum(len(t) for t in self.sessions.values())
+        return self.spool.turn_count if self.spool is not None else sum(len(t) for t in self.sessions.values())
 
     @property
     def session_count(self) -> int:

@@ -431,11 +431,9 @@ PROVIDER_KEY = re.compile(r"^[A-Za-z_][\w.-]*[\"']?\s*[:=]\s*[\"']?")
 DETECT_SECRETS_HINTS = ("AKC", " AP", "=AP", ":AP", '"AP', "AccountKey=", "loudant", "ibm", "IBM", "oftlayer", "SOFTLAYER")
 
 
-# Per rule: (fingerprint of its patterns as read, case-blind?, literals of which every match holds
-# one). Most hinted lines (` API` in prose) hold no literal of most rules, and then those rules'
-# regexes are not run: they would find nothing. Case-blind literals are looked for in the
-# lower-cased line, and only in ASCII lines (under IGNORECASE `ſ` is an `s`, the Kelvin sign a `k`).
-# A rule whose patterns no longer match the fingerprint (another detect-secrets) runs on every line.
+# Per rule: (fingerprint of its patterns, case-blind?, literals every match holds one of). A hinted
+# line with none of a rule's literals skips its regexes. Case-blind literals are sought in ASCII
+# lines only (under IGNORECASE `ſ` is an `s`); a rule off its fingerprint runs on every line.
 PLUGIN_LITERALS: dict[str, tuple[str, bool, tuple[str, ...]]] = {
     "ArtifactoryDetector": ("73b07f367f5237ad", False, ("AKC", "AP")),
     "AzureStorageKeyDetector": ("b4ac01445d8a6681", False, ("AccountKey=",)),
@@ -458,13 +456,10 @@ def _plugins() -> tuple:
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class  # deferred: start-up (requests)
 
     classes = {cls.__name__: cls for cls in get_mapping_from_secret_type_to_class().values()}
-    out = []
-    for name in DETECT_SECRETS_PLUGINS:
-        if name in classes:
-            plugin = classes[name]()
-            pinned, blind, literals = PLUGIN_LITERALS.get(name, ("", False, ()))
-            out.append((plugin, blind, literals if plugin_fingerprint(plugin) == pinned else None))
-    return tuple(out)
+    plugins = [(name, classes[name]()) for name in DETECT_SECRETS_PLUGINS if name in classes]
+    pins = {name: PLUGIN_LITERALS.get(name, ("", False, ())) for name, _ in plugins}
+    return tuple((plugin, pins[name][1], pins[name][2] if plugin_fingerprint(plugin) == pins[name][0] else None)
+                 for name, plugin in plugins)
 
 
 def _may_find(line: str, lower: str | None, blind: bool, literals: tuple[str, ...] | None) -> bool:
