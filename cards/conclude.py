@@ -247,6 +247,49 @@ _HEDGED = re.compile(r"(?i)\b(?:might|maybe|perhaps|probably|possibly|i think|i 
 MIN_REPORT_EXPLAINS = 160  # a closing report this long that gives a reason stands on its own
 
 
+# --- a report of the work leads with nothing learned (issue 24) -----------------------------------
+# A closing report that lists what was built ("Added X and wired Y. All changes are committed; tests
+# pass") says what was done, not what was found on the way. When a failing check turned green in
+# the same experience, the card leads with that loop (the explanation before the change that
+# worked, or the evidence itself) and keeps the report below it. It is a work report when one of
+# its first two sentences reports work done (a build verb with "I"/"we" or no subject, a
+# conventional-commit subject) or its status (committed, tests green), and no sentence anywhere
+# gives a reason, a limit or a failure.
+_BUILT = (r"(?:added|implemented|created|built|wrote|expanded|extended|refactored|moved|removed|introduced|"
+          r"wired(?: up)?|updated|improved|cleaned(?: up)?|decluttered|integrated|documented|finished|completed|"
+          r"made|set up|converted|renamed|switched|enhanced|reworked|restructured|polished|tidied|generated|"
+          r"scaffolded|migrated|ported|replaced|simplified|exposed|surfaced|hooked up|went (?:deeper|further)|"
+          r"kept|ensured|validated|committed|pushed)")
+_WORK_DONE = re.compile(
+    r"(?i)^(?:(?:progress|work|all) (?:complete|done)\s*[—–:-]\s*)?(?:(?:i|we)(?:['’]ve| have)?\s+|now\s+|also\s+)?"
+    r"(?:(?:now|also|then|just|already)\s+)?" + _BUILT + r"\b"
+    r"|^(?:feat|chore|refactor|docs|test|style|build|ci|perf)(?:\([^)]*\))?!?:\s"
+)
+_WORK_STATUS = re.compile(
+    r"(?i)^(?:all|everything|the (?:changes?|work|tests?|test suite))\b[^.]{0,60}?\b(?:is|are)\s+(?:now\s+|all\s+)?"
+    r"(?:committed|implemented|tested|documented|wired|in sync|green|passing|done|complete|updated|pushed)\b"
+)
+_LIST = re.compile(r"^(?:[-*+•]|\d{1,3}[.)])\s+")
+_HEADING = re.compile(r"^(?:#{1,6}\s+|\*\*[^*]+\*\*:?$|[^.!?]{1,60}:$)")
+_REQUEST_ECHO = re.compile(  # words to the user before the report: "Great idea —", "Short answer: now yes."
+    r"(?i)^(?:great|good|nice) (?:idea|call|catch|question)\W+|^short answer\W+[^.]*\.\s*|^(?:yes|sure|done)\W+"
+)
+_GIVES_REASON = re.compile(
+    _EXPLAINS.pattern + r"|\b(?:must|mustn'?t|cannot|can['’]t|couldn['’]t|won['’]t|requires?|required|"
+    r"(?:un|not )supported|fails?|failed|failing|breaks|broke|missing|missed|forgot|wrong|never|confirms?)\b"
+)
+
+
+def work_report(text: str) -> bool:
+    """Whether a conclusion only reports the work done (see above): what was built, not what was learned."""
+    prose = [ln.strip() for ln in prose_of(text).splitlines() if ln.strip()]
+    if not prose or _GIVES_REASON.search(" ".join(prose)):
+        return False
+    leads = [_REQUEST_ECHO.sub("", part).strip("*_ ") for ln in prose if not _LIST.match(ln) and not _HEADING.match(ln)
+             for part in _SENTENCE.split(ln) if part.strip()]
+    return any(_WORK_DONE.match(lead) or _WORK_STATUS.match(lead) for lead in leads[:2])
+
+
 def _hedged(text: str) -> bool:
     """A guess rather than an account: hedges in a third or more of its sentences."""
     parts = [p for p in _SENTENCE.split(text) if p.strip()]
@@ -375,12 +418,15 @@ def _held_to_the_fix(turns: tuple[Turn, ...], found: Conclusion) -> Conclusion:
     verified = f"t{fix.check.result.seq}"
     start = min(fix.said, default=fix.changes[0].seq if fix.changes else fix.check.call.seq)
     outcome = found.source.rsplit("+", 1)[-1]
-    if found.settled and found.seq is not None and mentions(found.text, names) and (
+    report = "+" not in found.source and work_report(found.text)  # joined to a reason, it leads with it
+    if found.settled and found.seq is not None and mentions(found.text, names) and not report and (
             found.seq >= start or outcome in _AFTER_FIX):
         return found
     dead = set(find_disproved(turns))
     reason = _fix_explanation(turns, dead, loop)
     if reason is not None:
+        if report and found.seq is not None and found.seq > reason.seq:  # the why first, then what was built
+            return Conclusion(f"{reason.text}\n\n{found.text}", found.seq, f"{reason.source}+{outcome}", verified)
         return Conclusion(reason.text, reason.seq, reason.source, verified)
     evidence = evidence_statement(loop)
     words = _short_reason(turns, dead, loop)

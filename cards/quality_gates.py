@@ -278,7 +278,16 @@ class _Support:
     def has(self, kind: str, token: str) -> bool:
         if kind == "number":
             return _has_number(self.text, token)
-        return token.lower() in self.lower
+        if token.lower() in self.lower:
+            return True
+        # A setting the rules quote as `name: value` (a call's argument that changed) stands in the
+        # evidence as the host wrote it: `"name":"value"` in JSON, `name=value` on a command line.
+        setting = _SETTING.match(token) if kind == "code" else None
+        return bool(setting) and re.search(
+            re.escape(setting[1]) + r"[\"']?\s*[:=]\s*[\"']?" + re.escape(setting[2]) + r"\b", self.text) is not None
+
+
+_SETTING = re.compile(r"^([\w.-]+): ([\w.-]+)$")
 
 
 def _has_number(text: str, number: str) -> bool:

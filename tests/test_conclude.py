@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from memoir.cards.conclude import choose_conclusion, settled_text, visible_text
+from memoir.cards.conclude import choose_conclusion, settled_text, visible_text, work_report
+from tests.test_loop import _edit
 from tests.turns import Script
 
 
@@ -58,3 +59,29 @@ def test_a_terse_outcome_is_joined_to_the_reason_given_before_the_fix():
     assert found.text.startswith("The day partitions overlap: BETWEEN is inclusive")
     assert found.text.endswith("31/31 partitions with 6 workers; committed 2c6b7e0.")
     assert found.source == "pre_fix_explanation+closing_report" and found.verified_by == "t6"
+
+
+def test_a_work_report_is_what_was_built_and_a_reason_anywhere_makes_it_a_lesson():
+    assert work_report("Added a Filaments tab and wired it into the GUI.\n\nAll changes are committed; tests pass (29).")
+    assert work_report("Great idea — I added dynamic tips in the GUI and a help page.")
+    assert work_report("We had duplication between two tabs.\nI've cleaned that up and moved peripherals out.")
+    assert work_report("feat: live review updates (spotter-0zw)")
+    assert work_report("All four items are implemented, tested, and documented.\n\n- README\n  - CLI entries")
+    assert not work_report("Added a retry because the upload times out on slow links.")
+    assert not work_report("QAction must be imported from PySide6.QtGui, not QtWidgets. I fixed that and added a test.")
+    assert not work_report("The migration uses ALTER TABLE, which SQLite doesn't support for nullability changes.")
+    assert not work_report("The cache key is the file's hash and the parser's version.")
+
+
+def test_a_work_report_after_a_fixed_loop_leads_with_the_loop_and_keeps_the_report_below():
+    s = (Script().user("add the filaments tab")
+         .runs("pytest tests/test_gui.py").error("ImportError: cannot import name 'QAction' from 'PySide6.QtWidgets'"))
+    _edit(s, "opk/ui/filaments_tab.py", "from PySide6.QtWidgets import QAction", "from PySide6.QtGui import QAction")
+    s = (s.runs("pytest tests/test_gui.py").result("12 passed in 0.4s")
+         .says("Added a Filaments tab and wired it into the GUI, docs and tests. All changes are committed; tests pass."))
+    found = choose_conclusion(s.turns)
+    lead, _, rest = found.text.partition("\n\n")
+    # What failed, what changed and what passed, from the evidence; the report stays below it.
+    assert "ImportError" in lead and "pytest tests/test_gui.py" in lead and "filaments_tab.py" in lead, found.text
+    assert rest == "Added a Filaments tab and wired it into the GUI, docs and tests. All changes are committed; tests pass."
+    assert found.verified_by == "t6"

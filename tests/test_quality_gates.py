@@ -6,9 +6,12 @@ import os
 
 import pytest
 
-from memoir.cards.quality_gates import QUALITY_GATE_NAMES, decide_status, judge_card, specifics, verifiable_judgment
+from memoir.cards.quality_gates import (
+    QUALITY_GATE_NAMES, decide_status, judge_card, no_unsupported_specifics, specifics, verifiable_judgment,
+)
 from memoir.cards.quality_inputs import EvidenceTurn, EvidenceView, embedding_similarity, lexical_similarity
 from memoir.cards.values import Card
+from tests.turns import Script
 
 EVIDENCE = EvidenceView((
     EvidenceTurn("user", "text", "Why does the nightly sync in src/sync/client.py hang when the upstream API stalls?"),
@@ -274,3 +277,13 @@ def test_a_conclusion_that_says_nothing_checked_it_is_held_whatever_ran_green(co
 def test_a_limit_on_where_it_was_tested_is_not_a_confession_that_nothing_was():
     card = GOOD.with_(conclusion=GOOD.conclusion + " It was not tested on Windows.")
     assert judge_card(card, EVIDENCE, [UNRELATED_ACTIVE]).results[0].passed
+
+
+def test_a_quoted_setting_is_supported_by_the_call_argument_it_was_read_from():
+    evidence = EvidenceView.of(Script().user("create the branch")
+                               .runs('{"command": "git fetch --all", "sandbox_permissions": "require_escalated"}')
+                               .result("From github.com:acme/app").turns)
+    quoted = GOOD.with_(conclusion="`git fetch --all` passes after re-running it with `sandbox_permissions: require_escalated`.")
+    assert no_unsupported_specifics(quoted, evidence).passed
+    other = quoted.with_(conclusion=quoted.conclusion.replace("require_escalated", "never_ask"))
+    assert not no_unsupported_specifics(other, evidence).passed
