@@ -33,7 +33,11 @@ _CLOSING = re.compile(
 _NEXT_STEP = re.compile(
     r"(?i)^(?:next steps?|next up|suggested next steps?|what['’]?s next|follow[- ]?ups?|to ?dos?|"
     r"ready for (?:the )?next (?:phase|step)|you can now|now you can|to (?:try|test|run|use|see) it|"
-    r"(?:when|once) you(?:'re| are)? ready|if you want(?: to)?,? (?:i|we) can)\b"
+    r"(?:when|once) you(?:'re| are)? ready|if you want(?: to)?,? (?:i|we) can|"
+    # "Now update the renderer test to cover …": an order the agent gives itself, the next step
+    r"(?:now|next|then),? (?:(?:i|we)(?:['’]ll| will| need to| should) |let(?:['’]s| me| us) )?(?:update|add|run|fix|write|"
+    r"check|create|implement|test|move|make|remove|commit|push|wire|refactor|verify|handle|cover|rename|clean|"
+    r"look|try|build|deploy|migrate|document|extend|port)\b)"
 )
 # A heading that opens an inventory ("What's in the GUI now:", "Files changed:", "Summary of changes").
 _INVENTORY = re.compile(

@@ -48,6 +48,15 @@ def test_a_list_that_carries_the_lesson_stays():
     assert without_filler(text) == text
 
 
+def test_an_order_the_agent_gives_itself_after_the_lesson_is_a_next_step():
+    text = ("The auto-generated migration uses `ALTER TABLE ... modify`, which SQLite doesn't support for "
+            "nullability changes.\n\nNow update the renderer test to cover `id` vs `uuid` behavior.")
+    assert without_filler(text) == text.split("\n\n")[0]
+    said = "The parse cache is keyed by the file path and its modification time. Now I'll add a test for the hash key."
+    assert without_filler(said) == "The parse cache is keyed by the file path and its modification time."
+    assert without_filler("Now the cache is keyed by the file's hash, so a rename keeps it.").startswith("Now the cache")
+
+
 def test_a_conclusion_that_is_only_filler_and_files_is_kept_as_it_was():
     text = "Done!\n\n- `a/b.py`\n- `c/d.py`"
     assert without_filler(text) == text
