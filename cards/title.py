@@ -44,6 +44,7 @@ _MARKDOWN = re.compile(r"^[#>*\-\s]+|[*_]{2}")
 _HEADING = re.compile(r"^\s*#{1,6}\s")
 _COMMIT_TYPE = re.compile(r"^(?:feat|fix|chore|docs|refactor|tests?|perf|build|ci|style|revert)(?:\([^)]*\))?!?:\s*", re.I)
 ARROW = " → "
+SHORT_SIGNATURE = 24  # the error's length when the fix's code would not fit beside 36 characters of it
 
 
 def strip_boilerplate(text: str) -> str:
@@ -122,6 +123,9 @@ _NARRATIVE = re.compile(r"(?i)^(?:said|stated|explained|written|noted) (?:before
 # The first clause of an evidence conclusion ("`pytest -x` fails with `X` (t4); editing `a.py` fixed it …"):
 # the signature already leads the title, the change is what it adds.
 _FAILED_CLAUSE = re.compile(r"^.{0,300}?\bfails\b[^;]{0,300};\s*(?=.{0,200}\bfixed it\b)")
+# The check that confirmed an evidence conclusion (": the same check `x` passes at t9") is on the card, not in its title.
+_SAME_CHECK = re.compile(r":\s*the same check\b.*$")
+_RERUN = re.compile(r"(?i)^re-running it with (.+) fixed it$")
 _CAUSE_LABEL = re.compile(r"(?i)^(?:the )?(?:real |actual |root )?(?:cause|problem|issue|fix|reason)\s*(?:was|is)?\s*:\s*")
 # An aside or a note beside the lesson: "Not affected: …", "Separately: …", "Note: …".
 _ASIDE = re.compile(r"(?i)^(?:not affected|unaffected|unchanged|separately|aside|note|also|side note|unrelated|fyi)\b[^.:]{0,30}:")
@@ -140,6 +144,7 @@ def _gist(conclusion: str, signature: str) -> str:
         for sentence in re.split(r"(?<=[.!?])\s+", _MARKDOWN.sub("", line).strip()):
             sentence = _CAUSE_LABEL.sub("", _DONE_WORDS.sub("", _FLUFF.sub("", sentence)).strip()).strip()
             sentence = _FAILED_CLAUSE.sub("", sentence)  # an evidence conclusion: the change that fixed it
+            sentence = _RERUN.sub(r"Re-run with \1", _SAME_CHECK.sub("", sentence))  # ... and not how it was checked
             if _NARRATIVE.match(sentence):
                 sentence = _NARRATIVE.sub("", sentence).rstrip("”\"").strip()
             if _FAILED_TRY.search(sentence) or _ASIDE.match(sentence) or _AHEAD.match(sentence) or scope_limits(sentence):
@@ -186,7 +191,12 @@ def make_title(*, commit_subject: str = "", signature: str = "", conclusion: str
     if signature:
         if settled:
             tail = gist or subject
-            return clip_title(f"{_short_signature(signature)}{ARROW}{tail}" if tail else _short_signature(signature, MAX_TITLE - 2))
+            if not tail:
+                return clip_title(_short_signature(signature, MAX_TITLE - 2))
+            title = clip_title(f"{_short_signature(signature)}{ARROW}{tail}")
+            if title.count("`") < 2 + tail.count("`"):  # the cut took a code span of the fix: a shorter error leaves it room
+                title = clip_title(f"{_short_signature(signature, SHORT_SIGNATURE)}{ARROW}{tail}")
+            return title
         asked = clean_request(request)
         if asked and signature.split(":", 1)[0] not in asked:
             return clip_title(f"{_short_signature(signature)}: {asked}")

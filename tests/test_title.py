@@ -141,3 +141,15 @@ def test_an_evidence_conclusion_titles_the_change_that_fixed_it_not_a_dangling_f
                   "fixed it: `kubectl rollout status deploy/api` passes at t14.")
     title = make_title(signature="CrashLoopBackOff", conclusion=conclusion, request="api crashloops")
     assert title.startswith("`CrashLoopBackOff` → Editing `k8s/deployment.yaml` fixed it") and "fails with ;" not in title
+
+
+def test_an_evidence_title_names_the_fix_whole_and_not_the_check_that_confirmed_it():
+    conclusion = ("`scripts/new-feature.sh --json` fails with `fatal: cannot lock ref <str>: Unable to create` (t25); "
+                  "re-running it with `sandbox_permissions: require_escalated` fixed it: the same check "
+                  "`scripts/new-feature.sh --json` passes at t28.")
+    title = make_title(signature="fatal: cannot lock ref <str>: Unable to create", conclusion=conclusion, request="x")
+    assert title == "`fatal: cannot lock ref…` → Re-run with `sandbox_permissions: require_escalated`"
+    edited = ("`pytest tests/test_gui.py` fails with `ImportError: cannot import name <str> from <str>` (t2); editing "
+              "`ui/tabs.py` fixed it: the same check `pytest tests/test_gui.py` passes at t6.")
+    assert make_title(signature="ImportError: cannot import name <str> from <str>", conclusion=edited,
+                      request="x") == "`ImportError` → Editing `ui/tabs.py` fixed it"
