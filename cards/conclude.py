@@ -280,14 +280,20 @@ _GIVES_REASON = re.compile(
 )
 
 
-def work_report(text: str) -> bool:
-    """Whether a conclusion only reports the work done (see above): what was built, not what was learned."""
+def work_report_lead(text: str) -> str:
+    """The sentence that says what was built when a conclusion only reports the work done (see
+    above), else ''."""
     prose = [ln.strip() for ln in prose_of(text).splitlines() if ln.strip()]
     if not prose or _GIVES_REASON.search(" ".join(prose)):
-        return False
+        return ""
     leads = [_REQUEST_ECHO.sub("", part).strip("*_ ") for ln in prose if not _LIST.match(ln) and not _HEADING.match(ln)
              for part in _SENTENCE.split(ln) if part.strip()]
-    return any(_WORK_DONE.match(lead) or _WORK_STATUS.match(lead) for lead in leads[:2])
+    return next((lead for lead in leads[:2] if _WORK_DONE.match(lead) or _WORK_STATUS.match(lead)), "")
+
+
+def work_report(text: str) -> bool:
+    """Whether a conclusion only reports the work done: what was built, not what was learned."""
+    return bool(work_report_lead(text))
 
 
 def _hedged(text: str) -> bool:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from memoir.cards.conclude import work_report_lead
 from memoir.cards.limits import scope_limits
 
 MAX_TITLE = 80
@@ -136,12 +137,23 @@ _AHEAD = re.compile(r"(?i)^(?:(?:next|now|then|first|so)\b[,:]?\s*)?(?:i['’]ll
 _FAILED_TRY = re.compile(r"(?i)\b(?:did ?n[o']t (?:help|work|fix)|didn't (?:help|work|fix)|was ?n[o']t it|no luck|still fail\w*)\b")
 
 
+def _sentences(line: str) -> list[str]:
+    """The sentences of a line; a code span stays whole ("`ALTER TABLE ... modify`" ends no sentence)."""
+    out: list[str] = []
+    for part in re.split(r"(?<=[.!?])\s+", line):
+        if out and out[-1].count("`") % 2:
+            out[-1] += " " + part
+        else:
+            out.append(part)
+    return out
+
+
 def _gist(conclusion: str, signature: str) -> str:
     """The sentence of a conclusion that says what caused or fixed the failure, without restating it."""
     kind = signature.split(":", 1)[0].strip()
     best = fixed = ""
     for line in conclusion.splitlines():
-        for sentence in re.split(r"(?<=[.!?])\s+", _MARKDOWN.sub("", line).strip()):
+        for sentence in _sentences(_MARKDOWN.sub("", line).strip()):
             sentence = _CAUSE_LABEL.sub("", _DONE_WORDS.sub("", _FLUFF.sub("", sentence)).strip()).strip()
             sentence = _FAILED_CLAUSE.sub("", sentence)  # an evidence conclusion: the change that fixed it
             sentence = _RERUN.sub(r"Re-run with \1", _SAME_CHECK.sub("", sentence))  # ... and not how it was checked
@@ -187,7 +199,9 @@ def make_title(*, commit_subject: str = "", signature: str = "", conclusion: str
         signature = ""  # a bare exit status names no failure
     if settled and signature and not about_signature(signature, request, conclusion):
         signature = ""  # an error met along the way is not what the card teaches
-    gist = _COMMIT_TYPE.sub("", _gist(conclusion, signature) if settled else "")
+    # A report of the work done is named by what was built, never by a sentence picked from its body.
+    built = work_report_lead(conclusion) if settled else ""
+    gist = _COMMIT_TYPE.sub("", (_capital(built.rstrip(".")) if built else _gist(conclusion, signature)) if settled else "")
     if signature:
         if settled:
             tail = gist or subject

@@ -153,3 +153,14 @@ def test_an_evidence_title_names_the_fix_whole_and_not_the_check_that_confirmed_
               "`ui/tabs.py` fixed it: the same check `pytest tests/test_gui.py` passes at t6.")
     assert make_title(signature="ImportError: cannot import name <str> from <str>", conclusion=edited,
                       request="x") == "`ImportError` → Editing `ui/tabs.py` fixed it"
+
+
+def test_a_work_report_is_titled_by_what_was_built_never_by_a_sentence_from_its_body():
+    report = ("We had duplication between the two tabs.\nI've cleaned that up and added a Peripherals tab.\n\n"
+              "- Aux outputs only take the fixed M42 pins.\n- This is optional and can be done when we add generators.")
+    assert make_title(conclusion=report) == "I've cleaned that up and added a Peripherals tab"
+
+
+def test_a_code_span_with_dots_inside_ends_no_sentence_of_a_title():
+    title = make_title(conclusion="The generated migration uses `ALTER TABLE ... modify`, which SQLite doesn't support.")
+    assert title.startswith("The generated migration uses `ALTER TABLE ... modify`")
