@@ -156,7 +156,9 @@ def _gist(conclusion: str, signature: str) -> str:
         for sentence in _sentences(_MARKDOWN.sub("", line).strip()):
             sentence = _CAUSE_LABEL.sub("", _DONE_WORDS.sub("", _FLUFF.sub("", sentence)).strip()).strip()
             sentence = _FAILED_CLAUSE.sub("", sentence)  # an evidence conclusion: the change that fixed it
-            sentence = _RERUN.sub(r"Re-run with \1", _SAME_CHECK.sub("", sentence))  # ... and not how it was checked
+            sentence = _SAME_CHECK.sub("", sentence)  # ... and not how it was checked
+            if rerun := _RERUN.match(sentence):
+                return f"Re-run with {rerun[1]}"  # the same command with another setting was the fix
             if _NARRATIVE.match(sentence):
                 sentence = _NARRATIVE.sub("", sentence).rstrip("”\"").strip()
             if _FAILED_TRY.search(sentence) or _ASIDE.match(sentence) or _AHEAD.match(sentence) or scope_limits(sentence):
@@ -208,8 +210,9 @@ def make_title(*, commit_subject: str = "", signature: str = "", conclusion: str
             if not tail:
                 return clip_title(_short_signature(signature, MAX_TITLE - 2))
             title = clip_title(f"{_short_signature(signature)}{ARROW}{tail}")
-            if title.count("`") < 2 + tail.count("`"):  # the cut took a code span of the fix: a shorter error leaves it room
-                title = clip_title(f"{_short_signature(signature, SHORT_SIGNATURE)}{ARROW}{tail}")
+            shorter = f"{_short_signature(signature, SHORT_SIGNATURE)}{ARROW}{tail}"
+            if title.count("`") < 2 + tail.count("`") and len(shorter) <= MAX_TITLE:
+                return shorter  # the cut took a code span of the fix; a shorter error leaves it whole
             return title
         asked = clean_request(request)
         if asked and signature.split(":", 1)[0] not in asked:

@@ -164,3 +164,11 @@ def test_a_work_report_is_titled_by_what_was_built_never_by_a_sentence_from_its_
 def test_a_code_span_with_dots_inside_ends_no_sentence_of_a_title():
     title = make_title(conclusion="The generated migration uses `ALTER TABLE ... modify`, which SQLite doesn't support.")
     assert title.startswith("The generated migration uses `ALTER TABLE ... modify`")
+
+
+def test_a_rerun_with_a_short_setting_is_still_the_fix_in_the_title():
+    conclusion = ("`pytest -q` fails with `ModuleNotFoundError: No module named <str>` (t59); re-running it with "
+                  "`PYTHONPATH=.` fixed it: the same check `PYTHONPATH=. pytest -q` passes at t61.\n\n"
+                  "Implemented the requested CLI additions, updated docs, ran tests, and committed.")
+    assert make_title(signature="ModuleNotFoundError: No module named <str>", conclusion=conclusion,
+                      request="x").endswith("→ Re-run with `PYTHONPATH=.`")
