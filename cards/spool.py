@@ -214,3 +214,13 @@ class SpilledJoin:
 def loaded(exp):
     """The experience itself: loaded from the spool when it waits there."""
     return exp.load() if isinstance(exp, (SpilledExperience, SpilledJoin)) else exp
+
+
+def loaded_turns(exp) -> Iterator[Turn]:
+    """The experience's turns in order, a join's parts read back one at a time.
+
+    A merged card can stand for thousands of experiences: joining them first held every part's
+    whole turns at once, where a reader that keeps a few fields of each turn needs one part at a time.
+    """
+    for part in exp.parts if isinstance(exp, SpilledJoin) else (exp,):
+        yield from loaded(part).turns

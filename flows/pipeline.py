@@ -196,6 +196,7 @@ def plan_distill_batches(run: Run) -> list[list[tuple[Experience, Card]]]:
     index_open = run.index.open() if run.index else None
     run.neighbourhood = Neighbourhood(library, index_open, run.index.embedder if index_open else None)
     run.plan, pairs, run.distilled = plan_distill(run.drafted, library, run.settings, store=run.store)
+    forget_memos()  # the rules' memos hold the text of every drafted card; the gates ask other things
     return batches_of(pairs, run.settings.batch_size)
 
 

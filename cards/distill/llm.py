@@ -29,7 +29,7 @@ from memoir.cards.draft import conclusion_problem
 from memoir.cards.incidents import raise_alert
 from memoir.cards.quality_gates import Verdict, decide_status, judge_card
 from memoir.cards.quality_inputs import EvidenceView, Similarity
-from memoir.cards.spool import loaded
+from memoir.cards.spool import loaded, loaded_turns
 from memoir.cards.values import Card, Experience
 
 
@@ -86,7 +86,7 @@ def settle_batch(experiences_and_cards: Sequence[tuple[Experience, Card]], asked
             out.cards.append(card)
             continue
         # Read back from the spool card by card: a batch of merged cards can name most of a corpus.
-        verdict = judge_card(card, EvidenceView.of_experience(loaded(evidence[card.id])), active, similarity)
+        verdict = judge_card(card, EvidenceView.of(loaded_turns(evidence[card.id])), active, similarity)
         decided = decide_status(card, verdict, model_enabled, distilled)
         out.verdicts[card.id] = verdict
         out.cards.append(decided)

@@ -56,7 +56,10 @@ def content_key(card: Card) -> str:
     evidence = _SEQ_REF.sub("", card.evidence)
     if not (card.conclusion.strip() or evidence.strip()):
         return ""  # an empty card says too little to be called a duplicate of anything
-    return "k-" + _hash(_norm(card.goal), _norm(card.conclusion), _norm(evidence), _norm(card.error_signature))
+    # The evidence is normalized without the memo: it is the longest text of every drafted card,
+    # and memoizing it held the evidence of a whole run's cards through the rules.
+    plain = " ".join(evidence.casefold().split())
+    return "k-" + _hash(_norm(card.goal), _norm(card.conclusion), plain, _norm(card.error_signature))
 
 
 def turns_key(exp: Experience) -> str:
