@@ -17,6 +17,9 @@ from memoir.index.apsw_errors import apsw
 from memoir.index.errors import IndexFailure
 
 
+DENSE_ROWIDS = 4  # a rowid table is kept while max rowid <= 4 x rows: deletions leave gaps, rebuilds close them
+
+
 def quantize(vector: np.ndarray) -> np.ndarray:
     """sqlite-vec's `vec_quantize_binary`: bit i set when component i > 0, least significant bit first."""
     return np.packbits(np.asarray(vector) > 0, bitorder="little")
@@ -79,6 +82,20 @@ class Codes:
         return self.rowids[picked[order]]
 
 
+def best_first(scores: np.ndarray, n: int) -> np.ndarray:
+    """`np.argsort(-scores, kind="stable")[:n]`: the n highest, ties in input order, without sorting
+    all of them (4096 shortlisted scores for 32: ~0.03 ms instead of ~0.24)."""
+    negated = -scores
+    if n <= 0:
+        return np.zeros(0, dtype=np.intp)
+    if n >= len(negated):
+        return np.argsort(negated, kind="stable")
+    cut = np.partition(negated, n - 1)[n - 1]
+    # Every score at or above the n-th, in input order: a stable sort of them breaks ties as the full one would.
+    held = np.flatnonzero(negated <= cut)
+    return held[np.argsort(negated[held], kind="stable")][:n]
+
+
 class Scaled:
     """Every row's float vector as int8 with one scale per row (384 B a card: 38 MB at 100k), read at
     one `data_version`: it re-scores a Hamming shortlist eight times longer than SQLite could fetch
@@ -90,6 +107,14 @@ class Scaled:
         self.values = values  # int8 [n, dim]
         self.scales = scales  # float32 [n]
         self.version = version
+        # rowid -> row, one gather instead of a binary search per shortlisted rowid (~0.4 ms of
+        # ~1.4 at 100k: 4096 searches that each miss the cache). Only where rowids are dense enough
+        # for a table of 4 bytes a slot to stay within twice the int8 copy's row count.
+        top = int(rowids[-1]) + 1 if len(rowids) else 0
+        self._row_of = None
+        if len(rowids) and rowids[0] >= 0 and top <= DENSE_ROWIDS * len(rowids) + 1024:
+            self._row_of = np.full(top, -1, dtype=np.int32)
+            self._row_of[rowids] = np.arange(len(rowids), dtype=np.int32)
 
     @classmethod
     def read(cls, conn, dim: int, version: tuple) -> Scaled:
@@ -111,8 +136,14 @@ class Scaled:
         """Approximate cosine of each of `rowids` with `vector` (-inf for a rowid not held)."""
         if not len(self.rowids):
             return np.full(len(rowids), -np.inf, dtype=np.float32)
-        at = np.minimum(np.searchsorted(self.rowids, rowids), len(self.rowids) - 1)
-        held = self.rowids[at] == rowids
+        if self._row_of is not None:
+            inside = (rowids >= 0) & (rowids < len(self._row_of))
+            at = self._row_of[np.where(inside, rowids, 0)]
+            held = inside & (at >= 0)
+            at = np.where(held, at, 0)
+        else:
+            at = np.minimum(np.searchsorted(self.rowids, rowids), len(self.rowids) - 1)
+            held = self.rowids[at] == rowids
         # einsum, not `@`: BLAS would hand 4096 rows to its threads, which then spin on the cores
         # the other requests and the model need (CPU twice the wall time on 2 cores).
         out = np.einsum("ij,j->i", self.values[at].astype(np.float32), vector) * self.scales[at]

@@ -31,7 +31,7 @@ from memoir.index.errors import (
 from memoir.index.files import INDEX_FILE
 from memoir.index.candidates import fts_search
 from memoir.index.card_fields import TABLE_SQL as CARD_FIELDS_SQL, card_blob
-from memoir.index.codes import Codes, ScaledCopy
+from memoir.index.codes import Codes, ScaledCopy, best_first
 from memoir.index.plan import retrieval_text
 from memoir.index.rows import COLUMNS, IndexRow, card_values, chunks, row_hash, row_of, schema_sql
 
@@ -198,7 +198,7 @@ class Index:
         if scaled is not None:
             wide = codes.nearest_rowids(q, max(wide, shortlist, k))
             approx = scaled.scores(wide, q)
-            best = np.argsort(-approx, kind="stable")[:max(EXACT_RESCORE, 2 * k)]
+            best = best_first(approx, max(EXACT_RESCORE, 2 * k))
             rowids = wide[best[np.isfinite(approx[best])]].tolist()
         else:
             rowids = codes.nearest(q, max(shortlist, k))
