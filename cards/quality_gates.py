@@ -271,6 +271,8 @@ def specifics(text: str) -> list[tuple[str, str]]:
 class _Support:
     """The evidence text prepared once per card: merged cards carry hundreds of turns."""
 
+    SETTING = re.compile(r"^([\w.-]+): ([\w.-]+)$")
+
     def __init__(self, text: str):
         self.text = text
         self.lower = text.lower()
@@ -278,16 +280,10 @@ class _Support:
     def has(self, kind: str, token: str) -> bool:
         if kind == "number":
             return _has_number(self.text, token)
-        if token.lower() in self.lower:
-            return True
-        # A setting the rules quote as `name: value` (a call's argument that changed) stands in the
-        # evidence as the host wrote it: `"name":"value"` in JSON, `name=value` on a command line.
-        setting = _SETTING.match(token) if kind == "code" else None
-        return bool(setting) and re.search(
+        # A setting quoted `name: value` (a changed call argument) stands as `"name":"value"` or `name=value`.
+        setting = self.SETTING.match(token) if kind == "code" else None
+        return token.lower() in self.lower or bool(setting) and re.search(
             re.escape(setting[1]) + r"[\"']?\s*[:=]\s*[\"']?" + re.escape(setting[2]) + r"\b", self.text) is not None
-
-
-_SETTING = re.compile(r"^([\w.-]+): ([\w.-]+)$")
 
 
 def _has_number(text: str, number: str) -> bool:
