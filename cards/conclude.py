@@ -269,8 +269,9 @@ _WORK_STATUS = re.compile(
     r"(?i)^(?:all|everything|the (?:changes?|work|tests?|test suite))\b[^.]{0,60}?\b(?:is|are)\s+(?:now\s+|all\s+)?"
     r"(?:committed|implemented|tested|documented|wired|in sync|green|passing|done|complete|updated|pushed)\b"
 )
-_LIST = re.compile(r"^(?:[-*+•]|\d{1,3}[.)])\s+")
-_HEADING = re.compile(r"^(?:#{1,6}\s+|\*\*[^*]+\*\*:?$|[^.!?]{1,60}:$)")
+# A list item's marker, and a line that only heads what follows ("## Schema", "**Fix Applied**", "What's new:").
+LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
+HEADINGISH = re.compile(r"^\s*(?:#{1,6}\s+|\*\*[^*]+\*\*:?\s*$|[^.!?]{1,60}:\s*$)")
 _REQUEST_ECHO = re.compile(  # words to the user before the report: "Great idea —", "Short answer: now yes."
     r"(?i)^(?:great|good|nice) (?:idea|call|catch|question)\W+|^short answer\W+[^.]*\.\s*|^(?:yes|sure|done)\W+"
 )
@@ -286,7 +287,7 @@ def work_report_lead(text: str) -> str:
     prose = [ln.strip() for ln in prose_of(text).splitlines() if ln.strip()]
     if not prose or _GIVES_REASON.search(" ".join(prose)):
         return ""
-    leads = [_REQUEST_ECHO.sub("", part).strip("*_ ") for ln in prose if not _LIST.match(ln) and not _HEADING.match(ln)
+    leads = [_REQUEST_ECHO.sub("", part).strip("*_ ") for ln in prose if not LIST_ITEM.match(ln) and not HEADINGISH.match(ln)
              for part in _SENTENCE.split(ln) if part.strip()]
     return next((lead for lead in leads[:2] if _WORK_DONE.match(lead) or _WORK_STATUS.match(lead)), "")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from memoir.cards.conclude import MIN_SETTLED_CHARS, prose_of
+from memoir.cards.conclude import HEADINGISH, LIST_ITEM, MIN_SETTLED_CHARS, prose_of
 
 # --- the lesson as a card keeps it: no filler, no next steps, no file lists, within a budget -------
 
@@ -47,8 +47,6 @@ _INVENTORY = re.compile(
     r"changes(?: made)?|(?:files?|paths?) (?:changed|modified|touched|updated|created|added|edited)|"
     r"(?:changed|modified|touched|updated|created|new) files?|deliverables|artifacts|how to (?:run|try|use) it)\s*:?\s*$"
 )
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
-_HEADINGISH = re.compile(r"^\s*(?:#{1,6}\s+|\*\*[^*]+\*\*:?\s*$|[^.!?]{1,60}:\s*$)")
 # A list item that leads with a file: "`src/app.py` — …", "Spec: `specs/x/spec.md`", "app/db.py: …".
 _FILE_LED = re.compile(
     r"^(?:[\w .-]{1,24}:\s*)?`?(?:[~.]{0,2}/)?[\w.@-]+(?:/[\w.@-]+)+`?|^(?:[\w .-]{1,24}:\s*)?`?[\w.-]+\.[A-Za-z]{1,5}`?(?:\s|:|$)"
@@ -56,7 +54,7 @@ _FILE_LED = re.compile(
 
 
 def _bare_line(line: str) -> str:
-    return _LIST_ITEM.sub("", line).strip().strip("*_# ").strip()
+    return LIST_ITEM.sub("", line).strip().strip("*_# ").strip()
 
 
 def _blocks(lines: list[str]) -> list[list[str]]:
@@ -66,8 +64,8 @@ def _blocks(lines: list[str]) -> list[list[str]]:
         if not line.strip():
             blocks.append([])
             continue
-        item = bool(_LIST_ITEM.match(line))
-        if blocks and blocks[-1] and (item or not _LIST_ITEM.match(blocks[-1][-1])):
+        item = bool(LIST_ITEM.match(line))
+        if blocks and blocks[-1] and (item or not LIST_ITEM.match(blocks[-1][-1])):
             blocks[-1].append(line)
         else:
             blocks.append([line])
@@ -101,14 +99,14 @@ def _keep_block(block: list[str]) -> list[str]:
     """A block without filler lines, and without its list when that is an inventory, a list of
     files or next steps (the prose above the list stays; a line that only labels it goes)."""
     lines = [ln for ln in block if not (_CLOSING.match(_bare_line(ln)) or _NEXT_STEP.match(_bare_line(ln)))]
-    items = [ln for ln in block if _LIST_ITEM.match(ln)]
+    items = [ln for ln in block if LIST_ITEM.match(ln)]
     if not items:
         return lines
     first = block.index(items[0])
     head = _bare_line(block[first - 1]) if first else ""  # the line right above the list labels it
     if _INVENTORY.match(head) or _NEXT_STEP.match(head) or _is_file_list(items):
-        prose = [ln for ln in lines if not _LIST_ITEM.match(ln)]
-        if prose and (_INVENTORY.match(head) or _NEXT_STEP.match(head) or _HEADINGISH.match(prose[-1])
+        prose = [ln for ln in lines if not LIST_ITEM.match(ln)]
+        if prose and (_INVENTORY.match(head) or _NEXT_STEP.match(head) or HEADINGISH.match(prose[-1])
                       or _is_label(prose[-1])):
             prose = prose[:-1]  # the list's own label
         if prose:
