@@ -21,7 +21,7 @@ from pathlib import Path
 from memoir.cards.hosts.detect import detect_host, undetected_reason
 from memoir.cards.hosts.registry import BY_NAME, HEADER_SESSIONS, READERS, companion, reader_for, shadowing_sibling, wants
 from memoir.cards.ledger import FileStat, Ledger, LedgerEntry, ReadPlan, plan_read, sample_spans
-from memoir.cards.spool import Spool
+from memoir.cards.spool import Spool, kept_copy
 from memoir.cards.values import Turn
 
 HEAD_BYTES = 65536
@@ -87,11 +87,10 @@ class CollectReport:
             self.spool.finish(self.skipped)
             return
         for key, turns in self.sessions.items():
-            files = Counter(t.source_file for t in turns)
-            if len(files) > 1 and BY_NAME[key[0]].whole_file:
-                keep = max(sorted(files), key=lambda f: files[f])
-                self.skipped["session_copy"] += len(files) - 1
-                turns[:] = [t for t in turns if t.source_file == keep]
+            kept, copies = kept_copy(Counter(t.source_file for t in turns), BY_NAME[key[0]].whole_file)
+            if copies:
+                self.skipped["session_copy"] += copies
+                turns[:] = [t for t in turns if t.source_file in kept]
             turns.sort(key=lambda t: (t.seq, t.line))
 
     def commit(self, ledger: Ledger) -> int:

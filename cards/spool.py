@@ -53,19 +53,24 @@ class SpooledSession:
     error: str = ""
 
 
-def kept_files(chunks: Iterable[Chunk], whole_file: bool) -> tuple[set[str] | None, int]:
-    """(the source files whose turns count, or None for all; copies left out).
+def kept_copy(files: Counter, whole_file: bool) -> tuple[set[str] | None, int]:
+    """(the source files whose turns count, or None for all; copies left out), from turns per file.
 
     A host that saves a session whole under several file names hands the same turns over once
     per copy: the copy holding the most turns is kept (ties: the first name in order).
     """
+    if len(files) > 1 and whole_file:
+        return {max(sorted(files), key=lambda f: files[f])}, len(files) - 1
+    return None, 0
+
+
+def kept_files(chunks: Iterable[Chunk], whole_file: bool) -> tuple[set[str] | None, int]:
+    """`kept_copy` over a spooled session's chunks."""
     files: Counter = Counter()
     for chunk in chunks:
         for name, n in chunk.files:
             files[name] += n
-    if len(files) > 1 and whole_file:
-        return {max(sorted(files), key=lambda f: files[f])}, len(files) - 1
-    return None, 0
+    return kept_copy(files, whole_file)
 
 
 class Spool:
