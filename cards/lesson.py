@@ -23,6 +23,15 @@ _LEAD_IN = re.compile(
     r"(?:here'?s|here is) (?:what|the summary)[^:]{0,30})\s*[!.:,—–-]+\s*)+",
     re.I,
 )
+# A first sentence that only points back at what was just said ("That explains why it only shows up
+# now.", "This confirms it.", "That makes sense."): it names nothing of its own, so out of its
+# conversation it reads as a riddle, and as a title it says nothing. The sentence after it is the lesson.
+_POINTS_BACK = re.compile(
+    r"^(?:that|this|which)(?:['’]s| is| was)?\s+(?:(?:exactly |also )?(?:explains?|would explain|confirms?|"
+    r"makes (?:sense|it clear)|matches|fits|checks out|tracks|is consistent with|is (?:exactly )?(?:it|why|what|the (?:clue|key|missing piece))))"
+    r"\b[^.!?`'\"\d\n]{0,80}[.!]\s+(?=\S)",
+    re.I,
+)
 # Closing filler: offers, wishes and invitations that teach nothing.
 _CLOSING = re.compile(
     r"(?i)^(?:let me know|would you like|do you want|want me to|shall i|should i|if you(?:'d)? (?:like|want|need)|"
@@ -129,6 +138,9 @@ def without_filler(text: str) -> str:
         lines = lines[1:]  # a first line of only "Done." or "Perfect!"
     elif first and first != lines[0]:
         lines[0] = first[:1].upper() + first[1:]
+    if back := _POINTS_BACK.match(lines[0]):
+        rest = lines[0][back.end():]
+        lines[0] = rest[:1].upper() + rest[1:]
     kept = [_keep_block(b) for b in _blocks(lines)]
     out = _without_closing_sentences("\n\n".join("\n".join(b) for b in kept if b).strip())
     return out if len(prose_of(out).strip()) >= MIN_SETTLED_CHARS else text.strip()

@@ -73,6 +73,7 @@ class Candidate:
     fts_rank: int | None = None
     bm25: float | None = None
     first_of_all: bool = True  # first on one path over every card found, eligible or not (`rank_eligible`)
+    first_here: bool = False  # first on both paths over the eligible cards of the query's own workspace (`judge`)
     names_error: bool = True  # its own words name the error the prompt pastes (or the prompt pastes none)
     shares_subject: bool = True  # it holds one of the query's distinctive terms (`candidates.distinctive_terms`)
     names_identifier: bool = True  # it holds one of the query's compound names whole (or the query has none)
@@ -170,7 +171,10 @@ def SimilarityBelowMinimum(c: Candidate, q: RecallQuery, p: GatePolicy) -> bool:
     # Another project's card gets no lowered floor, agreed or for the same error: its fix is about its own code.
     # A query naming `pkg.tasks.notify_x` is about that name: a card holding only its namespace
     # (`pkg.tasks.send_y`) is a neighbour in the same module, and gets no lowered floor.
-    agreed = (c.knn_rank == 1 and c.fts_rank == 1 and c.first_of_all and c.coverage >= p.agreed_min_coverage
+    # Another project's card is no rival in that agreement (a question asked in a workspace is about
+    # it first), unless it is far closer: then this one is its neighbour.
+    here = c.first_here and c.similarity >= q.best_similarity - p.relative_margin
+    agreed = ((c.knn_rank == 1 and c.fts_rank == 1 or here) and c.first_of_all and c.coverage >= p.agreed_min_coverage
               and c.names_identifier and near(c, q))
     same_error = same_signature(c, q) and near(c, q)
     if agreed or same_error:
@@ -419,6 +423,10 @@ def judge(candidates: Sequence[Candidate], query: RecallQuery, policy: GatePolic
               and (c.names_error and c.shares_subject or c.similarity >= policy.min_similarity + policy.vector_only_margin)}
     held = max((c.similarity for c in candidates if c.id not in passed), default=0.0) - policy.relative_margin
     eligible = rank_eligible([c for c in candidates if c.id in passed], rrf_k, limits, held)
+    if query.workspace:
+        here = {c.id for c in rank_eligible([c for c in eligible if near(c, query)], rrf_k)
+                if c.knn_rank == 1 and c.fts_rank == 1}
+        eligible = [replace(c, first_here=c.id in here) for c in eligible]
     candidates = eligible + [c for c in candidates if c.id not in passed]
     matched = any(same_signature(c, query) and near(c, query) for c in eligible)
     query = replace(query, best_similarity=max((c.similarity for c in eligible), default=0.0),

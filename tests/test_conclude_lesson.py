@@ -124,3 +124,16 @@ def test_an_inventory_label_in_the_middle_of_a_paragraph_goes_with_its_list():
             "What’s in the GUI now\n- Machine Control tab\n  - PSU on at start (M80)\n- Peripherals tab")
     assert without_filler(text) == ("The peripherals now live in their own tab, so the machine tab holds only "
                                     "standard M-codes.")
+
+
+def test_a_first_sentence_that_only_points_back_at_the_users_words_goes():
+    text = ("That explains why it only shows up now. Without `strict`, mypy skips the bodies of unannotated "
+            "functions, so `resolve_tz` was never checked.")
+    assert without_filler(text).startswith("Without `strict`, mypy skips")
+    said = "That makes sense. The cache key ignores the locale, so two locales share one rendered page."
+    assert without_filler(said) == "The cache key ignores the locale, so two locales share one rendered page."
+    # A demonstrative that says something of its own stays.
+    kept = "This is a race between the two writers; a lock around the flush fixes it."
+    assert without_filler(kept) == kept
+    named = "This confirms the `ulimit` theory: the worker dies at 1024 open files."
+    assert without_filler(named) == named

@@ -488,3 +488,18 @@ def test_a_card_holding_none_of_the_querys_distinctive_terms_needs_a_near_paraph
     assert not SimilarityBelowMinimum(cand(similarity=0.48), q, p)
     assert SimilarityBelowMinimum(cand(similarity=0.48, shares_subject=False), q, p)  # agreed, but only "helm"
     assert not SimilarityBelowMinimum(cand(similarity=0.72, shares_subject=False), q, p)
+
+
+def test_another_projects_card_is_no_rival_for_the_agreement_unless_it_is_far_closer():
+    # Asked in this workspace: this project's card is first on both paths among this project's
+    # cards, another project's card splits the ranks with it at about the same distance.
+    p = GatePolicy.from_settings(Settings())
+    here = cand("c-here", similarity=0.43, knn_rank=1, fts_rank=2, rrf=0.032)
+    there = cand("c-there", similarity=0.42, knn_rank=2, fts_rank=1, rrf=0.032, workspace="/work/other")
+    out = judge([here, there], RecallQuery(text="q", workspace=WORKSPACE), p)
+    assert _injected(out) == ["c-here"]
+    # The other project's card far closer in meaning: this one is its neighbour, no agreement.
+    far = cand("c-there", similarity=0.72, knn_rank=1, fts_rank=1, rrf=0.033, workspace="/work/other")
+    near_one = cand("c-here", similarity=0.43, knn_rank=2, fts_rank=2, rrf=0.032)
+    out = judge([far, near_one], RecallQuery(text="q", workspace=WORKSPACE), p)
+    assert "c-here" not in _injected(out)
