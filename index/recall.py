@@ -345,12 +345,12 @@ class Recaller:
             check("embed")
             # The lexical search and the term counts need no vector: they run in SQLite (no GIL) on a
             # connection of their own while the model embeds (no GIL either): ~6 ms less at 100k cards.
-            lexical = Aside(words_side, self._lexical_for(index), text, terms)
+            lexical = Aside(words_side, self._lexical_for(index), text, terms, self._reader)
             vector = self.embedder.encode_one(text)
             check("knn")
             knn = index.knn(vector, KNN_K * POOL)
             check("fts")
-            fts, rare = lexical.result()
+            fts, rare, early = lexical.result()
             hits = fuse(knn, fts)
             check("similarity")
             # FTS-only hits get their true cosine too: the similarity gate judges every candidate
@@ -366,16 +366,20 @@ class Recaller:
             check("fts")
             hits = fuse([], index.fts(text, FTS_K))
             rare = distinctive_terms(index.conn, terms)  # ... nor on words most cards of the library hold
+            early = {}
         check("read_cards")
         names = query_names(clean)
         signature = error_signature(clean).strip()
         pasted = pasted_error(signature)
         candidates: list[Candidate] = []
         cards: dict[str, Card] = {}
-        stored = stored_cards(index.conn, [i for i in hits if not self._reader.fresh(i)])
+        stored = stored_cards(index.conn, [i for i in hits if i not in early and not self._reader.fresh(i)])
         for card_id, hit in hits.items():
             try:
-                card, card_text = self.read_card(card_id, stored)
+                got = early.get(card_id)  # read beside the embedding, failure and all
+                if isinstance(got, Exception):
+                    raise got
+                card, card_text = got if got is not None else self.read_card(card_id, stored)
             except FileNotFoundError:
                 card = missing_card(card_id)
                 card_text = retrieval_text(card)

@@ -8,10 +8,10 @@ import queue
 import threading
 import zlib
 
-from memoir.cards.store import content_hash, parse_card
+from memoir.cards.store import CardFileError, content_hash, parse_card
 from memoir.cards.values import Card
 from memoir.index.candidates import FTS_K, distinctive_terms
-from memoir.index.card_fields import card_of_blob
+from memoir.index.card_fields import card_of_blob, stored_cards
 from memoir.index.plan import retrieval_text
 
 PARSED_CARDS_MAX = 20_000  # parsed cards a recaller keeps (~2 KB each): every candidate of a day's prompts
@@ -73,9 +73,29 @@ class CardReader:
         return found[0] == (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-def words_side(words, text: str, terms: list[str]) -> tuple[list[tuple[str, float]], list[str]]:
-    """What recall asks of the lexical index: the best matches by bm25, and the query's distinctive terms."""
-    return words.fts(text, FTS_K), distinctive_terms(words.conn, terms)
+Read = tuple[Card, str] | Exception  # a card and its retrieval text, or why it could not be read
+
+
+def words_side(words, text: str, terms: list[str], reader: CardReader | None = None
+               ) -> tuple[list[tuple[str, float]], list[str], dict[str, Read]]:
+    """What recall asks of the lexical index: the best matches by bm25, the query's distinctive
+    terms, and (with `reader`) those matches' cards, read while the model still embeds the query:
+    every lexical hit is a candidate, so its card is read either way."""
+    fts = words.fts(text, FTS_K)
+    rare = distinctive_terms(words.conn, terms)
+    return fts, rare, (read_ahead(reader, words.conn, [i for i, _ in fts]) if reader is not None else {})
+
+
+def read_ahead(reader: CardReader, conn, ids: list[str]) -> dict[str, Read]:
+    """`reader.read` of each id, its failure kept in place of the card (the caller decides)."""
+    stored = stored_cards(conn, [i for i in ids if not reader.fresh(i)])
+    out: dict[str, Read] = {}
+    for card_id in ids:
+        try:
+            out[card_id] = reader.read(card_id, stored)
+        except (OSError, UnicodeDecodeError, CardFileError) as exc:
+            out[card_id] = exc
+    return out
 
 
 class Aside:

@@ -320,3 +320,20 @@ def test_a_question_sharing_only_the_projects_stack_words_with_a_card_has_no_sub
                           budget_ms=10_000)
     assert [c.id for c in result.cards] == [variant(70).id]
     assert all(c["shares_subject"] is False for c in result.record["candidates"] if c["id"] != variant(70).id)
+
+
+def test_cards_the_lexical_side_reads_beside_the_embedding_are_read_as_the_main_path_reads_them(settings, embedder):
+    """The lexical hits' cards are read while the model embeds the query: a card read there is the
+    one the main path would read, and one whose file broke is skipped, not an error."""
+    from memoir.index.recall_reads import CardReader, read_ahead
+
+    store = index_cards(settings, embedder, [BASE])
+    with Recaller(settings, embedder) as r:
+        early = read_ahead(CardReader(settings.cards_dir), r.index().conn, [BASE.id, "c-no-such-card"])
+        assert early[BASE.id][0] == store.read(BASE.id)
+        assert isinstance(early["c-no-such-card"], FileNotFoundError)
+        assert [c.id for c in r.recall(QUERY, workspace=WORKSPACE, now=NOW, budget_ms=10_000).cards] == [BASE.id]
+    store.path_for(BASE.id).write_text("no front matter at all", encoding="utf-8")
+    with Recaller(settings, embedder) as r:
+        result = r.recall(QUERY, workspace=WORKSPACE, now=NOW, budget_ms=10_000)
+    assert not result.cards and result.record["outcome"] == "empty"
