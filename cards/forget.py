@@ -26,6 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from memoir.cards.distill.merge import dedup_keys
+from memoir.cards.spool import loaded
 from memoir.cards.values import Card, Experience, Turn
 from memoir.cards.sanitize import sanitize
 from memoir.cards.sanitize.fields import FIELD_CAP
@@ -128,7 +129,7 @@ class Tombstones:
         """(drafts to keep, (draft id, tombstone id) for each draft a tombstone covers)."""
         keep, covered = [], []
         for exp, card in drafted:
-            tid = self.covering(exp, card)
+            tid = self.covering(exp, loaded(card)) if self.ids else ""
             if tid:
                 covered.append((card.id, tid))
             else:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from memoir.cards.hosts.registry import BY_NAME
 from memoir.cards.sanitize.fields import sanitize_turn
-from memoir.cards.values import Experience, Turn, card_id
+from memoir.cards.values import Card, Experience, Turn, card_id
 
 Place = tuple[int, int, str, bool]  # (seq, line, the raw source file, sidechain) of one turn
 
@@ -141,6 +141,15 @@ class Spool:
         return SpilledExperience(exp.host, exp.session_id, exp.first_seq, exp.last_seq, exp.lines, uuid_key,
                                  at, len(data), self)
 
+    def spill_card(self, card: Card) -> SpilledCard:
+        """Put one drafted card away until the rules reach it: a run's drafts are a card per
+        experience, and held together they made a run's memory grow with its corpus."""
+        data = pickle.dumps(card, protocol=pickle.HIGHEST_PROTOCOL)
+        self.fh.seek(self._end)
+        self.fh.write(data)
+        at, self._end = self._end, self._end + len(data)
+        return SpilledCard(card.id, card.created, at, len(data), self)
+
     def read(self, at: int, size: int):
         """One spilled value; `pread`, so model batches asked from threads may read at once."""
         self.fh.flush()  # what the last writes left in the buffer
@@ -216,9 +225,23 @@ class SpilledJoin:
                           first.boundary, first.error_signature)
 
 
-def loaded(exp):
-    """The experience itself: loaded from the spool when it waits there."""
-    return exp.load() if isinstance(exp, (SpilledExperience, SpilledJoin)) else exp
+@dataclass(frozen=True, slots=True, eq=False)
+class SpilledCard:
+    """A drafted card waiting in the spool: its id and creation time (the rules' order), kept."""
+
+    id: str
+    created: str
+    at: int
+    size: int
+    spool: Spool
+
+    def load(self) -> Card:
+        return self.spool.read(self.at, self.size)
+
+
+def loaded(value):
+    """The experience or card itself: loaded from the spool when it waits there."""
+    return value.load() if isinstance(value, (SpilledExperience, SpilledJoin, SpilledCard)) else value
 
 
 def loaded_turns(exp) -> Iterator[Turn]:

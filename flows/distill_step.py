@@ -14,6 +14,7 @@ import numpy as np
 from memoir.cards.config import Settings, environment
 from memoir.cards.distill.llm import BatchReport, ask_model, settle_batch
 from memoir.cards.distill.llm_client import endpoints_from_settings
+from memoir.cards.distill.merge import MAX_EVIDENCE_BLOCKS, source_label
 from memoir.cards.distill.rules import RulesPlan, apply_rules
 from memoir.cards.forget import guard_library
 from memoir.cards.values import Card, Experience, card_id
@@ -53,8 +54,20 @@ def fresh_cards(plan: RulesPlan, library: Mapping[str, Card]) -> set[str]:
 
 
 def experience_for(card: Card, by_id: Mapping[str, Experience]) -> Experience | None:
-    """The experience(s) a card came from, joined into one when a merge gave it several."""
-    found = [by_id[k] for k in (card_id(s.host, s.session_id, *s.turns) for s in card.sources) if k in by_id]
+    """The experience(s) a card came from, joined into one when a merge gave it several.
+
+    A merged card is judged by the evidence it shows: the experiences behind its newest
+    `MAX_EVIDENCE_BLOCKS` evidence blocks, and the one its conclusion came from. A signature seen
+    in thousands of sessions made the gates read every turn of all of them at once (every source
+    stays listed in `sources`).
+    """
+    found = [(s, by_id[k]) for s in card.sources if (k := card_id(s.host, s.session_id, *s.turns)) in by_id]
+    if len(found) > MAX_EVIDENCE_BLOCKS:
+        said = card.extra.get("conclusion_from")
+        newest = found[-MAX_EVIDENCE_BLOCKS:]
+        first = next((f for f in found[:-MAX_EVIDENCE_BLOCKS] if source_label(f[0]) == said), None)
+        found = ([first] + newest[1:]) if first else newest
+    found = [exp for _, exp in found]
     if not found:
         return None
     if len(found) == 1:

@@ -239,7 +239,7 @@ def plan_spooled(spool: Spool, settings: Settings, redacted: Counter, skipped: C
             forget_memos()
         skipped.update(f"no_card_{r.reason}" for r in reasons)
         skipped.update(failed)
-        drafted.extend((spool.spill(exp, turns_key(exp)), card) for exp, card in mine)
+        drafted.extend((spool.spill(exp, turns_key(exp)), spool.spill_card(card)) for exp, card in mine)
     return drafted
 
 

@@ -41,7 +41,7 @@ from memoir.index.recall_gates import (
 )
 from memoir.index.plan import retrieval_text
 from memoir.index.recall_log import append_record
-from memoir.index.recall_reads import Aside, CardReader, words_side
+from memoir.index.recall_reads import Aside, CardReader, taken, words_side
 from memoir.index.recall_policy import candidate_from, candidate_record, missing_card, policy_record
 from memoir.index.recall_session import injected_in_session, remember_injected
 from memoir.index.rewrite import query_task_type, rewrite_query
@@ -376,10 +376,7 @@ class Recaller:
         stored = stored_cards(index.conn, [i for i in hits if i not in early and not self._reader.fresh(i)])
         for card_id, hit in hits.items():
             try:
-                got = early.get(card_id)  # read beside the embedding, failure and all
-                if isinstance(got, Exception):
-                    raise got
-                card, card_text = got if got is not None else self.read_card(card_id, stored)
+                card, card_text = taken(early.get(card_id)) or self.read_card(card_id, stored)
             except FileNotFoundError:
                 card = missing_card(card_id)
                 card_text = retrieval_text(card)

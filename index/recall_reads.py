@@ -86,6 +86,13 @@ def words_side(words, text: str, terms: list[str], reader: CardReader | None = N
     return fts, rare, (read_ahead(reader, words.conn, [i for i, _ in fts]) if reader is not None else {})
 
 
+def taken(read: Read | None) -> tuple[Card, str] | None:
+    """A card `read_ahead` read: it, or its failure raised now; None when it was not read there."""
+    if isinstance(read, Exception):
+        raise read
+    return read
+
+
 def read_ahead(reader: CardReader, conn, ids: list[str]) -> dict[str, Read]:
     """`reader.read` of each id, its failure kept in place of the card (the caller decides)."""
     stored = stored_cards(conn, [i for i in ids if not reader.fresh(i)])

@@ -60,3 +60,42 @@ def test_a_spilled_experience_reads_back_whole_and_keeps_its_ids(tmp_path):
     spilled = spool.spill(exp, "u-key")
     assert (spilled.id, spilled.lines, spilled.first_seq) == (exp.id, exp.lines, exp.first_seq)
     assert loaded(spilled) == exp and loaded(exp) is exp
+
+
+def test_a_spilled_draft_reads_back_whole_and_keeps_what_the_rules_order_it_by(tmp_path):
+    from memoir.cards.values import Card, Source
+
+    card = Card(id="c-1", created="2026-11-01T00:00:00Z", conclusion="Pin the broker to 3.6.",
+                sources=(Source("s", "jsonl", "a.jsonl", (1, 2), (1, 2)),), extra={"dedup_keys": ["k-1"]})
+    spool = Spool(tmp_path, blob_cap=4096)
+    spilled = spool.spill_card(card)
+    assert (spilled.id, spilled.created) == (card.id, card.created)
+    back = loaded(spilled)
+    assert back == card and back.extra == card.extra and loaded(card) is card
+
+
+def test_a_run_holds_its_drafts_in_the_spool_until_the_rules_reach_them(tmp_path):
+    import dataclasses
+    import shutil
+
+    from memoir.cards.config import load_settings
+    from memoir.cards.spool import SpilledCard
+    from memoir.flows import pipeline
+
+    logs = tmp_path / "logs"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "second_set" / "claude-code", logs)
+    kept = {}
+    original = pipeline.retire
+
+    def watch(run):  # what the transform handed on, seen between the steps
+        kept["drafted"] = list(run.drafted)
+        original(run)
+
+    steps = pipeline.STEPS
+    pipeline.STEPS = tuple(dataclasses.replace(s, fn=watch) if s.name == "retire" else s for s in steps)
+    try:
+        summary = pipeline.run_pipeline(load_settings(home=tmp_path / "home"), [logs], with_index=False)
+    finally:
+        pipeline.STEPS = steps
+    assert kept["drafted"] and all(isinstance(card, SpilledCard) for _, card in kept["drafted"])
+    assert sum(summary.cards.values()) > 0

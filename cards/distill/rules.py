@@ -21,6 +21,7 @@ from memoir.cards.distill.merge import (
     mark_conflict, merge_cards, merge_signature, newer_card, related_workspaces, same_fix, same_topic,
     signature_family, source_key, supersede, with_keys,
 )
+from memoir.cards.spool import loaded
 from memoir.cards.values import Card, Experience
 
 
@@ -123,6 +124,7 @@ def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Ca
 
     fresh: list[Card] = []
     for exp, card in sorted(drafted, key=lambda ec: _order(ec[1])):
+        card = loaded(card)  # a draft waiting in the run's spool comes back one at a time
         # Rule 1 — re-read: every source of this card already belongs to a card on disk.
         if card.id in lib.original and card.id not in frozen and can_refresh(lib.get(card.id), card):
             # The same turns drafted again now pass the integrity check (say after a renderer or
