@@ -11,7 +11,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 from memoir.cards.conclude import choose_conclusion
-from memoir.cards.lesson import within_budget, without_filler
+from memoir.cards.lesson import within_budget, without_filler, without_orders
 from memoir.cards.distill.extract import Disproval, find_disproved
 from memoir.cards.limits import limit_lines, restates_error, split_limits
 from memoir.cards.values import Card, Experience, Source, Turn
@@ -252,7 +252,8 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40, ends_session: bo
         said = found.text
     else:
         said = without_filler(found.text) if found.settled else ""  # the lesson, its scope sentences included
-    conclusion = within_budget(split_limits(said)[0])  # paragraphs labelled as limits go to Counterexamples
+    # Paragraphs labelled as limits go to Counterexamples; an order only the agent gave is no part of the lesson.
+    conclusion = within_budget(without_orders(split_limits(said)[0], EvidenceView.of_experience(exp).user_words))
     verified = f"t{fix.seq}" if found.settled and fix is not None and end is None else ""
     said_yes = None
     if found.settled and end is None and not verified:

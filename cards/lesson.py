@@ -8,8 +8,10 @@ acknowledgement, no closing offer, no inventory of every file touched, and at mo
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from memoir.cards.conclude import HEADINGISH, LIST_ITEM, MIN_SETTLED_CHARS, prose_of
+from memoir.cards.quality_inputs import ORDER, commanding_part, typed_by_user
 
 # --- the lesson as a card keeps it: no filler, no next steps, no file lists, within a budget -------
 
@@ -153,6 +155,34 @@ def _without_closing_sentences(text: str) -> str:
         if not sep or "\n" in last or not (_CLOSING.match(last.strip()) or _NEXT_STEP.match(last.strip())):
             return text
         text = head + "."
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+
+
+def without_orders(text: str, user_words: Sequence[str]) -> str:
+    """`text` without the sentences that give an order the user never typed ("Don't switch CI to
+    `--no-frozen-lockfile`; always commit the lockfile."). An order is the agent's advice, not what
+    the log shows, and it counts only in the user's own words (`instruction_not_self_promoted`):
+    left in, it held a card whose lesson the evidence verifies. Text that would be left with
+    nothing to say is kept as it was, and that gate judges it."""
+    kept_lines = []
+    for line in text.splitlines():
+        marker = LIST_ITEM.match(line)
+        head, body = (line[: marker.end()], line[marker.end():]) if marker else ("", line)
+        parts = _SENTENCE_END.split(body)
+        kept = [p for p in parts if not _agents_order(p.strip(" *_>#\t"), user_words)]
+        if len(kept) == len(parts):
+            kept_lines.append(line)
+        elif kept:
+            kept_lines.append(head + " ".join(kept))
+    out = "\n".join(kept_lines).strip()
+    return out if len(prose_of(out).strip()) >= MIN_SETTLED_CHARS else text
+
+
+def _agents_order(sentence: str, user_words: Sequence[str]) -> bool:
+    order = ORDER.search(sentence)
+    return order is not None and not typed_by_user(commanding_part(sentence, order), user_words)
 
 
 def within_budget(text: str, budget: int = CONCLUSION_BUDGET) -> str:

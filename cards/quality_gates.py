@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memoir.cards.quality_inputs import (
-    EvidenceView, Similarity, content_words, lexical_similarity, says_unchecked, sentences,
+    ORDER, EvidenceView, Similarity, commanding_part, content_words, lexical_similarity, says_unchecked, sentences, typed_by_user,
 )
 from memoir.cards.limits import stated_limits
 from memoir.cards.signatures import error_signature, mask
@@ -90,7 +90,6 @@ NEAR_LEXICAL = 0.25
 DUPLICATE_LEXICAL = 0.75  # the same words in a different order, whatever the embedder says
 MIN_JUDGMENT_WORDS = 4
 MIN_FAILURE_WORDS = 3
-USER_COVERAGE = 0.6  # share of an order's content words that the user must have typed
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +186,7 @@ def checked_by(card: Card, evidence: EvidenceView | None = None) -> str:
     if card.verified_by:
         return f"check at {card.verified_by}"
     if evidence is not None and card.conclusion.strip():
-        if _typed_by_user(card.conclusion, evidence):
+        if typed_by_user(card.conclusion, evidence.user_words):
             return "the user's own words"
         said = evidence.user_confirmation(card.conclusion)
         if said:
@@ -328,16 +327,6 @@ def no_unsupported_specifics(card: Card, evidence: EvidenceView) -> GateResult:
 
 # --- gate: instruction not self-promoted --------------------------------------------------------
 
-_ORDER = re.compile(
-    # At the start of a sentence, after an optional short label ("NOTE TO AI AGENTS:", "Important -").
-    r"(?i)^(?:[^.:!?\n]{0,40}[:\-\u2013]\s*)?(?:always|never|you (?:must|should|need to|have to|are required to)|"
-    r"must|do not|don't|make sure|be sure to|ensure|under no circumstances|it is mandatory|from now on|"
-    r"going forward)\b"
-    # Anywhere: an order addressed to the reader, or always/never + an action.
-    r"|\b(?:you|agents?|assistants?|ai|llms?)\s+(?:must|should|need to|have to|are required to)\b"
-    r"|\b(?:always|never)\s+(?:run|use|set|add|commit|push|pipe|disable|enable|skip|delete|remove|install|"
-    r"export|call|write|pass|ignore|trust|merge|deploy|upload|send|chmod)\b"
-)
 # Overriding the reader's instructions is never a reusable judgment, whoever typed it.
 _OVERRIDE = re.compile(
     r"(?i)\b(?:ignore|disregard|forget|override)\s+(?:(?:all|any|the|your|of|these|those)\s+){0,3}(?:previous|"
@@ -359,21 +348,16 @@ MARKUP_SHAPE = _MARKUP
 COMMAND_SHAPES = (_OVERRIDE, _REMOTE_EXEC, _SHELL_PIPE)
 
 
-_REASON = re.compile(r"(?i)[;,]?\s*\b(?:because|since|as otherwise|so that|otherwise|to avoid|which)\b")
-
-
 def _order_clauses(card: Card) -> list[str]:
     """The commanding part of each order-shaped sentence (its reason is judged by the other gates)."""
     found = []
     # A limit taken from the conclusion is still the agent's conclusion: an order there counts too.
     ordered = sentences("\n".join((card.conclusion, card.follow_up, *stated_limits(card.counterexamples))))
     for s in dict.fromkeys(ordered + sentences(card.counterexamples)):
-        m = _ORDER.search(s) if s in ordered else None
+        m = ORDER.search(s) if s in ordered else None
         if m is None and not (_SHELL_PIPE.search(s) or _REMOTE_EXEC.search(s)):
             continue
-        clause = s[m.start():] if m else s
-        reason = _REASON.search(clause)
-        found.append(clause[: reason.start()] if reason else clause)
+        found.append(commanding_part(s, m))
     return found
 
 
@@ -392,16 +376,9 @@ def instruction_shapes(text: str, *, orders: bool = True) -> tuple[str, ...]:
         found.append("pipes text into a shell")
     if _MARKUP.search(text):
         found.append("carries role or tool-call markup")
-    if orders and any(_ORDER.search(s) for s in sentences(text)):
+    if orders and any(ORDER.search(s) for s in sentences(text)):
         found.append("gives an order")
     return tuple(found)
-
-
-def _typed_by_user(order: str, evidence: EvidenceView) -> bool:
-    want = content_words(order)
-    if not want:
-        return False
-    return any(len(want & content_words(said)) / len(want) >= USER_COVERAGE for said in evidence.user_words)
 
 
 def instruction_not_self_promoted(card: Card, evidence: EvidenceView) -> GateResult:
@@ -412,7 +389,7 @@ def instruction_not_self_promoted(card: Card, evidence: EvidenceView) -> GateRes
     if _OVERRIDE.search(claims):
         return _result(gate, "conclusion tries to override instructions")
     for order in _order_clauses(card):
-        if not _typed_by_user(order, evidence):
+        if not typed_by_user(order, evidence.user_words):
             return _result(gate, f"order not in the user's own words (only tool/file/agent text): {order[:80]!r}")
     return _result(gate, "")
 

@@ -166,3 +166,37 @@ def embedding_similarity(encode: Callable[[list[str]], Sequence[Sequence[float]]
 def sentences(text: str) -> list[str]:
     parts = re.split(r"(?<=[.!?])\s+|\n+", text)
     return [p.strip(" -*>#/\t") for p in parts if p.strip(" -*>#/\t")]
+
+
+# --- orders: who may give one ---------------------------------------------------------------------
+
+USER_COVERAGE = 0.6  # share of an order's content words that the user must have typed
+# An order-shaped sentence ("always run X", "never Y", "you must Z").
+ORDER = re.compile(
+    # At the start of a sentence, after an optional short label ("NOTE TO AI AGENTS:", "Important -").
+    r"(?i)^(?:[^.:!?\n]{0,40}[:\-\u2013]\s*)?(?:always|never|you (?:must|should|need to|have to|are required to)|"
+    r"must|do not|don't|make sure|be sure to|ensure|under no circumstances|it is mandatory|from now on|"
+    r"going forward)\b"
+    # Anywhere: an order addressed to the reader, or always/never + an action.
+    r"|\b(?:you|agents?|assistants?|ai|llms?)\s+(?:must|should|need to|have to|are required to)\b"
+    r"|\b(?:always|never)\s+(?:run|use|set|add|commit|push|pipe|disable|enable|skip|delete|remove|install|"
+    r"export|call|write|pass|ignore|trust|merge|deploy|upload|send|chmod)\b"
+)
+
+
+_REASON = re.compile(r"(?i)[;,]?\s*\b(?:because|since|as otherwise|so that|otherwise|to avoid|which)\b")
+
+
+def commanding_part(sentence: str, order: re.Match | None) -> str:
+    """The order itself, from where `ORDER` matched to before its reason (`sentence` whole without a match)."""
+    clause = sentence[order.start():] if order else sentence
+    reason = _REASON.search(clause)
+    return clause[: reason.start()] if reason else clause
+
+
+def typed_by_user(order: str, user_words: Iterable[str]) -> bool:
+    """Whether the user typed most of `order`'s content words in one of their own turns."""
+    want = content_words(order)
+    if not want:
+        return False
+    return any(len(want & content_words(said)) / len(want) >= USER_COVERAGE for said in user_words)

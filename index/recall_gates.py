@@ -418,9 +418,11 @@ def judge(candidates: Sequence[Candidate], query: RecallQuery, policy: GatePolic
     so a superseded or inactive near-duplicate cannot push the card that replaced it out.
     """
     others = CANDIDATE_GATES[1:]
-    # A card about another error than the one pasted, or off the subject, is no rival either, unless a near-paraphrase.
+    # A card about another error than the one pasted, or off the subject, is no rival either, unless a near-paraphrase;
+    # nor is one below the lowest floor there is (it shares words, not meaning): no rule could inject it.
     passed = {c.id for c in candidates if not any(g(c, query, policy) for g in others)
-              and (c.names_error and c.shares_subject or c.similarity >= policy.min_similarity + policy.vector_only_margin)}
+              and (c.names_error and c.shares_subject or c.similarity >= policy.min_similarity + policy.vector_only_margin)
+              and (query.lexical or c.similarity >= policy.agreed_min_similarity)}
     held = max((c.similarity for c in candidates if c.id not in passed), default=0.0) - policy.relative_margin
     eligible = rank_eligible([c for c in candidates if c.id in passed], rrf_k, limits, held)
     if query.workspace:

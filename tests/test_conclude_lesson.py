@@ -137,3 +137,18 @@ def test_a_first_sentence_that_only_points_back_at_the_users_words_goes():
     assert without_filler(kept) == kept
     named = "This confirms the `ulimit` theory: the worker dies at 1024 open files."
     assert without_filler(named) == named
+
+
+def test_an_order_only_the_agent_gave_is_left_out_and_one_the_user_typed_stays():
+    from memoir.cards.lesson import without_orders
+
+    text = ("CI runs `pnpm install --frozen-lockfile`, which fails with `ERR_PNPM_OUTDATED_LOCKFILE` whenever a "
+            "package.json changes without the matching lockfile. Committing `pnpm-lock.yaml` fixed it. "
+            "Don't switch CI to `--no-frozen-lockfile`; always commit the lockfile with dependency changes.")
+    lesson_only = text.rsplit(" Don't", 1)[0]
+    assert without_orders(text, ["pushed, CI is red on install now"]) == lesson_only
+    typed = ["don't switch CI to no-frozen-lockfile, always commit the lockfile with dependency changes"]
+    assert without_orders(text, typed) == text
+    # An order that is all there is stays, and the gate holds the card for it.
+    only = "Always run `make migrate` before the tests start, every time, on every machine."
+    assert without_orders(only, []) == only

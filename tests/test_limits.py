@@ -95,3 +95,12 @@ def test_an_order_moved_with_a_limit_paragraph_is_still_judged_as_the_agents_ord
     card = draft_card(exp)
     assert "never open a second sqlite3 connection" in card.counterexamples
     assert judge_card(card, EvidenceView.of_experience(exp), []).failed_gate == "instruction_not_self_promoted"
+
+
+def test_an_order_the_agent_adds_to_a_verified_lesson_is_left_out_and_no_longer_holds_the_card():
+    s = _loop("The exporter now reuses the request's connection, so the write lock is never held twice; 12 tests "
+              "pass. Always run the exporter tests before pushing.")
+    (exp,) = segment_session(s.turns)
+    card = draft_card(exp)
+    assert "Always run" not in card.conclusion and "reuses the request's connection" in card.conclusion
+    assert judge_card(card, EvidenceView.of_experience(exp), []).passed

@@ -503,3 +503,16 @@ def test_another_projects_card_is_no_rival_for_the_agreement_unless_it_is_far_cl
     near_one = cand("c-here", similarity=0.43, knn_rank=2, fts_rank=2, rrf=0.032)
     out = judge([far, near_one], RecallQuery(text="q", workspace=WORKSPACE), p)
     assert "c-here" not in _injected(out)
+
+
+def test_a_card_that_shares_words_but_no_meaning_is_no_rival_for_the_agreement():
+    # The right card is first by meaning and second by words; the card first by words is far from
+    # the query in meaning (below the lowest floor any rule applies): no rule could inject it.
+    p = GatePolicy.from_settings(Settings())
+    right = cand("c-right", similarity=0.44, knn_rank=1, fts_rank=2, rrf=0.032)
+    wordy = cand("c-wordy", similarity=0.22, knn_rank=2, fts_rank=1, rrf=0.032)
+    out = judge([right, wordy], RecallQuery(text="q", workspace=WORKSPACE), p)
+    assert _injected(out) == ["c-right"]
+    # Without a model, similarity is lexical coverage: the rule does not apply.
+    lexical = judge([right, wordy], RecallQuery(text="q", workspace=WORKSPACE, lexical=True), p)
+    assert "c-wordy" not in _injected(lexical)
