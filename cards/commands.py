@@ -54,7 +54,9 @@ _FILE_NAME = re.compile(r"\.\w{1,5}$")
 _INSPECT = re.compile(
     r"(?:rg|grep|egrep|fgrep|ag|ack|find|fd|ls|cat|head|tail|less|more|wc|echo|printf|pwd|which|type|file|stat|"
     r"tree|du|df|ps|env|nl|sort|uniq|diff|jq|sed(?! -i)|awk|git (?:status|log|diff|show|branch|blame|grep|rev-parse|"
-    r"remote|ls-files)|gh (?:run|pr|issue|repo) (?:list|view|status))(?:\s|$)"
+    r"remote|ls-files)|gh (?:run|pr|issue|repo) (?:list|view|status)|"
+    # Where a dependency comes from: finding none (`cargo tree -i x`: "did not match") is an answer, no failure.
+    r"cargo (?:tree|metadata)|(?:npm|pnpm|yarn) why|go mod (?:why|graph)|pip3? show)(?:\s|$)"
 )
 _TWO_WORD_RUNNERS = frozenset({"go", "cargo", "npm", "pnpm", "yarn", "bun", "mix", "make", "dotnet", "bazel",
                                "terraform", "docker", "deno", "python", "python3", "node"})

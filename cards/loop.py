@@ -57,6 +57,7 @@ class Walk:
     runs: tuple[Run, ...]
     changes: tuple[tuple[int, Turn], ...]  # (index, change turn)
     pasted: tuple[tuple[int, Turn, str], ...]  # (index, user turn, signature) for errors a user pasted
+    looked: tuple[str, ...] = ()  # signatures of errors that commands which only look printed (`cargo tree -i x`)
 
 
 @functools.lru_cache(maxsize=64)  # verification, failure conditions and conclusions walk the same turns
@@ -66,6 +67,7 @@ def walk(turns: tuple[Turn, ...]) -> Walk:
     runs: list[Run] = []
     changes: list[tuple[int, Turn]] = []
     pasted: list[tuple[int, Turn, str]] = []
+    looked: list[str] = []
     pending: list[tuple[int, Turn]] = []  # calls awaiting results, in order
     for i, turn in enumerate(turns):
         if turn.kind == "tool_call":
@@ -86,6 +88,8 @@ def walk(turns: tuple[Turn, ...]) -> Walk:
             if not command or is_declined(turn.text):
                 continue
             if only_looks(command) and not runs_check(command):
+                if turn.kind == "error" and (sig := error_signature(turn.text)):
+                    looked.append(sig)
                 continue  # `rg x` finding nothing is no failure, and finding something no fix
             if is_change(call) and not runs_check(command):
                 continue  # a patch or an install that failed is a failed attempt at a change, not the problem
@@ -97,7 +101,7 @@ def walk(turns: tuple[Turn, ...]) -> Walk:
             sig = error_signature(turn.text)
             if sig:
                 pasted.append((i, turn, sig))
-    return Walk(tuple(_read_by_the_assistant(turns, runs)), tuple(changes), tuple(pasted))
+    return Walk(tuple(_read_by_the_assistant(turns, runs)), tuple(changes), tuple(pasted), tuple(looked))
 
 
 def _read_by_the_assistant(turns: tuple[Turn, ...], runs: list[Run]) -> list[Run]:

@@ -29,6 +29,7 @@ from memoir.cards.cues import (
     is_chatter, is_commit_output, is_interruption, is_tooling_error, pasted_signature, problem_signature, slash_command,
 )
 from memoir.cards.hosts.registry import PLAN_ACCEPT_TOOLS, PLAN_TOOLS, commits_each_reply, opens_with_banner
+from memoir.cards.loop import walk
 from memoir.cards.outcomes import verification
 from memoir.cards.verdicts import is_failing, is_passing, shows_failure_summary
 from memoir.cards.signatures import error_signature
@@ -214,6 +215,13 @@ def experience_signature(turns: list[Turn] | tuple[Turn, ...]) -> str:
         fix = verification(turns)
         if fix is not None and fix.signature:
             return fix.signature
+    if len(seen) == 1:
+        # The one error turn came from a command that only looks (`cargo tree -i openssl-sys` after the
+        # fix: "did not match any packages"), while a check failed through a pipe that hid its exit
+        # status (`cargo build … | tail`): the experience is about what the check showed first.
+        w = walk(tuple(turns))
+        if seen[0] in w.looked:
+            return next((r.signature for r in w.runs if r.failed and r.signature), seen[0])
     return seen[0] if seen else ""
 
 

@@ -55,7 +55,7 @@ _BARE_EXCEPTION = re.compile(r"(?m)^[ \t]*(?:E[ \t]+)?Exception:[ \t]*(\S[^\n]*)
 # Node's `[ERR_X]: message`, and a line that opens with the code (`ERR_PNPM_OUTDATED_LOCKFILE  Cannot …`).
 _NODE_CODE = re.compile(r"\[(ERR_[A-Z0-9_]+)\]:?[ \t]*([^\n]*)|^[ \t]*(ERR_[A-Z0-9_]{3,})\b:?[ \t]+([^\n]*)", re.M)
 _PANIC = re.compile(r"(?m)^[ \t]*(panic|fatal error): ([^\n]+)")
-_RUST_PANIC = re.compile(r"thread '[^'\n]*' panicked at ([^\n]*)(?:\n([^\n]*))?")
+_RUST_PANIC = re.compile(r"thread '[^'\n]*' panicked at ([^\n]*)(?:\n(?:[ \t]*\n)?[ \t]*([^\n]*))?")
 
 # --- compiler, type-checker and linter diagnostics (DIAGNOSTIC) -------------------------------------
 _RUST_ERR = re.compile(r"error\[(E\d{4})\]: ?([^\n]*)")
@@ -192,7 +192,8 @@ def _exceptions(t: str) -> tuple[str, str]:
         for m in _RUST_PANIC.finditer(t):
             if m.start() > best_at:
                 where, after = m.group(1), m.group(2) or ""
-                # Rust >= 1.73 prints `panicked at src/x.rs:1:2:` and the message on the next line.
+                # Rust >= 1.73 prints `panicked at src/x.rs:1:2:` and the message on the next line
+                # (a build script's, indented after a blank line).
                 message = after if where.endswith(":") else where.rsplit("', ", 1)[0].strip("'")
                 best, best_at = f"panicked: {_message(message)}", m.start()
     return best, warning

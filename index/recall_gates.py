@@ -183,8 +183,8 @@ def SimilarityBelowMinimum(c: Candidate, q: RecallQuery, p: GatePolicy) -> bool:
         return c.similarity < p.agreed_min_similarity
     if q.signature_matched and c.error_signature.strip() and q.signature not in c.conclusion:
         return True  # another card names the pasted error; this one another, and not as a way-side one
-    if not q.signature and not c.coverage and c.similarity < p.min_similarity + p.vector_only_margin:
-        return True  # a question in words that shares no subject term with the card: a neighbour in meaning
+    if not c.coverage and c.similarity < p.min_similarity + p.vector_only_margin:
+        return True  # a question or a pasted error that shares no subject term with the card: a neighbour in meaning
 
     floor = p.min_similarity + (p.vector_only_margin if c.fts_rank is None else 0.0)
     return c.similarity < max(floor, q.best_similarity - p.relative_margin)

@@ -364,9 +364,10 @@ def test_a_question_in_words_needs_a_subject_term_in_common_with_the_card():
     # ... unless it is a near-paraphrase, or the card shares the question's subject terms.
     assert not SimilarityBelowMinimum(cand(similarity=0.72, fts_rank=3, coverage=0.0), question, p)
     assert not SimilarityBelowMinimum(cand(similarity=0.5, fts_rank=3, coverage=0.5), question, p)
-    # A pasted error is judged by the error rules, not by this one.
+    # A pasted error that shares terms with the card is judged by the error rules; one that shares
+    # none is a neighbour too (`test_a_pasted_error_that_shares_no_term_with_the_card_needs_a_near_paraphrase`).
     pasted = RecallQuery(text="KeyError: <str>", signature="KeyError: <str>", best_similarity=0.5)
-    assert not SimilarityBelowMinimum(cand(similarity=0.5, fts_rank=3, coverage=0.0), pasted, p)
+    assert not SimilarityBelowMinimum(cand(similarity=0.5, fts_rank=3, coverage=0.5), pasted, p)
     # Words every session uses are no subject; the card's goal (the asker's words) counts.
     assert subject_terms(["fix", "error", "n", "uploaded", "avatars"]) == ["uploaded", "avatars"]
     card = BASE.with_(goal="where do uploaded avatars end up?")
@@ -516,3 +517,13 @@ def test_a_card_that_shares_words_but_no_meaning_is_no_rival_for_the_agreement()
     # Without a model, similarity is lexical coverage: the rule does not apply.
     lexical = judge([right, wordy], RecallQuery(text="q", workspace=WORKSPACE, lexical=True), p)
     assert "c-wordy" not in _injected(lexical)
+
+
+def test_a_pasted_error_that_shares_no_term_with_the_card_needs_a_near_paraphrase():
+    # The card is about the same library (its words are near), but holds none of the pasted
+    # error's search terms: a neighbour in meaning, as for a question in words.
+    p = GatePolicy.from_settings(Settings())
+    sig = "reqwest::Error: { kind: Builder, source: RelativeUrlWithoutBase }"
+    q = RecallQuery(text=sig, workspace=WORKSPACE, signature=sig, best_similarity=0.47)
+    assert SimilarityBelowMinimum(cand(similarity=0.47, coverage=0.0, knn_rank=1, fts_rank=1), q, p)
+    assert not SimilarityBelowMinimum(cand(similarity=0.47, coverage=0.4, knn_rank=1, fts_rank=1), q, p)

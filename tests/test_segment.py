@@ -191,3 +191,29 @@ def test_the_assistant_saying_it_is_done_is_seen_in_any_case_and_in_non_ascii_te
     assert is_wrap_up(_said("Ça y est: that's done."))
     assert is_wrap_up(_said("Committed."))
     assert not is_wrap_up(_said("Looking into the failing import next."))
+
+
+def test_an_inspecting_commands_error_after_the_fix_is_not_what_the_experience_is_about():
+    # The build failed through `| tail` (exit status 0, so a result); the one error-kind turn is
+    # `cargo tree -i openssl-sys` after the fix saying the crate is gone: the proof, not the problem.
+    s = (Script().user("make the musl release build work please")
+         .runs("cargo build --release --target x86_64-unknown-linux-musl 2>&1 | tail -n 5")
+         .result("thread 'main' panicked at build/find_normal.rs:190:5:\n\n  Could not find directory of OpenSSL "
+                 "installation\nerror: failed to run custom build command for `openssl-sys v0.9.103`")
+         .says("reqwest's default features pull in native-tls; switching it to rustls-tls drops openssl-sys."))
+    s._add("assistant", "tool_call", 'Edit {"file_path": "Cargo.toml"}', None, tool="Edit")
+    (s.runs("cargo tree -i openssl-sys --target x86_64-unknown-linux-musl")
+     .error("error: package ID specification `openssl-sys` did not match any packages")
+     .runs("cargo build --release --target x86_64-unknown-linux-musl 2>&1 | tail -n 2")
+     .result("    Finished `release` profile [optimized] target(s) in 41.2s")
+     .says("The musl build finishes now: reqwest uses rustls-tls, so nothing needs OpenSSL."))
+    (exp,) = segment_session(s.turns)
+    assert exp.error_signature == "panicked: Could not find directory of OpenSSL installation"
+
+
+def test_commands_that_ask_where_a_dependency_comes_from_only_look():
+    from memoir.cards.commands import only_looks
+
+    for command in ("cargo tree -i openssl-sys", "pnpm why react", "pip show requests", "go mod why golang.org/x/net"):
+        assert only_looks(command), command
+    assert not only_looks("cargo build --release") and not only_looks("kubectl get pods")

@@ -90,6 +90,9 @@ def test_same_failure_in_a_claude_code_bash_result_and_a_codex_json_output_has_o
      "E0502: cannot borrow `v` as mutable because it is also borrowed as immutable"),
     ("thread 'main' panicked at src/main.rs:4:5:\nindex out of bounds: the len is 3 but the index is 5",
      "panicked: index out of bounds: the len is <n> but the index is <n>"),
+    # a build script's panic, as cargo shows it: indented, the message after a blank line
+    ("  --- stderr\n  thread 'main' panicked at build/find_normal.rs:190:5:\n\n  Could not find directory of "
+     "OpenSSL installation\n", "panicked: Could not find directory of OpenSSL installation"),
     # Java: the root cause (`Caused by:`) is the last exception line
     ("Exception in thread \"main\" java.lang.IllegalStateException: pool exhausted\n\tat com.acme.Pool.get(Pool.java:42)",
      "IllegalStateException: pool exhausted"),
