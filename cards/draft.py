@@ -252,13 +252,14 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40, ends_session: bo
         said = found.text
     else:
         said = without_filler(found.text) if found.settled else ""  # the lesson, its scope sentences included
+    view = EvidenceView.of_experience(exp)  # who said what: the orders below, the user's confirmation
     # Paragraphs labelled as limits go to Counterexamples; an order only the agent gave is no part of the lesson.
-    conclusion = within_budget(without_orders(split_limits(said)[0], EvidenceView.of_experience(exp).user_words))
+    conclusion = within_budget(without_orders(split_limits(said)[0], view.user_words))
     verified = f"t{fix.seq}" if found.settled and fix is not None and end is None else ""
     said_yes = None
     if found.settled and end is None and not verified:
         # No check backs it, but the user said in their own words that it worked: that is the check.
-        said_yes = EvidenceView.of_experience(exp).confirming_turn(found.text)
+        said_yes = view.confirming_turn(found.text)
         verified = f"t{said_yes.seq}" if said_yes is not None else ""
     if end is not None:
         problem, status = end.reason, "incomplete"

@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memoir.cards.quality_inputs import (
-    ORDER, EvidenceView, Similarity, commanding_part, content_words, lexical_similarity, says_unchecked, sentences, typed_by_user,
+    ORDER, EvidenceView, Similarity, commanding_part, content_words, lexical_similarity, says_unchecked, sentences,
+    typed_by_user,
 )
 from memoir.cards.limits import stated_limits
 from memoir.cards.signatures import error_signature, mask

@@ -194,12 +194,13 @@ class _Builder:
 
     def _experience(self, turns: list[Turn], boundary: str) -> Experience:
         own = any(_is_request(t) for t in turns)
+        kept = tuple(turns)  # one tuple: the walks cached for it (by identity) serve drafting too
         return Experience(
             host=self.host,
             session_id=self.session_id,
-            turns=tuple(turns),
+            turns=kept,
             boundary=boundary,
-            error_signature=experience_signature(turns),
+            error_signature=experience_signature(kept),
             request="" if own else self.request,
         )
 
@@ -219,7 +220,7 @@ def experience_signature(turns: list[Turn] | tuple[Turn, ...]) -> str:
         # The one error turn came from a command that only looks (`cargo tree -i openssl-sys` after the
         # fix: "did not match any packages"), while a check failed through a pipe that hid its exit
         # status (`cargo build … | tail`): the experience is about what the check showed first.
-        w = walk(tuple(turns))
+        w = walk(turns if isinstance(turns, tuple) else tuple(turns))
         if seen[0] in w.looked:
             return next((r.signature for r in w.runs if r.failed and r.signature), seen[0])
     return seen[0] if seen else ""

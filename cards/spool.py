@@ -132,23 +132,23 @@ class Spool:
     def __len__(self) -> int:
         return len(self.chunks)
 
-    def spill(self, exp: Experience, uuid_key: str) -> SpilledExperience:
-        """Put one drafted experience's turns away; what stays in memory is a few fields."""
-        data = pickle.dumps(exp, protocol=pickle.HIGHEST_PROTOCOL)
+    def _put(self, value) -> tuple[int, int]:
+        """Pickle `value` to the end of the spool: (where it starts, its size)."""
+        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
         self.fh.seek(self._end)
         self.fh.write(data)
         at, self._end = self._end, self._end + len(data)
+        return at, len(data)
+
+    def spill(self, exp: Experience, uuid_key: str) -> SpilledExperience:
+        """Put one drafted experience's turns away; what stays in memory is a few fields."""
         return SpilledExperience(exp.host, exp.session_id, exp.first_seq, exp.last_seq, exp.lines, uuid_key,
-                                 at, len(data), self)
+                                 *self._put(exp), self)
 
     def spill_card(self, card: Card) -> SpilledCard:
         """Put one drafted card away until the rules reach it: a run's drafts are a card per
         experience, and held together they made a run's memory grow with its corpus."""
-        data = pickle.dumps(card, protocol=pickle.HIGHEST_PROTOCOL)
-        self.fh.seek(self._end)
-        self.fh.write(data)
-        at, self._end = self._end, self._end + len(data)
-        return SpilledCard(card.id, card.created, at, len(data), self)
+        return SpilledCard(card.id, card.created, *self._put(card), self)
 
     def read(self, at: int, size: int):
         """One spilled value; `pread`, so model batches asked from threads may read at once."""

@@ -10,6 +10,7 @@ import operator
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 
+
 def _pickled_by_fields(cls):
     """Pickle `cls` as its constructor and its field values, in order.
 
