@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 from memoir.cards import outcomes, signals, signatures, verdicts
-from memoir.cards.collect import CollectReport, collect_file, iter_candidates
+from memoir.cards.collect import CollectReport, collect_file
+from memoir.cards.log_files import iter_candidates
 from memoir.cards.signatures import error_signature
 
 

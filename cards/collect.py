@@ -1,4 +1,4 @@
-"""The I/O edge of reading host logs: walk paths, plan each file against the ledger, read, group.
+"""The I/O edge of reading host logs: plan each file against the ledger, read, group.
 
 Host logs are strictly read-only for memoir: a file is opened `O_RDONLY` (with `O_NOATIME` where
 the kernel allows it), read up to the size seen at stat time and closed; nothing is written,
@@ -8,25 +8,23 @@ moved, renamed, locked or touched. Per-file failures are counted by reason, neve
 from __future__ import annotations
 
 import bisect
-import errno
 import hashlib
 import os
 import re
 import stat as stat_mod
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from memoir.cards.hosts.detect import detect_host, undetected_reason
-from memoir.cards.hosts.registry import BY_NAME, HEADER_SESSIONS, READERS, companion, reader_for, shadowing_sibling, wants
-from memoir.cards.ledger import FileStat, Ledger, LedgerEntry, ReadPlan, plan_read, sample_spans
-from memoir.cards.spool import Spool, kept_copy
+from memoir.cards.hosts.registry import BY_NAME, HEADER_SESSIONS, READERS, reader_for
+from memoir.cards.log_files import iter_candidates, utf8_name
+from memoir.cards.ledger import FileStat, Ledger, LedgerEntry, LedgerView, ReadPlan, plan_read, sample_spans
+from memoir.cards.spool import Packer, Spool, kept_copy
 from memoir.cards.values import Turn
 
 HEAD_BYTES = 65536
 CHUNK = 1 << 20
-_SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv"})
 
 
 @dataclass(slots=True)
@@ -42,8 +40,10 @@ class CollectReport:
     bytes_read: int = 0
     pending: list[LedgerEntry] = field(default_factory=list)
     rewritten: set[str] = field(default_factory=set)  # paths whose bytes changed under what was read
-    # With a spool, each file's turns go there (sanitized, off the heap) instead of into `sessions`.
-    spool: Spool | None = None
+    # With a spool, each file's turns go there (sanitized, off the heap) instead of into `sessions`;
+    # a worker process's collect packs them for the run's spool instead (`read_file`).
+    spool: Spool | Packer | None = None
+    workers: int = 1  # the processes that read the files
 
     @property
     def turn_count(self) -> int:
@@ -66,7 +66,15 @@ class CollectReport:
             self.spool.add((host, sid), part)
 
     def absorb(self, part: CollectReport) -> None:
-        """Add what another collect read (one file, read apart by a fanned-out run) to this report."""
+        """Add what another collect read (one file, read apart by a fanned-out run) to this report.
+
+        Turns a worker packed go into this report's spool as they are, in the order they were read.
+        """
+        if isinstance(part.spool, Packer):
+            if not isinstance(self.spool, Spool):
+                raise TypeError("packed turns need a report with a spool")
+            for chunk in part.spool.chunks:
+                self.spool.put(chunk)
         for key, turns in part.sessions.items():
             self.sessions.setdefault(key, []).extend(turns)
         self.skipped.update(part.skipped)
@@ -96,139 +104,6 @@ class CollectReport:
     def commit(self, ledger: Ledger) -> int:
         """Move the ledger past what this collect read; call only after its cards are stored."""
         return ledger.commit(self.pending)
-
-
-def _is_dir(path: Path) -> bool:
-    try:
-        return stat_mod.S_ISDIR(os.stat(path).st_mode)
-    except OSError:
-        return False  # reported when the file itself is read, as `unreadable`
-
-
-def _inside(real: str, roots: list[str]) -> bool:
-    return any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
-
-
-def _link_skip(path: str, roots: list[str], follow: bool) -> str | None:
-    """Why a symlink met while walking is not read, or None to read it.
-
-    A link that resolves outside the folders the user named is not followed unless asked: a
-    `*.jsonl` link to a file elsewhere would otherwise put that file into cards. A loop or a
-    dangling link is counted, never raised.
-    """
-    try:
-        os.stat(path)
-    except OSError as exc:
-        return "symlink_loop" if exc.errno == errno.ELOOP else "symlink_broken"
-    if not follow and not _inside(os.path.realpath(path), roots):
-        return "symlink_outside"
-    return None
-
-
-def _walk(root: str, host: str, skipped: Counter, roots: list[str], follow: bool) -> list[tuple[Path, bool]]:
-    """(path, is it a link) for each log file under `root`.
-
-    A loop over a stack, not recursion (os.walk recurses on Python 3.11): no depth of folders can
-    overflow the interpreter's stack and stop the run.
-    """
-    found: list[tuple[Path, bool]] = []
-    stack = [root]
-    walked: set[tuple[int, int]] = set()
-    while stack:
-        folder = stack.pop()
-        if follow:  # a followed link back up the tree would walk forever
-            key = _dir_key(folder)
-            if key in walked:
-                continue
-            walked.add(key)
-        try:
-            with os.scandir(folder) as it:
-                entries = list(it)
-        except OSError:
-            skipped["unreadable_dir"] += 1
-            continue
-        for entry in entries:
-            try:
-                link = entry.is_symlink()
-            except OSError:
-                skipped["unreadable"] += 1
-                continue
-            try:
-                is_dir = entry.is_dir()
-            except OSError:  # a link loop: _link_skip counts it
-                is_dir = False
-            if link and (why := _link_skip(entry.path, roots, follow)):
-                skipped[why] += 1
-                continue
-            if not is_dir:
-                if companion(entry.name):
-                    skipped["session_part"] += 1  # a host's file beside its sessions (a message part, metadata)
-                elif (better := shadowing_sibling(entry.name)) and os.path.exists(os.path.join(folder, better)):
-                    skipped["shadowed_by_sibling"] += 1  # the sibling holds the same session, more fully
-                elif wants(entry.name, host) or (host == "auto" and entry.name.endswith(".json")):
-                    found.append((Path(entry.path), link))  # an unknown .json is read far enough to be counted
-                continue
-            if entry.name in _SKIP_DIRS:
-                continue
-            # A directory named like a log is surfaced so it is counted, not silently passed over.
-            if wants(entry.name, host) and entry.name.endswith(".jsonl"):
-                found.append((Path(entry.path), link))
-            if follow or not link:  # a link inside the named folders is walked from where it points
-                stack.append(entry.path)
-    return found
-
-
-def iter_candidates(paths: list[Path], host: str, skipped: Counter | None = None,
-                    follow_symlinks: bool = False) -> Iterator[Path]:
-    """Log files under `paths`, sorted, each once; a path given as a file is always a candidate.
-
-    A directory that cannot be listed is counted in `skipped` as `unreadable_dir`. Symlinks found
-    while walking are read only when they resolve inside one of `paths` (or `follow_symlinks`);
-    the others are counted by reason. A file reached twice (a link beside its target) is read once.
-    A path that is not UTF-8 is counted as `non_utf8_name`.
-    """
-    seen: set[str] = set()
-    real_dirs: dict[str, str] = {}
-    skipped = Counter() if skipped is None else skipped
-    roots = [os.path.realpath(Path(p).expanduser()) for p in paths]
-    for root in paths:
-        root = Path(root).expanduser()
-        # A directory named like a log file is a candidate itself, counted `unreadable` when read.
-        if _is_dir(root) and not (root.name.endswith(".jsonl") if host == "auto" else wants(root.name, host)):
-            found = _walk(str(root), host, skipped, roots, follow_symlinks)
-        else:
-            found = [(root, False)]  # named by the user: read wherever it points
-        for path, link in sorted(found):
-            key = os.path.abspath(path)
-            if not key.isascii() and not _utf8(key):
-                skipped["non_utf8_name"] += 1  # no card, ledger or index can hold its name
-                continue
-            if link:
-                real = os.path.realpath(key)
-            else:
-                folder, name = os.path.split(key)
-                if folder not in real_dirs:
-                    real_dirs[folder] = os.path.realpath(folder)
-                real = os.path.join(real_dirs[folder], name)
-            if real not in seen:
-                seen.add(real)
-                yield Path(key)
-
-
-def _utf8(name: str) -> bool:
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:  # bytes that are not UTF-8 come back from the OS as lone surrogates
-        return False
-    return True
-
-
-def _dir_key(path: str) -> tuple[int, int]:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return (-1, hash(path))
-    return (st.st_dev, st.st_ino)
 
 
 def _open_ro(path: Path) -> int:
@@ -398,7 +273,7 @@ def utf8_turn(turn: Turn) -> Turn:
     """
     fields = {"text": turn.text, "session_id": turn.session_id, "cwd": turn.cwd, "git_branch": turn.git_branch,
               "tool_name": turn.tool_name, "uuid": turn.uuid}
-    bad = {k: v for k, v in fields.items() if not v.isascii() and not _utf8(v)}
+    bad = {k: v for k, v in fields.items() if not v.isascii() and not utf8_name(v)}
     return replace(turn, **{k: _LONE_SURROGATE.sub("\ufffd", v) for k, v in bad.items()}) if bad else turn
 
 
@@ -473,6 +348,17 @@ def _read_open_file(fd: int, path: str, fstat: FileStat, host: str, ledger: Ledg
     )
 
 
+def read_file(path: str, host: str, entry: LedgerEntry | None, line_cap: int, blob_cap: int) -> CollectReport:
+    """One log file read (read-only) from where its ledger `entry` ends, on any process.
+
+    Its turns leave sanitized and pickled (`spool.pack`), ready for the run's spool (`absorb`): a
+    worker never hands raw log text back, and the run's process never sanitizes it again.
+    """
+    out = CollectReport(spool=Packer(blob_cap))
+    collect_file(Path(path), host, LedgerView({path: entry}), out, line_cap)  # type: ignore[arg-type]
+    return out
+
+
 def collect(paths: list[Path], host: str = "auto", ledger: Ledger | None = None,
             follow_symlinks: bool = False, line_cap: int = DEFAULT_LINE_CAP) -> CollectReport:
     """Read every new or appended log under `paths` (read-only) into turns grouped by session.
@@ -495,4 +381,4 @@ def collect(paths: list[Path], host: str = "auto", ledger: Ledger | None = None,
     return out
 
 
-__all__ = ["READERS", "CollectReport", "collect", "collect_file", "iter_candidates"]
+__all__ = ["READERS", "CollectReport", "collect", "collect_file", "read_file"]

@@ -51,6 +51,9 @@ class Settings:
     # Batch work.
     batch_size: int = 64
     rebuild_concurrency: int = 2
+    # Processes that read, sanitize, segment and draft a run's logs; 0: one per core (at most 4)
+    # once a run has 32 MB or more to read, else the run's own process. Cards are the same either way.
+    read_workers: int = 0
     step_timeout_s: int = 1800
     run_lock_timeout_s: int = 0
     follow_symlinks: bool = False  # read log links that resolve outside the folders named

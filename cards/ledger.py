@@ -166,6 +166,16 @@ def path_key(path: str) -> str:
     return hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+class LedgerView:
+    """What a collect asks of the ledger (`get`), for the files handed to one worker: picklable."""
+
+    def __init__(self, entries: dict[str, LedgerEntry | None]):
+        self.entries = {path_key(p): e for p, e in entries.items() if e is not None}
+
+    def get(self, path: str) -> LedgerEntry | None:
+        return self.entries.get(path_key(path))
+
+
 def stored_carry(carry: Carry) -> Carry:
     """The carry as the ledger keeps it: cwd, branch and session ids sanitized as the run stores them."""
     return Carry(

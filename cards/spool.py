@@ -92,26 +92,17 @@ class Spool:
 
     def add(self, key: tuple[str, str], turns: list[Turn]) -> None:
         """Sanitize one file's turns of one session and put them away."""
+        self.put(pack(key, turns, self.blob_cap))
+
+    def put(self, packed: PackedChunk) -> None:
+        """Put away one chunk packed here or by a worker process (`pack`)."""
         started = time.perf_counter()
-        places = [(t.seq, t.line, t.source_file, t.is_sidechain) for t in turns]
-        files = Counter(t.source_file for t in turns)
-        clean: list[tuple[str, Turn, Counter | None]] = []
-        error = ""
-        try:
-            for t in turns:
-                if t.is_sidechain:
-                    continue
-                counts: Counter = Counter()
-                clean.append((t.source_file, sanitize_turn(t, self.blob_cap, counts), counts or None))
-        except Exception as exc:  # noqa: BLE001 - counted per session by the transform, as before
-            error, clean = type(exc).__name__, []
-        data = pickle.dumps((places, clean), protocol=pickle.HIGHEST_PROTOCOL)
         self.fh.seek(self._end)
-        self.fh.write(data)
-        chunk = Chunk(tuple(sorted(files.items())), len(turns), self._end, len(data), error)
-        self._end += len(data)
-        self.chunks.setdefault(key, []).append(chunk)
-        self.sanitize_s += time.perf_counter() - started
+        self.fh.write(packed.data)
+        chunk = Chunk(packed.files, packed.turns, self._end, len(packed.data), packed.error)
+        self._end += len(packed.data)
+        self.chunks.setdefault(packed.key, []).append(chunk)
+        self.sanitize_s += packed.sanitize_s + time.perf_counter() - started
 
     def finish(self, skipped: Counter) -> None:
         """Decide, per session, which copies count (`session_copy`); call once every file is read."""
@@ -157,30 +148,92 @@ class Spool:
 
     def sessions(self) -> Iterator[SpooledSession]:
         """Each session, sorted by key, read back from the spool one at a time."""
-        for key in sorted(self.chunks):
-            yield self._load(key)
+        for raw in self.raw_sessions():
+            yield unpack_session(raw)
 
-    def _load(self, key: tuple[str, str]) -> SpooledSession:
-        kept = self._kept.get(key)
-        places: list[Place] = []
-        clean: list[tuple[str, Turn, Counter | None]] = []
-        error = ""
-        for chunk in self.chunks[key]:
-            got_places, got_clean = self.read(chunk.at, chunk.size)
-            places.extend(got_places)
-            clean.extend(got_clean)
-            error = error or chunk.error
-        if kept is not None:
-            places = [p for p in places if p[2] in kept]
-            clean = [c for c in clean if c[0] in kept]
-        places.sort(key=lambda p: (p[0], p[1]))  # stable: equal places keep the order the files were read in
-        clean.sort(key=lambda c: (c[1].seq, c[1].line))
-        redacted: Counter = Counter()
-        for _, _, counts in clean:
-            if counts:
-                redacted.update(counts)
-        return SpooledSession(key, [t for _, t, _ in clean], places, len(places),
-                              sum(1 for p in places if p[3]), redacted, error)
+    def raw_sessions(self) -> Iterator[RawSession]:
+        """Each session's chunks as the bytes the spool holds, sorted by key: for a worker process to unpack."""
+        for key in sorted(self.chunks):
+            self.fh.flush()
+            chunks = tuple((os.pread(self.fh.fileno(), c.size, c.at), c.error) for c in self.chunks[key])
+            yield RawSession(key, chunks, self._kept.get(key))
+
+
+# --- packing: the part of spooling a worker process can do ----------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PackedChunk:
+    """One file's turns of one session, sanitized and pickled: the bytes the spool stores as they are."""
+
+    key: tuple[str, str]
+    data: bytes
+    files: tuple[tuple[str, int], ...]
+    turns: int
+    error: str = ""
+    sanitize_s: float = 0.0
+
+
+def pack(key: tuple[str, str], turns: list[Turn], blob_cap: int) -> PackedChunk:
+    """Sanitize `turns` (sidechain turns kept as places only) and pickle them. Pure: no raw text leaves it."""
+    started = time.perf_counter()
+    places = [(t.seq, t.line, t.source_file, t.is_sidechain) for t in turns]
+    files = Counter(t.source_file for t in turns)
+    clean: list[tuple[str, Turn, Counter | None]] = []
+    error = ""
+    try:
+        for t in turns:
+            if t.is_sidechain:
+                continue
+            counts: Counter = Counter()
+            clean.append((t.source_file, sanitize_turn(t, blob_cap, counts), counts or None))
+    except Exception as exc:  # noqa: BLE001 - counted per session by the transform, as before
+        error, clean = type(exc).__name__, []
+    data = pickle.dumps((places, clean), protocol=pickle.HIGHEST_PROTOCOL)
+    return PackedChunk(key, data, tuple(sorted(files.items())), len(turns), error, time.perf_counter() - started)
+
+
+class Packer:
+    """Where a worker process's collect puts each file's sessions: packed, kept for the run's spool."""
+
+    def __init__(self, blob_cap: int) -> None:
+        self.blob_cap = blob_cap
+        self.chunks: list[PackedChunk] = []
+
+    def add(self, key: tuple[str, str], turns: list[Turn]) -> None:
+        self.chunks.append(pack(key, turns, self.blob_cap))
+
+
+@dataclass(frozen=True, slots=True)
+class RawSession:
+    """One session's spooled chunks, still pickled, and which source files count (None: all)."""
+
+    key: tuple[str, str]
+    chunks: tuple[tuple[bytes, str], ...]  # (pickled places and clean turns, the error sanitizing raised)
+    kept: frozenset[str] | set[str] | None
+
+
+def unpack_session(raw: RawSession) -> SpooledSession:
+    """The session as the transform takes it: clean turns in (seq, line) order, copies left out."""
+    places: list[Place] = []
+    clean: list[tuple[str, Turn, Counter | None]] = []
+    error = ""
+    for data, chunk_error in raw.chunks:
+        got_places, got_clean = pickle.loads(data)
+        places.extend(got_places)
+        clean.extend(got_clean)
+        error = error or chunk_error
+    if raw.kept is not None:
+        places = [p for p in places if p[2] in raw.kept]
+        clean = [c for c in clean if c[0] in raw.kept]
+    places.sort(key=lambda p: (p[0], p[1]))  # stable: equal places keep the order the files were read in
+    clean.sort(key=lambda c: (c[1].seq, c[1].line))
+    redacted: Counter = Counter()
+    for _, _, counts in clean:
+        if counts:
+            redacted.update(counts)
+    return SpooledSession(raw.key, [t for _, t, _ in clean], places, len(places),
+                          sum(1 for p in places if p[3]), redacted, error)
 
 
 # --- experiences ----------------------------------------------------------------------------------

@@ -13,23 +13,26 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
+from concurrent.futures.process import BrokenProcessPool
 from itertools import chain
 from pathlib import Path
 
-from memoir.cards.collect import DEFAULT_LINE_CAP, CollectReport, collect_file, iter_candidates
+from memoir.cards.collect import DEFAULT_LINE_CAP, CollectReport, collect_file, read_file
 from memoir.cards.config import Settings
 from memoir.cards.distill.merge import turns_key
 from memoir.cards.draft import draft_card
 from memoir.cards.hosts import aider, default_roots, reader_for
-from memoir.cards.ledger import Ledger, retired_ids
+from memoir.cards.log_files import iter_candidates
+from memoir.cards.ledger import Ledger, LedgerEntry, retired_ids
 from memoir.cards.memos import forget_memos
 from memoir.cards.sanitize.fields import sanitize_id, sanitize_turn
 from memoir.cards.segment import SegmentRules, Skipped, iter_segments
-from memoir.cards.spool import Spool
+from memoir.cards.spool import RawSession, Spool, unpack_session
 from memoir.cards.store import CardStore, remove_temp_files, render_card
 from memoir.cards.values import Card, Experience, Turn
 from memoir.flows.progress import Progress
 from memoir.flows.queue import OverflowQueue
+from memoir.flows.workers import WorkerUse, in_order, local_pool, workers_for
 
 
 @dataclass
@@ -57,6 +60,8 @@ class RunReport:
     elapsed_s: float = 0.0
     # Seconds per step, the transform step split into sanitize, segment and draft: where a run's time went.
     steps_s: Counter = field(default_factory=Counter)
+    # The processes that read and drafted (1: the run's own), and what they used beside the run's process.
+    workers: WorkerUse = field(default_factory=WorkerUse)
 
     def to_dict(self) -> dict:
         return {
@@ -80,6 +85,7 @@ class RunReport:
             "notes": self.notes,
             "elapsed_s": round(self.elapsed_s, 3),
             "steps_s": {k: round(v, 3) for k, v in self.steps_s.items()},
+            "workers": self.workers.to_dict(),
         }
 
 
@@ -99,23 +105,54 @@ def default_log_paths(user_home: Path | None = None, aider_repos: Iterable[str] 
 
 def collect_logs(paths: list[Path], host: str, ledger: Ledger | None, progress: Progress | None = None,
                  follow_symlinks: bool = False, reread: bool = False,
-                 line_cap: int = DEFAULT_LINE_CAP, spool: Spool | None = None) -> CollectReport:
+                 line_cap: int = DEFAULT_LINE_CAP, spool: Spool | None = None, workers: int = 1,
+                 use: WorkerUse | None = None) -> CollectReport:
     """Read each candidate log file in turn, so a long run can show progress per file.
 
     `collect_file` counts whatever one file or line raises under `skipped`; the batch goes on.
     `reread` reads every file from its first line, whatever the ledger says (`memoir replay --relog`).
-    With a `spool`, the turns are sanitized and put there as each file is read (`plan_spooled`).
+    With a `spool`, the turns are sanitized and put there as each file is read (`plan_spooled`),
+    by `workers` processes (the `read_workers` setting, 0: `workers_for` decides from what there is to read);
+    `use` adds up what they used.
     """
     out = CollectReport(spool=spool)
     files = list(iter_candidates(paths, host, out.skipped, follow_symlinks))
     if host != "auto":
         reader_for(host)
-    for i, path in enumerate(files):
-        out.files_seen += 1
-        collect_file(path, host, None if reread else ledger, out, line_cap)
-        if progress:
-            progress("collect", i + 1, len(files), f"{out.bytes_read / 1e6:.1f} MB")
+    entries = [None if reread or ledger is None else ledger.get(str(f)) for f in files]
+    out.workers = workers_for(workers, len(files), bytes_to_read(files, entries)) if spool is not None else 1
+    with local_pool(out.workers) as pool:
+        out.workers = out.workers if pool else 1
+        units = [(str(f), host, e, line_cap, spool.blob_cap) for f, e in zip(files, entries)] if pool else []
+        parts = in_order(pool, read_file, units, _file_lost, use) if pool else None
+        for i, path in enumerate(files):
+            out.files_seen += 1
+            if parts is None:
+                collect_file(path, host, None if reread else ledger, out, line_cap)
+            else:
+                out.absorb(next(parts))
+            if progress:
+                progress("collect", i + 1, len(files), f"{out.bytes_read / 1e6:.1f} MB")
     out.finish()
+    return out
+
+
+def bytes_to_read(files: list[Path], entries: list[LedgerEntry | None]) -> int:
+    """About how many bytes a collect reads: each file past where its ledger entry ends."""
+    total = 0
+    for path, entry in zip(files, entries):
+        try:
+            size = path.stat().st_size
+        except OSError:
+            continue
+        total += size - entry.offset if entry is not None and entry.offset <= size else size
+    return total
+
+
+def _file_lost(unit: tuple, exc: BaseException) -> CollectReport:
+    """A file whose worker failed or died: counted, as a file that fails its reader is."""
+    out = CollectReport()
+    out.skipped[f"file_error_{'WorkerDied' if isinstance(exc, BrokenProcessPool) else type(exc).__name__}"] += 1
     return out
 
 
@@ -206,41 +243,76 @@ def draft_session(clean: list[Turn], rules: SegmentRules, min_conclusion_chars: 
 
 
 def plan_spooled(spool: Spool, settings: Settings, redacted: Counter, skipped: Counter, timings: Counter,
-                 origins: Origins) -> list[tuple[Experience, Card]]:
+                 origins: Origins, workers: int = 1, use: WorkerUse | None = None) -> list[tuple[Experience, Card]]:
     """`plan_experiences` over a spool: one session in memory at a time, its turns already sanitized.
 
-    Fills `origins` as it goes. The memos of the reading helpers are forgotten after each session,
-    so a run's memory follows its largest session, not its corpus. Each experience's turns go back
-    to the spool once drafted (`SpilledExperience`): the spool must stay open while they are read.
+    Each session is segmented and drafted by `draft_spooled`, on `workers` processes, and taken
+    back in key order. Fills `origins` as it goes. Each experience's turns go back to the spool
+    once drafted (`SpilledExperience`): the spool must stay open while they are read.
     """
-    rules = SegmentRules(pause=timedelta(minutes=settings.pause_minutes))
     drafted: list[tuple[Experience, Card]] = []
     timings["sanitize"] += spool.sanitize_s
-    for session in spool.sessions():
-        host, sid = session.key
-        origins[(host, sanitize_id(sid))] = origin_runs((seq, path) for seq, _, path, _ in session.places)
-        if session.sidechain == session.turns:
-            skipped["subagent_in_parent_task"] += 1
-            continue
-        if session.sidechain:
-            # Older Claude Code logs interleave a Task's subagent turns with the parent's.
-            skipped["subagent_turns_in_parent_task"] += session.sidechain
-        if session.error:
-            skipped[f"session_error_{session.error}"] += 1
-            continue
-        redacted.update(session.redacted)
-        try:
-            mine, reasons, failed = draft_session(session.clean, rules, settings.min_conclusion_chars, timings)
-        except Exception as exc:  # noqa: BLE001 - one session no rule foresaw must not stop the batch
-            skipped[f"session_error_{type(exc).__name__}"] += 1
-            continue
-        finally:
-            del session
-            forget_memos()
-        skipped.update(f"no_card_{r.reason}" for r in reasons)
-        skipped.update(failed)
-        drafted.extend((spool.spill(exp, turns_key(exp)), spool.spill_card(card)) for exp, card in mine)
+    units = ((raw, settings.pause_minutes, settings.min_conclusion_chars) for raw in spool.raw_sessions())
+    with local_pool(workers) as pool:
+        for planned in in_order(pool, draft_spooled, units, _session_lost, use):
+            host, sid = planned.key
+            origins[(host, sanitize_id(sid))] = planned.origins
+            skipped.update(planned.skipped)
+            redacted.update(planned.redacted)
+            timings.update(planned.timings)
+            drafted.extend((spool.spill(exp, turns_key(exp)), spool.spill_card(card)) for exp, card in planned.drafted)
     return drafted
+
+
+@dataclass(slots=True)
+class SessionPlan:
+    """What drafting one spooled session gave: its drafts, and what the run counts about it."""
+
+    key: tuple[str, str]
+    origins: list[tuple[int, int, str]] = field(default_factory=list)
+    drafted: list[tuple[Experience, Card]] = field(default_factory=list)
+    skipped: Counter = field(default_factory=Counter)
+    redacted: Counter = field(default_factory=Counter)
+    timings: Counter = field(default_factory=Counter)
+
+
+def draft_spooled(raw: RawSession, pause_minutes: int, min_conclusion_chars: int) -> SessionPlan:
+    """Segment and draft one spooled session, on any process. Pure apart from the reading helpers' memos,
+    forgotten before it returns, so a run's memory follows its largest session, not its corpus."""
+    session = unpack_session(raw)
+    plan = SessionPlan(raw.key, origin_runs((seq, path) for seq, _, path, _ in session.places))
+    skipped = plan.skipped
+    if session.sidechain == session.turns:
+        skipped["subagent_in_parent_task"] += 1
+        return plan
+    if session.sidechain:
+        # Older Claude Code logs interleave a Task's subagent turns with the parent's.
+        skipped["subagent_turns_in_parent_task"] += session.sidechain
+    if session.error:
+        skipped[f"session_error_{session.error}"] += 1
+        return plan
+    plan.redacted.update(session.redacted)
+    rules = SegmentRules(pause=timedelta(minutes=pause_minutes))
+    try:
+        mine, reasons, failed = draft_session(session.clean, rules, min_conclusion_chars, plan.timings)
+    except Exception as exc:  # noqa: BLE001 - one session no rule foresaw must not stop the batch
+        skipped[f"session_error_{type(exc).__name__}"] += 1
+        return plan
+    finally:
+        del session
+        forget_memos()
+    skipped.update(f"no_card_{r.reason}" for r in reasons)
+    skipped.update(failed)
+    plan.drafted = mine
+    return plan
+
+
+def _session_lost(unit: tuple, exc: BaseException) -> SessionPlan:
+    """A session whose worker failed or died: counted as a session error, its origins still known."""
+    raw = unit[0]
+    plan = SessionPlan(raw.key)
+    plan.skipped[f"session_error_{'WorkerDied' if isinstance(exc, BrokenProcessPool) else type(exc).__name__}"] += 1
+    return plan
 
 
 # --- re-derive --------------------------------------------------------------------------------------

@@ -18,11 +18,14 @@ from collections import deque
 
 from prefect import Task, flow, task
 from prefect.cache_policies import NO_CACHE
+from prefect.context import FlowRunContext
 from prefect.futures import PrefectFuture
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
+from memoir.cards.collect import read_file
 from memoir.cards.config import Settings, load_settings
+from memoir.cards.spool import Spool, loaded
 from memoir.cards.store import CardStore
 from memoir.cards.ledger import Ledger
 from memoir.flows import fan_out, replay
@@ -48,25 +51,47 @@ class UnknownRunner(FlowError):
 
 start = task(open_run, name="start", **TASK)
 STEP_TASKS: dict[str, Task] = {s.name: task(s.fn, name=s.name, **TASK) for s in STEPS}
-collect_file_task = task(fan_out.collect_one, name="collect-file", **TASK)
+collect_file_task = task(read_file, name="collect-file", **TASK)
 ask_model_task = task(fan_out.ask_one, name="model-batch", **TASK)
 
 
+def on_threads() -> bool:
+    """Whether this flow run's tasks run as threads of its own process (they then share its spool)."""
+    ctx = FlowRunContext.get()
+    return ctx is None or isinstance(ctx.task_runner, ThreadPoolTaskRunner)
+
+
 def collect_fanned(run: Run, deadline: Deadline) -> None:
-    """`pipeline.collect`, one task per log file; reports merge in the files' order."""
-    with Ledger.in_state_dir(run.settings.state_dir) as ledger:
-        files, collected = fan_out.plan_files(run.paths, run.host, ledger, run.settings.follow_symlinks, run.reread)
-    futures = [collect_file_task.submit(path, run.host, entry) for path, entry in files]
-    parts = []
-    for future in futures:
-        parts.append(future.result())
+    """`pipeline.collect`, one task per log file on a Dask runner; reports merge in the files' order.
+
+    On threads, the run's own worker processes read instead (`flows/workers.py`): reading and
+    sanitizing are pure Python, and threads would share one core. Either way each file's turns
+    come back sanitized and packed, and go to the run's spool.
+    """
+    if on_threads():
+        STEP_TASKS["collect"](quote(run))
+        return
+    settings = run.settings
+    with Ledger.in_state_dir(settings.state_dir) as ledger:
+        files, collected = fan_out.plan_files(run.paths, run.host, ledger, settings.follow_symlinks, run.reread)
+    collected.spool = Spool(settings.state_dir, settings.blob_cap)
+    window = 2 * max(1, settings.rebuild_concurrency)  # finished files wait for the ones before them: bounded
+    in_flight: deque[PrefectFuture] = deque()
+    for path, entry in files:
+        in_flight.append(collect_file_task.submit(path, run.host, entry, settings.max_line_bytes, settings.blob_cap))
+        while len(in_flight) >= window:
+            collected.absorb(in_flight.popleft().result())
+            deadline.check()
+    while in_flight:
+        collected.absorb(in_flight.popleft().result())
         deadline.check()
-    fan_out.merge_collected(collected, parts)
+    collected.finish()
     summary = run.summary
     summary.files_seen, summary.files_read = collected.files_seen, collected.files_read
     summary.bytes_read = collected.bytes_read
+    summary.hosts.update(collected.hosts)
     summary.skipped.update(collected.skipped)
-    summary.turns, summary.sessions = collected.turn_count, len(collected.sessions)
+    summary.turns, summary.sessions = collected.turn_count, collected.session_count
     run.collected = collected
 
 
@@ -75,7 +100,9 @@ def distill_fanned(run: Run, deadline: Deadline) -> None:
     the gates over the batches in order (a card gone active is one the next must not duplicate)."""
     batches = plan_distill_batches(run)
     model_on = bool(run.distilled.endpoints)
-    futures = [ask_model_task.submit(batch, run.settings) if model_on else None for batch in batches]
+    # A Dask worker cannot read the run's spool: the experiences travel with their batch.
+    sent = batches if on_threads() else [[(loaded(exp), card) for exp, card in batch] for batch in batches]
+    futures = [ask_model_task.submit(batch, run.settings) if model_on else None for batch in sent]
     for batch, future in zip(batches, futures):
         asked = future.result() if future is not None else fan_out.ask_one(batch, run.settings)
         deadline.check()

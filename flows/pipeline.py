@@ -126,7 +126,9 @@ def collect(run: Run) -> None:
     spool = Spool(run.settings.state_dir, run.settings.blob_cap)
     with Ledger.in_state_dir(run.settings.state_dir) as ledger:
         collected = collect_logs(run.paths, run.host, ledger, run.progress, run.settings.follow_symlinks,
-                                 run.reread, run.settings.max_line_bytes, spool)
+                                 run.reread, run.settings.max_line_bytes, spool, run.settings.read_workers,
+                                 summary.workers)
+    summary.workers.processes = collected.workers
     summary.files_seen, summary.files_read = collected.files_seen, collected.files_read
     summary.bytes_read = collected.bytes_read
     summary.hosts.update(collected.hosts)
@@ -145,7 +147,7 @@ def transform(run: Run) -> None:
     else:
         run.origins = {}
         run.drafted = plan_spooled(spool, run.settings, run.summary.redacted, run.summary.skipped,
-                                   run.summary.steps_s, run.origins)
+                                   run.summary.steps_s, run.origins, run.collected.workers, run.summary.workers)
     run.summary.experiences = len(run.drafted)
 
 

@@ -2,7 +2,8 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from memoir.cards.collect import CollectReport, collect_file, iter_candidates
+from memoir.cards.collect import CollectReport, collect_file
+from memoir.cards.log_files import iter_candidates
 from memoir.cards.sanitize.fields import sanitize_turn
 from memoir.cards.spool import Chunk, Spool, kept_files, loaded
 from memoir.cards.values import Experience

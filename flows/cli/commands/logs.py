@@ -124,7 +124,7 @@ def logs_list_cmd(ctx, as_json):
     """Every log source a plain `memoir run` reads, by host: whether it exists and how many log files it holds."""
     from collections import Counter  # deferred: start-up (kept beside the walk that needs it)
 
-    from memoir.cards.collect import iter_candidates  # deferred: start-up (every host reader)
+    from memoir.cards.log_files import iter_candidates  # deferred: start-up (every host reader)
     from memoir.flows.ingest import default_log_sources  # deferred: start-up (the whole run)
 
     rows = []
