@@ -77,11 +77,11 @@ def _cpu_clocks() -> Counter:
 
     def timed(step):
         def fn(run):
-            started = time.process_time()
+            started, workers = time.process_time(), run.summary.workers.cpu_s
             try:
                 step.fn(run)
-            finally:
-                cpu[step.name] += time.process_time() - started
+            finally:  # the step's own CPU, and its worker processes' as they reported it
+                cpu[step.name] += time.process_time() - started + run.summary.workers.cpu_s - workers
         return dataclasses.replace(step, fn=fn)
 
     pipeline.STEPS = tuple(timed(step) for step in pipeline.STEPS)
@@ -101,10 +101,9 @@ def _child(logs: str, home: str, host: str) -> None:
     cpu_s = main_cpu_s + summary.workers.cpu_s  # the worker processes' CPU, as they reported it
     for sub in ("sanitize", "segment", "draft"):  # the transform step's split, in CPU seconds too
         cpu_steps[sub] = summary.steps_s.get(sub, 0.0)
-    cpu_steps["transform (rest)"] = cpu_steps.pop("transform", 0.0) - sum(cpu_steps[k] for k in ("sanitize", "segment", "draft"))
-    if summary.workers.processes > 1:  # collect and transform ran on the workers: their seconds are the split
-        cpu_steps["collect"] = max(0.0, cpu_steps["collect"] - cpu_steps["sanitize"])
-        cpu_steps["transform (rest)"] = 0.0
+    # Turns are sanitized as each file is read (the spool), so sanitize is the collect step's part.
+    cpu_steps["collect"] = max(0.0, cpu_steps["collect"] - cpu_steps["sanitize"])
+    cpu_steps["transform (rest)"] = max(0.0, cpu_steps.pop("transform", 0.0) - cpu_steps["segment"] - cpu_steps["draft"])
     cpu_steps["other"] = max(0.0, cpu_s - sum(cpu_steps.values()))  # retire, the lock, settings, the gc switch
     print(json.dumps({
         "s": time.perf_counter() - wall, "cpu_s": cpu_s, "bytes": summary.bytes_read,
