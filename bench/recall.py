@@ -110,6 +110,7 @@ def build(n: int, cache: Path, pool: np.ndarray, embedder) -> Path:
     home = cache / f"home-{n}-schema{SCHEMA_VERSION}-fields"
     done = home / ".built"
     if done.exists():
+        restamp(home, embedder)
         return home
     t = time.perf_counter()
     settings = load_settings(home=home)
@@ -128,6 +129,22 @@ def build(n: int, cache: Path, pool: np.ndarray, embedder) -> Path:
     done.write_text("ok\n")
     print(f"built {n:,} card files + index in {time.perf_counter() - t:.1f} s", flush=True)
     return home
+
+
+def restamp(home: Path, embedder) -> None:
+    """A cached home built by an older memoir holds cards another card parser stored, which recall
+    refuses (it would parse every file): store them again, as a user's first run after an upgrade does."""
+    from memoir.cards.store import CardStore
+    from memoir.index.sync import file_hashes, restamp_fields
+
+    settings = load_settings(home=home)
+    t = time.perf_counter()
+    with open_index(settings.index_dir, embedder) as ix:
+        done = restamp_fields(CardStore(settings.cards_dir, settings.state_dir), ix, file_hashes(
+            CardStore(settings.cards_dir, settings.state_dir))[0])
+    if done:
+        print(f"stored {done:,} cards again as today's card parser reads them, in {time.perf_counter() - t:.1f} s",
+              flush=True)
 
 
 def prompt(q: str, i: int) -> str:

@@ -76,6 +76,9 @@ class IndexStep:
             self.notes.append(f"index update failed ({exc}); {len(changed_ids)} cards queued for `memoir replay`")
             return
         self.figures.update(added=len(report.added), updated=len(report.updated), removed=len(report.removed))
+        if report.restamped:
+            self.notes.append(f"stored {report.restamped} cards again in the index as this memoir's card parser "
+                              "reads them (memoir was upgraded); recall reads them without parsing their files")
         if report.still_pending:
             self.figures["queued"] = len(report.still_pending)
         self.notes.extend(report.problems)

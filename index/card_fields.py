@@ -6,7 +6,9 @@ it indexed, compressed JSON, with the hash of the file it was parsed from. The f
 source of truth: recall reads its bytes and hashes them (~20 us), and takes the stored card only
 when that hash is the stored one; a hand edit, a rewrite or a half-synced index makes it parse the
 file instead. An index written before this table existed has none and parses, as before; so does
-a stored card another version of the card parser (cards/store.py, cards/values.py) made.
+a stored card another version of the card parser (cards/store.py, cards/values.py) made, until the
+next sync stores every card again (after an upgrade every stored card is another parser's, and
+recall parsed every file: four times the cost of a stored card).
 
 Imports neither numpy nor sqlite-vec: the lexical-only recall reads it too.
 """
@@ -28,6 +30,9 @@ from memoir.cards.sanitize.scan import contains_sensitive
 from memoir.cards.values import Card, Source
 from memoir.index.apsw_errors import apsw
 
+# The index meta key naming the card parser every stored card was made by; a new index starts with
+# today's, and a sync after an upgrade stores every card again (`sync.restamp_fields`).
+STAMP_KEY = "card_parser"
 TABLE_SQL = ("CREATE TABLE IF NOT EXISTS card_fields "
              "(n INTEGER PRIMARY KEY, file_hash TEXT NOT NULL, fields BLOB NOT NULL)")
 _NAMES = tuple(f.name for f in fields(Card))
@@ -69,6 +74,15 @@ def card_blob(card: Card) -> bytes | None:
     if contains_sensitive(text):
         return None  # a secret a hand edit put in a card stays in its file: never copied into the index
     return zlib.compress(text.encode("utf-8"), 1)
+
+
+def put_fields(cur, n: int, card: Card, file_hash: str) -> None:
+    """Store `card` as parsed beside row `n` (or drop what was stored, when it cannot be stored exactly)."""
+    blob = card_blob(card)
+    if blob is None:
+        cur.execute("DELETE FROM card_fields WHERE n = ?", (n,))
+    else:
+        cur.execute("INSERT OR REPLACE INTO card_fields (n, file_hash, fields) VALUES (?, ?, ?)", (n, file_hash, blob))
 
 
 def card_of_blob(blob: bytes) -> Card:

@@ -30,7 +30,7 @@ from memoir.index.errors import (
 )
 from memoir.index.files import INDEX_FILE
 from memoir.index.candidates import fts_search
-from memoir.index.card_fields import TABLE_SQL as CARD_FIELDS_SQL, card_blob
+from memoir.index.card_fields import STAMP_KEY, TABLE_SQL as CARD_FIELDS_SQL, parser_stamp, put_fields
 from memoir.index.codes import Codes, ScaledCopy, best_first
 from memoir.index.plan import retrieval_text
 from memoir.index.rows import COLUMNS, IndexRow, card_values, chunks, row_hash, row_of, schema_sql
@@ -317,15 +317,24 @@ class Index:
                             (n, values[COLUMNS.index("retrieval_text")]))
                 # The parsed card rides along, so recall reads it instead of parsing the file again
                 # while the file still hashes to `file_hash` (index/card_fields.py).
-                blob = card_blob(card)
-                if blob is None:
-                    cur.execute("DELETE FROM card_fields WHERE n = ?", (n,))
-                else:
-                    cur.execute("INSERT OR REPLACE INTO card_fields (n, file_hash, fields) VALUES (?, ?, ?)",
-                                (n, hashes[card.id], blob))
+                put_fields(cur, n, card, hashes[card.id])
             self._touch(cur)
 
         self._write(write)
+
+    def store_fields(self, cards: Sequence[Card], hashes: dict[str, str]) -> int:
+        """Store these cards as parsed beside their rows, nothing else touched; returns how many had a row."""
+        def write() -> int:
+            cur = self.conn.cursor()
+            cur.execute(CARD_FIELDS_SQL)
+            done = 0
+            for card in cards:
+                for (n,) in cur.execute("SELECT n FROM cards WHERE id = ?", (card.id,)).fetchall():
+                    put_fields(cur, n, card, hashes[card.id])
+                    done += 1
+            return done
+
+        return self._write(write) if cards else 0
 
     def remove(self, ids: Iterable[str]) -> int:
         """Drop the rows of cards whose files are gone; returns how many rows went."""
@@ -415,7 +424,7 @@ def _init_schema(conn, embedder) -> None:
         conn.executemany("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", [
             ("schema_version", SCHEMA_VERSION), ("model", embedder.model_id),
             ("dim", str(embedder.dim)), ("shards", str(SHARDS)), ("card_count", "0"),
-            ("built_at", now_utc()), ("updated_at", now_utc()),
+            ("built_at", now_utc()), ("updated_at", now_utc()), (STAMP_KEY, parser_stamp()),
         ])
 
 

@@ -15,6 +15,7 @@ import apsw
 from memoir.cards.values import Card
 from memoir.cards.store import CardFileError, CardStore, content_hash, parse_card
 from memoir.index.apsw_errors import translate
+from memoir.index.card_fields import STAMP_KEY, parser_stamp
 from memoir.index.db import DEFAULT_BUSY_MS, ApplyReport, Index, open_index
 from memoir.index.errors import IndexFailure
 from memoir.index.pending import PendingIndex
@@ -61,6 +62,7 @@ class SyncReport:
     drained: tuple[str, ...] = ()
     still_pending: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
+    restamped: int = 0  # cards stored again as today's parser reads them (`restamp_fields`)
 
     @property
     def embedded(self) -> int:
@@ -132,7 +134,34 @@ def _sync(store: CardStore, index: Index, pending: PendingIndex | None, batch: i
         index.remove(plan.remove)
         removed.extend(plan.remove)
     unchanged = len(hashes) - len(plan.changed)
-    return SyncReport(tuple(added), tuple(updated), tuple(removed), unchanged, drained, left, tuple(problems))
+    restamped = restamp_fields(store, index, hashes, batch)
+    return SyncReport(tuple(added), tuple(updated), tuple(removed), unchanged, drained, left, tuple(problems),
+                      restamped)
+
+
+def restamp_fields(store: CardStore, index: Index, hashes: dict[str, str], batch: int = SYNC_BATCH) -> int:
+    """After an upgrade of the card parser, store every indexed card again as it parses today.
+
+    Recall takes a stored card only when today's parser made it, so after an upgrade it parsed
+    every card file it judged until a rebuild. Each card whose file still has its row's hash is
+    parsed once and stored beside its row; no vector changes. Once done, the index says which
+    parser made its stored cards (`STAMP_KEY`), and later syncs skip this.
+    """
+    if index.meta().get(STAMP_KEY) == parser_stamp():
+        return 0
+    rows = index.hashes()
+    ids = sorted(i for i, h in rows.items() if hashes.get(i) == h)
+    done = 0
+    for start in range(0, len(ids), batch):
+        files = []
+        for card_id in ids[start:start + batch]:
+            try:
+                files.append(read_card_file(store, card_id))
+            except (OSError, UnicodeDecodeError, CardFileError):
+                continue  # reported by the sync's own read; recall parses such a file as before
+        done += index.store_fields([f.card for f in files], {f.card.id: f.hash for f in files})
+    index.set_meta(**{STAMP_KEY: parser_stamp()})
+    return done
 
 
 @dataclass(frozen=True, slots=True)

@@ -225,3 +225,39 @@ def test_a_writer_holding_the_lock_makes_check_busy_not_corrupt(indexed):
     finally:
         blocker.execute("ROLLBACK")
         blocker.close()
+
+
+def test_after_an_upgrade_of_the_card_parser_a_sync_stores_every_card_again_once(indexed):
+    """Stored cards another parser made are refused by recall (it parses the files); the next sync
+    stores each again, nothing re-embedded, and says so; the sync after that does nothing."""
+    import json
+    import zlib
+
+    from memoir.index.card_fields import STAMP_KEY, card_of_blob, parser_stamp, stored_cards
+
+    home = indexed
+    store, index_dir = store_at(home), home / "index"
+    with open_index(index_dir, default_embedder()) as ix:
+        assert ix.meta()[STAMP_KEY] == parser_stamp()  # a new index starts with today's parser
+        ids = sorted(ix.hashes())
+        # As an older memoir left it: every stored card made by another parser, the index saying so.
+        old = {}
+        for card_id, (file_hash, blob) in stored_cards(ix.conn, ids).items():
+            data = json.loads(zlib.decompress(blob))
+            data["parser"] = "an-older-parser"
+            old[card_id] = zlib.compress(json.dumps(data).encode())
+        with ix.conn:
+            for card_id, blob in old.items():
+                ix.conn.execute("UPDATE card_fields SET fields = ? WHERE n = (SELECT n FROM cards WHERE id = ?)",
+                                (blob, card_id))
+            ix.conn.execute("UPDATE meta SET value = 'an-older-parser' WHERE key = ?", (STAMP_KEY,))
+        vectors = ix.vectors(ids)
+
+        report = sync_index(store, ix)
+        assert report.embedded == 0 and report.restamped == len(old) > 0
+        assert ix.meta()[STAMP_KEY] == parser_stamp()
+        for card_id, (file_hash, blob) in stored_cards(ix.conn, ids).items():
+            assert card_of_blob(blob) == store.read(card_id)
+        after = ix.vectors(ids)
+        assert all(np.array_equal(vectors[i], after[i]) for i in ids)
+        assert sync_index(store, ix).restamped == 0
