@@ -4,7 +4,9 @@ Rows: ingest of the real samples grown to `--real-mb` with fresh ids and of one 
 (only when `../shared/samples` is present: the copies repeat every text, one copy repeats none) and
 of bench.ingest's synthetic corpus, each against reading every file and `json.loads` of every
 line; peak RSS for a corpus and four times it (flat in corpus size); one session of 5k / 20k /
-100k turns (CPU seconds: linear in session length); one 200 MB JSON line (bounded memory); recall
+100k turns (CPU seconds: linear in session length); one 200 MB JSON line (bounded memory); the
+first `memoir search` after a run on a new home (the second set's logs; beside it, the same search
+loading the model itself); recall
 at `--recall-cards` cards (bench.recall, its first build takes minutes): in-process p50/p99 with
 the query embedding and KNN recall@10, today's path beside the path before issue 26's recall work,
 and the warm hook's p95 with four sessions at once beside one busy process, against today's
@@ -146,6 +148,43 @@ def _session_time(turns: int, shape: str) -> float:
     return json.loads(out.stdout.strip().splitlines()[-1])["cpu_s"]
 
 
+SEARCH_SET = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "second_set"
+ENTRY = "from memoir.flows.cli.main import main; main()"
+
+
+def _timed_cli(home: Path, *args: str) -> tuple[float, str]:
+    started = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", ENTRY, "--home", str(home), *args], capture_output=True, text=True,
+                         check=True)
+    return time.perf_counter() - started, out.stdout
+
+
+def search_row(work: Path, query: str = "upload rejected because the body is too big") -> tuple[str, str, str, str, str]:
+    """The first `memoir search` after a run on a new home: the run builds the turn index, and the
+    search asks the warm recall service for its query's vector; beside it, the same search in a
+    process that loads the model itself (no service running)."""
+    from bench.recall import stop_service, wait_warm
+    from memoir.cards.config import load_settings
+
+    logs, home = work / "search-logs", work / "home-search"
+    for host in ("claude-code", "codex", "aider"):
+        if (SEARCH_SET / host).is_dir():
+            shutil.copytree(SEARCH_SET / host, logs / host)
+    run_s, out = _timed_cli(home, "run", "--logs", str(logs), "--json")
+    turns = json.loads(out)["turns"]
+    alone_s, _ = _timed_cli(home, "search", query)
+    state = load_settings(home=home).state_dir
+    service = subprocess.Popen([sys.executable, "-c", ENTRY, "--home", str(home), "serve-recall", "--idle-exit-s", "300"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_warm(state)
+        first_s, _ = _timed_cli(home, "search", query)
+    finally:
+        stop_service(state, service)
+    return (f"first `memoir search` after a run ({turns} turns, turn index built in the run {run_s:.0f} s)",
+            f"{first_s:.2f} s (warm recall service)", f"{alone_s:.1f} s loading the model itself", "-", "<= 1 s")
+
+
 def recall_rows(cards: int, queries: int, hook_calls: int, work: Path) -> list[tuple[str, str, str, str, str]]:
     """bench.recall at `cards` cards in a child process: its summary as rows of the table."""
     summary = work / "recall.json"
@@ -240,6 +279,7 @@ def main() -> None:
                      "-", f"{got['rss_total_mb'] * 1e6 / line.stat().st_size:.2f}x the line", "<= 512 MB"))
         notes.append(f"the long line: skipped {got['skipped'].get('bad_line_too_large', 0)} as bad_line_too_large, "
                      f"{got['turns']} turns read around it")
+        rows.append(search_row(work))
         if args.recall_cards:
             rows.extend(recall_rows(args.recall_cards, args.recall_queries, args.hook_calls, work))
             notes.append("recall: bench.recall's synthetic cards; the path before = files parsed, KNN re-scoring 256 "
