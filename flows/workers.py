@@ -35,7 +35,7 @@ MAX_AUTO_WORKERS = 4
 # Below this much to read, starting processes (about a third of a second) costs more than it saves.
 POOL_MIN_BYTES = 32 * 1024 * 1024
 # The caller's own `__main__` too: each worker would import it again otherwise (the CLI's is guarded).
-PRELOAD = ["__main__", "memoir.flows.ingest"]
+PRELOAD = ["__main__", "memoir.flows.worker_boot"]
 START_TIMEOUT_S = 60
 
 

@@ -14,7 +14,7 @@ from memoir.cards.config import Settings
 from memoir.cards.hosts.base import tool_call_text
 from memoir.cards.sanitize import sanitize
 from memoir.cards.sanitize.fields import sanitize_value
-from memoir.cards.sanitize.generic import _may_find, _plugins, decoded_text, random_looking
+from memoir.cards.sanitize.generic import _may_find, decoded_text, provider_plugins, random_looking
 from memoir.cards.sanitize.scan import sanitize_with_report
 
 CAP = Settings.blob_cap
@@ -146,7 +146,7 @@ def test_detect_secrets_provider_rules_cover_providers_memoir_has_no_row_for():
 
 def test_a_detect_secrets_rule_is_skipped_only_on_lines_where_it_would_find_nothing():
     # Pinned: the installed rules are the ones the literals were read from, so the skip is in force.
-    assert all(literals is not None for _, _, literals in _plugins())
+    assert all(literals is not None for _, _, literals in provider_plugins())
     key = "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8s9T0u1V2"  # 44 characters, an IBM Cloud IAM key's length
     lines = [
         f"ibm_cloud_iam_api_key = {key}", f"TOKEN: {key}", f"the API Token is {key}", f"the API docs say {key}",
@@ -157,7 +157,7 @@ def test_a_detect_secrets_rule_is_skipped_only_on_lines_where_it_would_find_noth
     found = 0
     for line in lines:
         lower = line.lower() if line.isascii() else None
-        for plugin, blind, literals in _plugins():
+        for plugin, blind, literals in provider_plugins():
             hits = list(plugin.analyze_string(line))
             found += len(hits)
             assert not hits or _may_find(line, lower, blind, literals), (type(plugin).__name__, line)

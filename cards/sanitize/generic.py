@@ -451,7 +451,7 @@ def plugin_fingerprint(plugin) -> str:
 
 
 @lru_cache(maxsize=1)
-def _plugins() -> tuple:
+def provider_plugins() -> tuple:
     """(rule, case-blind?, literals or None) for each detect-secrets rule memoir runs."""
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class  # deferred: start-up (requests)
 
@@ -477,7 +477,7 @@ def provider_rules(text: str, runs: bytes) -> Iterator[tuple[str, int, int]]:
             continue
         line = text[start:end]
         lower = line.lower() if line.isascii() else None
-        for plugin, blind, literals in _plugins():
+        for plugin, blind, literals in provider_plugins():
             if not _may_find(line, lower, blind, literals):
                 continue
             for found in plugin.analyze_string(line):
