@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from memoir.cards.values import Experience, Turn
-from memoir.cards.commands import may_hold_verdict
+from memoir.cards.commands import command_of, is_inspection, may_hold_verdict
 from memoir.cards.cues import (
     is_chatter, is_commit_output, is_interruption, is_tooling_error, pasted_signature, problem_signature, slash_command,
 )
-from memoir.cards.hosts.registry import PLAN_ACCEPT_TOOLS, PLAN_TOOLS, commits_each_reply, opens_with_banner
+from memoir.cards.hosts.registry import LOOK_TOOLS, PLAN_ACCEPT_TOOLS, PLAN_TOOLS, commits_each_reply, opens_with_banner
 from memoir.cards.loop import walk
 from memoir.cards.outcomes import verification
 from memoir.cards.verdicts import is_failing, is_passing, shows_failure_summary
@@ -74,6 +74,12 @@ _MOVING_ON = re.compile(r"(?i)(?:^|[.!]\s+)(?:now|next)\b|(?:^|[.!]\s+)(?:let me
 _FOLLOWS_ON = re.compile(
     r"(?i)^\W*(?:yes|yep|yeah|yup|sure|ok(?:ay)?|go ahead|do it|please do|sounds good|proceed|let'?s do|"
     r"no\b|nope|instead|wait|actually|don'?t|stop|continue|try again|retry)"
+)
+# A request that acts on what was just found: its first words name it as "it", "that", "this"
+# ("fix it", "can you change that", "then add a test for it").
+_POINTS_BACK = re.compile(
+    r"(?i)^\W*(?:(?:please|pls|now|then|so|and|can you|could you|would you|let'?s)\s+)*[a-z]+\b[^.?!\n]{0,24}?"
+    r"\b(?:it|that|this|them|those|these)\b"
 )
 _CLEAR_COMMANDS = frozenset({"/clear", "/new", "/reset"})
 # A literal (lower case) that every match of each case-blind pattern above holds: most turns hold
@@ -158,6 +164,7 @@ class _Builder:
     def reset(self) -> None:
         self.turns: list[Turn] = []
         self.tool_calls = 0  # running tallies of `turns`, kept by `add` (see `_answered_question`)
+        self.only_looked = True  # every tool call so far only read, listed or searched
         self.last_request: Turn | None = None
         self.answered_chars = 0
         self.wrapped = ""  # why the task is wrapped up: commit, tests_green, tracker_close, pr, said_done
@@ -183,6 +190,8 @@ class _Builder:
         self.turns.append(turn)
         if turn.kind == "tool_call":
             self.tool_calls += 1
+            if self.only_looked and not _looks(turn):
+                self.only_looked = False
         elif turn.role == "assistant" and turn.kind == "text":
             self.answered_chars += len(turn.text)
         elif _is_request(turn):
@@ -245,15 +254,24 @@ def is_go_ahead(text: str) -> bool:
     return len(text) <= 80 and bool(_FOLLOWS_ON.match(text))
 
 
-def _answered_question(b: _Builder) -> bool:
-    """A question the assistant answered in words alone: a new request after it is a new task.
+def _answered_question(b: _Builder, asked: str) -> bool:
+    """A question the assistant answered, in words alone or after only looking (reads, searches,
+    `git log`): a new request `asked` after it is a new task, unless it points back at the answer
+    ("fix it", "can you change that"), which carries on from what was found.
 
     Asked at every request of a growing block, so it reads the builder's running tallies, never
     the block's turns: a long session must not cost the square of its length.
     """
-    if b.tool_calls or b.last_request is None or not b.last_request.text.rstrip().endswith("?"):
+    if b.last_request is None or b.answered_chars < 200:
         return False
-    return b.answered_chars >= 200
+    if not b.tool_calls:
+        return b.last_request.text.rstrip().endswith("?")
+    return b.only_looked and "?" in b.last_request.text and not _POINTS_BACK.match(asked)
+
+
+def _looks(turn: Turn) -> bool:
+    """A tool call that only reads, lists or searches: a read tool, or a shell command that only looks."""
+    return turn.tool_name.lower() in LOOK_TOOLS or is_inspection(command_of(turn))
 
 
 def _has_substance(turns: list[Turn]) -> bool:
@@ -341,7 +359,7 @@ def iter_segments(turns: list[Turn] | tuple[Turn, ...], rules: SegmentRules,
                     b.wrapped in ("tests_green", "said_done")
                     and (_FOLLOW_UP.match(turn.text) or is_go_ahead(turn.text)))):
                 close(b.wrapped or ("plan_accepted" if b.plan_accepted else "commit"))
-            elif _is_request(turn) and not _FOLLOWS_ON.match(turn.text) and (b.interrupted or _answered_question(b)):
+            elif _is_request(turn) and not _FOLLOWS_ON.match(turn.text) and (b.interrupted or _answered_question(b, turn.text)):
                 close("interrupted" if b.interrupted else "question_answered")
             elif is_task_switch(turn.text) and (not b.red or not _SOFT_SWITCH.match(turn.text.strip())):
                 close("task_switch")

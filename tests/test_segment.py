@@ -217,3 +217,36 @@ def test_commands_that_ask_where_a_dependency_comes_from_only_look():
     for command in ("cargo tree -i openssl-sys", "pnpm why react", "pip show requests", "go mod why golang.org/x/net"):
         assert only_looks(command), command
     assert not only_looks("cargo build --release") and not only_looks("kubectl get pods")
+
+
+ANSWER = ("Yes. The cart lives in `web/src/store/cart.ts`: a zustand store wrapped in `persist` with "
+          "`name: 'shop-cart-v3'` and localStorage, so it survives a reload and is shared across tabs. "
+          "The sessionStorage hit is only the checkout step, which is per tab.")
+
+
+def _looked_then(next_request: str, *, edited: bool = False) -> Script:
+    s = (Script().user("quick question - does the cart survive a page reload? where is that handled")
+         .calls("Grep", '{"pattern":"persist|localStorage","path":"web/src"}').got("Grep", "web/src/store/cart.ts:2:import { persist }")
+         .calls("Read", '{"file_path":"web/src/store/cart.ts"}').got("Read", "export const useCart = create()(persist(...))"))
+    if edited:
+        s = s.calls("Edit", '{"file_path":"web/src/store/cart.ts","old_string":"v3","new_string":"v4"}').got("Edit", "updated")
+    return (s.says(ANSWER).user(next_request)
+            .runs("pnpm --filter checkout test").error("ReferenceError: document is not defined")
+            .says("The checkout package ran vitest in node; setting environment jsdom fixes it.")
+            .runs("pnpm --filter checkout test").result("Tests 9 passed (9)"))
+
+
+def test_a_question_answered_after_only_looking_ends_when_a_request_with_its_own_subject_comes():
+    s = _looked_then("new package checkout: its tests die with document is not defined, same thing as ui?")
+    assert [(e.boundary, e.lines) for e in segment_session(s.turns)] == [("start", (1, 6)), ("question_answered", (7, 12))]
+
+
+def test_a_request_that_points_back_at_the_answer_carries_on_from_it():
+    for follow in ("fix it so it survives a logout too", "can you move that into its own module?",
+                   "then add a test for it"):
+        assert [e.boundary for e in segment_session(_looked_then(follow).turns)] == ["start"], follow
+
+
+def test_a_question_whose_answer_changed_something_is_not_a_question_answered_by_looking():
+    s = _looked_then("new package checkout: its tests die with document is not defined, same thing as ui?", edited=True)
+    assert [e.boundary for e in segment_session(s.turns)] == ["start"]

@@ -41,6 +41,14 @@ class Script:
     def result(self, text: str, at: float | None = None) -> Script:
         return self._add("tool", "tool_result", text, at, tool="Bash")
 
+    def calls(self, tool: str, args: str, at: float | None = None) -> Script:
+        """A call of a host tool other than the shell (`Read`, `Grep`, `Edit`), `args` as its JSON."""
+        return self._add("assistant", "tool_call", f"{tool} {args}", at, tool=tool)
+
+    def got(self, tool: str, text: str, at: float | None = None) -> Script:
+        """What that tool gave back."""
+        return self._add("tool", "tool_result", text, at, tool=tool)
+
     def error(self, text: str, at: float | None = None) -> Script:
         return self._add("tool", "error", text, at, tool="Bash")
 

@@ -34,6 +34,8 @@ SHELL_TOOLS = frozenset().union(*(h.shell_tools for h in ROWS))
 EDIT_TOOLS = frozenset().union(*(h.edit_tools for h in ROWS))
 PLAN_TOOLS = frozenset().union(*(h.plan_tools for h in ROWS))
 PLAN_ACCEPT_TOOLS = frozenset().union(*(h.plan_accept_tools for h in ROWS))
+# Tools that only look (reads, listings, searches): a question answered with them alone changed nothing.
+LOOK_TOOLS = frozenset().union(*(h.quiet_tools for h in ROWS)) - frozenset().union(*(h.edit_tools for h in ROWS))
 # Results that hold no pass/fail verdict: reads, listings, searches, plans and edits' acknowledgements.
 QUIET_TOOLS = frozenset().union(*(h.quiet_tools | h.edit_tools | h.plan_tools | h.plan_accept_tools for h in ROWS))
 
