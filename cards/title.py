@@ -115,7 +115,7 @@ def _short_signature(signature: str, limit: int = 36) -> str:
 
 
 _CAUSE = re.compile(r"(?i)\b(?:root cause|because|caused|came from|meant|missed|missing|was|were|wasn'?t|isn'?t|"
-                    r"doesn'?t|no longer|needs?|must|instead|moved|requires?|rejects?|returns?|only)\b")
+                    r"doesn'?t|no longer|needs?|must|instead|moved|requires?|rejects?|returns?)\b")
 _FIXED = re.compile(r"(?i)\b(?:fix(?:es|ed)?|now)\b")
 _DONE_WORDS = re.compile(r"(?i)^(?:fixed|done|works now|all (?:set|good)|committed)\b[^.:`]{0,40}[.:,]\s*")
 # A narrative label the evidence conclusion puts before quoted words ("Said before the change: “…”"):

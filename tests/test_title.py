@@ -172,3 +172,11 @@ def test_a_rerun_with_a_short_setting_is_still_the_fix_in_the_title():
                   "Implemented the requested CLI additions, updated docs, ran tests, and committed.")
     assert make_title(signature="ModuleNotFoundError: No module named <str>", conclusion=conclusion,
                       request="x").endswith("→ Re-run with `PYTHONPATH=.`")
+
+
+def test_a_sentence_that_only_narrows_another_is_not_the_cause_a_title_names():
+    """"The sessionStorage hit is only the checkout step" says what a hit is not; the answer comes first."""
+    conclusion = ("Yes. The cart is a zustand store in `web/src/store/cart.ts` wrapped in `persist` with localStorage, "
+                  "so it survives reloads.\n\nThe `sessionStorage` hit is only the checkout step, which is per tab.")
+    assert make_title(conclusion=conclusion, request="does the cart survive a page reload?").startswith(
+        "The cart is a zustand store in `web/src/store/cart.ts`")
