@@ -408,6 +408,14 @@ def rank_eligible(eligible: Sequence[Candidate], rrf_k: int, limits: tuple[int, 
     return sorted(ranked, key=lambda c: (-c.rrf, -c.similarity, c.id))
 
 
+def _failed(c: Candidate, query: RecallQuery, policy: GatePolicy) -> tuple[str, ...]:
+    """The names of the gates that reject `c`, in their order. The secret scan, the one gate that
+    costs (most of the gates' CPU), runs only where no other gate rejects: a candidate another
+    gate keeps out is not injected either way, and its record then does not list the scan."""
+    names = tuple(g.name for g in CANDIDATE_GATES if g is not UnsanitizedContent and g(c, query, policy))
+    return names or ((UnsanitizedContent.name,) if UnsanitizedContent(c, query, policy) else ())
+
+
 def judge(candidates: Sequence[Candidate], query: RecallQuery, policy: GatePolicy, rrf_k: int = 60,
           limits: tuple[int, int] | None = None) -> list[Judgement]:
     """Run every gate over every candidate; at most `policy.max_injected` come out "injected".
@@ -417,12 +425,13 @@ def judge(candidates: Sequence[Candidate], query: RecallQuery, policy: GatePolic
     they come first, best first. The relative similarity floor is measured from the best of them,
     so a superseded or inactive near-duplicate cannot push the card that replaced it out.
     """
-    others = CANDIDATE_GATES[1:]
+    others = tuple(g for g in CANDIDATE_GATES[1:] if g is not UnsanitizedContent)
     # A card about another error than the one pasted, or off the subject, is no rival either, unless a near-paraphrase;
     # nor is one below the lowest floor there is (it shares words, not meaning): no rule could inject it.
     passed = {c.id for c in candidates if not any(g(c, query, policy) for g in others)
               and (c.names_error and c.shares_subject or c.similarity >= policy.min_similarity + policy.vector_only_margin)
-              and (query.lexical or c.similarity >= policy.agreed_min_similarity)}
+              and (query.lexical or c.similarity >= policy.agreed_min_similarity)
+              and not UnsanitizedContent(c, query, policy)}  # last: the one gate that costs
     held = max((c.similarity for c in candidates if c.id not in passed), default=0.0) - policy.relative_margin
     eligible = rank_eligible([c for c in candidates if c.id in passed], rrf_k, limits, held)
     if query.workspace:
@@ -433,7 +442,7 @@ def judge(candidates: Sequence[Candidate], query: RecallQuery, policy: GatePolic
     matched = any(same_signature(c, query) and near(c, query) for c in eligible)
     query = replace(query, best_similarity=max((c.similarity for c in eligible), default=0.0),
                     signature_matched=matched)
-    failed = {c.id: tuple(g.name for g in CANDIDATE_GATES if g(c, query, policy)) for c in candidates}
+    failed = {c.id: _failed(c, query, policy) for c in candidates}
     survivors = [c for c in candidates if not failed[c.id]]
     clash = ContradictsCandidate(survivors)
     out: list[Judgement] = []

@@ -527,3 +527,22 @@ def test_a_pasted_error_that_shares_no_term_with_the_card_needs_a_near_paraphras
     q = RecallQuery(text=sig, workspace=WORKSPACE, signature=sig, best_similarity=0.47)
     assert SimilarityBelowMinimum(cand(similarity=0.47, coverage=0.0, knn_rank=1, fts_rank=1), q, p)
     assert not SimilarityBelowMinimum(cand(similarity=0.47, coverage=0.4, knn_rank=1, fts_rank=1), q, p)
+
+
+def test_the_secret_scan_runs_only_for_a_candidate_no_other_gate_keeps_out():
+    """The scan is most of the gates' CPU: a card another gate rejects is not scanned, and one every
+    other gate lets through still is (and is held back by it)."""
+    from memoir.index.recall_gates import _sensitive
+    from tests.recall_cards import fake_aws_key
+
+    secret = f"- [t5] result: AWS_ACCESS_KEY_ID {fake_aws_key()}"
+    _sensitive.cache_clear()
+    policy = GatePolicy.from_settings(Settings())
+    far = cand("c-far", similarity=0.05, knn_rank=9, fts_rank=None, body="far " + secret)
+    held = cand("c-held", status="candidate", body="held " + secret)
+    near = cand("c-near", body="near " + secret)
+    out = {j.candidate.id: j for j in judge([far, held, near], RecallQuery(text="q", workspace=WORKSPACE), policy)}
+    assert out["c-far"].failed == ("SimilarityBelowMinimum",)
+    assert out["c-held"].failed[0] == "StatusNotActive" and "UnsanitizedContent" not in out["c-held"].failed
+    assert out["c-near"].failed == ("UnsanitizedContent",) and out["c-near"].gate == "UnsanitizedContent"
+    assert _sensitive.cache_info().currsize == 1  # only the card nothing else kept out was scanned
