@@ -139,9 +139,9 @@ def restamp(home: Path, embedder) -> None:
 
     settings = load_settings(home=home)
     t = time.perf_counter()
+    store = CardStore(settings.cards_dir, settings.state_dir)
     with open_index(settings.index_dir, embedder) as ix:
-        done = restamp_fields(CardStore(settings.cards_dir, settings.state_dir), ix, file_hashes(
-            CardStore(settings.cards_dir, settings.state_dir))[0])
+        done = restamp_fields(store, ix, file_hashes(store)[0])
     if done:
         print(f"stored {done:,} cards again as today's card parser reads them, in {time.perf_counter() - t:.1f} s",
               flush=True)

@@ -97,11 +97,8 @@ class Spool:
     def put(self, packed: PackedChunk) -> None:
         """Put away one chunk packed here or by a worker process (`pack`)."""
         started = time.perf_counter()
-        self.fh.seek(self._end)
-        self.fh.write(packed.data)
-        chunk = Chunk(packed.files, packed.turns, self._end, len(packed.data), packed.error)
-        self._end += len(packed.data)
-        self.chunks.setdefault(packed.key, []).append(chunk)
+        at, size = self._write(packed.data)
+        self.chunks.setdefault(packed.key, []).append(Chunk(packed.files, packed.turns, at, size, packed.error))
         self.sanitize_s += packed.sanitize_s + time.perf_counter() - started
 
     def finish(self, skipped: Counter) -> None:
@@ -123,13 +120,16 @@ class Spool:
     def __len__(self) -> int:
         return len(self.chunks)
 
-    def _put(self, value) -> tuple[int, int]:
-        """Pickle `value` to the end of the spool: (where it starts, its size)."""
-        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    def _write(self, data: bytes) -> tuple[int, int]:
+        """`data` at the end of the spool: (where it starts, its size)."""
         self.fh.seek(self._end)
         self.fh.write(data)
         at, self._end = self._end, self._end + len(data)
         return at, len(data)
+
+    def _put(self, value) -> tuple[int, int]:
+        """Pickle `value` to the end of the spool."""
+        return self._write(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
 
     def spill(self, exp: Experience, uuid_key: str) -> SpilledExperience:
         """Put one drafted experience's turns away; what stays in memory is a few fields."""

@@ -13,7 +13,6 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from concurrent.futures.process import BrokenProcessPool
 from itertools import chain
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from memoir.cards.distill.merge import turns_key
 from memoir.cards.draft import draft_card
 from memoir.cards.hosts import aider, default_roots, reader_for
 from memoir.cards.log_files import iter_candidates
-from memoir.cards.ledger import Ledger, LedgerEntry, retired_ids
+from memoir.cards.ledger import Ledger, LedgerEntry, LedgerView, retired_ids
 from memoir.cards.memos import forget_memos
 from memoir.cards.sanitize.fields import sanitize_id, sanitize_turn
 from memoir.cards.segment import SegmentRules, Skipped, iter_segments
@@ -32,7 +31,7 @@ from memoir.cards.store import CardStore, remove_temp_files, render_card
 from memoir.cards.values import Card, Experience, Turn
 from memoir.flows.progress import Progress
 from memoir.flows.queue import OverflowQueue
-from memoir.flows.workers import WorkerUse, in_order, local_pool, workers_for
+from memoir.flows.workers import WorkerUse, in_order, local_pool, lost_reason, workers_for
 
 
 @dataclass
@@ -125,10 +124,11 @@ def collect_logs(paths: list[Path], host: str, ledger: Ledger | None, progress: 
         out.workers = out.workers if pool else 1
         units = [(str(f), host, e, line_cap, spool.blob_cap) for f, e in zip(files, entries)] if pool else []
         parts = in_order(pool, read_file, units, _file_lost, use) if pool else None
+        asked = LedgerView({str(f): e for f, e in zip(files, entries)})  # each file's entry, looked up once
         for i, path in enumerate(files):
             out.files_seen += 1
             if parts is None:
-                collect_file(path, host, None if reread else ledger, out, line_cap)
+                collect_file(path, host, asked, out, line_cap)  # type: ignore[arg-type]
             else:
                 out.absorb(next(parts))
             if progress:
@@ -152,7 +152,7 @@ def bytes_to_read(files: list[Path], entries: list[LedgerEntry | None]) -> int:
 def _file_lost(unit: tuple, exc: BaseException) -> CollectReport:
     """A file whose worker failed or died: counted, as a file that fails its reader is."""
     out = CollectReport()
-    out.skipped[f"file_error_{'WorkerDied' if isinstance(exc, BrokenProcessPool) else type(exc).__name__}"] += 1
+    out.skipped[f"file_error_{lost_reason(exc)}"] += 1
     return out
 
 
@@ -311,7 +311,7 @@ def _session_lost(unit: tuple, exc: BaseException) -> SessionPlan:
     """A session whose worker failed or died: counted as a session error, its origins still known."""
     raw = unit[0]
     plan = SessionPlan(raw.key)
-    plan.skipped[f"session_error_{'WorkerDied' if isinstance(exc, BrokenProcessPool) else type(exc).__name__}"] += 1
+    plan.skipped[f"session_error_{lost_reason(exc)}"] += 1
     return plan
 
 

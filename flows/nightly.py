@@ -32,7 +32,7 @@ from memoir.flows import fan_out, replay
 from memoir.flows.errors import FlowError
 from memoir.flows.ingest import RunReport
 from memoir.flows.lock import Deadline, run_lock, step_deadline
-from memoir.flows.pipeline import STEPS, Run, finish_distill, open_run, plan_distill_batches, settle_batch_of
+from memoir.flows.pipeline import STEPS, Run, finish_distill, open_run, plan_distill_batches, settle_batch_of, took
 from memoir.flows.prefect_env import taken_over
 from memoir.index import rebuild
 from memoir.index.embed import default_embedder
@@ -86,13 +86,7 @@ def collect_fanned(run: Run, deadline: Deadline) -> None:
         collected.absorb(in_flight.popleft().result())
         deadline.check()
     collected.finish()
-    summary = run.summary
-    summary.files_seen, summary.files_read = collected.files_seen, collected.files_read
-    summary.bytes_read = collected.bytes_read
-    summary.hosts.update(collected.hosts)
-    summary.skipped.update(collected.skipped)
-    summary.turns, summary.sessions = collected.turn_count, collected.session_count
-    run.collected = collected
+    took(run, collected)
 
 
 def distill_fanned(run: Run, deadline: Deadline) -> None:

@@ -128,6 +128,12 @@ def collect(run: Run) -> None:
         collected = collect_logs(run.paths, run.host, ledger, run.progress, run.settings.follow_symlinks,
                                  run.reread, run.settings.max_line_bytes, spool, run.settings.read_workers,
                                  summary.workers)
+    took(run, collected)
+
+
+def took(run: Run, collected: CollectReport) -> None:
+    """What a collect read, on the run for the steps after it and in its summary."""
+    summary = run.summary
     summary.workers.processes = collected.workers
     summary.files_seen, summary.files_read = collected.files_seen, collected.files_read
     summary.bytes_read = collected.bytes_read

@@ -61,6 +61,11 @@ class WorkerUse:
         return {"processes": self.processes, "cpu_s": round(self.cpu_s, 3), "peak_rss_mb": round(self.peak_rss_mb, 1)}
 
 
+def lost_reason(exc: BaseException) -> str:
+    """How a unit lost to its worker is counted: `WorkerDied` when the process died, else what it raised."""
+    return "WorkerDied" if isinstance(exc, BrokenProcessPool) else type(exc).__name__
+
+
 def _measured(fn: Callable[..., R], *unit) -> tuple[R, float, float]:
     """`fn(*unit)` in a worker, with the CPU seconds it took and the worker's peak RSS so far (MB)."""
     started = time.process_time()
