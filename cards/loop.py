@@ -106,8 +106,13 @@ def walk(turns: tuple[Turn, ...]) -> Walk:
 
 def _read_by_the_assistant(turns: tuple[Turn, ...], runs: list[Run]) -> list[Run]:
     """A run that looks green but that the assistant's next words read as still failing has failed."""
+    following: list[Turn | None] = [None] * (len(turns) + 1)  # the assistant's next words after each turn
+    for i in range(len(turns) - 1, -1, -1):  # one walk back, not a slice per run: linear in the session
+        t = turns[i]
+        following[i] = t if t.role == "assistant" and t.kind in ("text", "tool_call") else following[i + 1]
+
     def still_failing(run: Run) -> bool:
-        nxt = next((t for t in turns[run.at_result + 1:] if t.role == "assistant" and t.kind in ("text", "tool_call")), None)
+        nxt = following[run.at_result + 1]
         return run.passed and nxt is not None and nxt.kind == "text" and reads_as_still_failing(nxt.text)
     return [dataclasses.replace(r, failed=True, passed=False) if still_failing(r) else r for r in runs]
 

@@ -7,11 +7,11 @@ marking a conflict. `cards.distill.rules.apply_rules` decides which of these to 
 
 from __future__ import annotations
 
-import bisect
 import functools
 import hashlib
+import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timezone
 
 from memoir.cards.signals import is_named_state, names_failure
@@ -201,39 +201,98 @@ def with_keys(card: Card, keys: Iterable[str]) -> Card:
     return card.with_(extra={**card.extra, "dedup_keys": merged})
 
 
+class SoFar(Sequence):
+    """The first `n` items of a list that only grows at its end: what one merge hands its card.
+
+    Each merge into a card gathers one newcomer's sources and keys; a fresh tuple of all of them
+    per merge made a signature seen in n experiences cost n² (and freeing each replaced copy as
+    much again). The card holds this view instead; `settled` turns it into a plain value before
+    the card leaves the rules. `ordered` views read sorted (dedup keys are kept sorted).
+    """
+
+    __slots__ = ("items", "n", "ordered")
+
+    def __init__(self, items: list, n: int, ordered: bool = False) -> None:
+        self.items, self.n, self.ordered = items, n, ordered
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self) -> Iterator:
+        return iter(sorted(self.items[: self.n])) if self.ordered else itertools.islice(self.items, self.n)
+
+    def __getitem__(self, i):
+        if self.ordered or isinstance(i, slice):
+            return tuple(self)[i]
+        if not -self.n <= i < self.n:
+            raise IndexError("SoFar index out of range")
+        return self.items[i % self.n]
+
+    def __eq__(self, other: object) -> bool:
+        return tuple(self) == tuple(other) if isinstance(other, (tuple, list, SoFar)) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __add__(self, other):
+        return tuple(self) + tuple(other)
+
+    def __radd__(self, other):
+        return tuple(other) + tuple(self)
+
+    def __reduce__(self):
+        return (list, (list(self),)) if self.ordered else (tuple, (tuple(self),))
+
+    def __repr__(self) -> str:
+        return repr(list(self) if self.ordered else tuple(self))
+
+
+def settled(card: Card) -> Card:
+    """`card` with what merges gathered as plain values: a tuple of sources, a sorted list of keys."""
+    keys = card.extra.get("dedup_keys")
+    if not isinstance(card.sources, SoFar) and not isinstance(keys, SoFar):
+        return card
+    extra = {**card.extra, "dedup_keys": list(keys)} if isinstance(keys, SoFar) else card.extra
+    return card.with_(sources=tuple(card.sources), extra=extra)
+
+
 class Gathered:
     """The sources, sessions and dedup keys that merges into one card have gathered so far.
 
     A signature seen in thousands of experiences is merged into one card thousands of times; if
     every merge re-read every source and key the card holds, a long session would cost the square
-    of its length. With this, a merge adds only the newcomer's. It holds for the one card object
-    it was last made for (`card`): any other change to that card starts a fresh one.
+    of its length. With this, a merge adds only the newcomer's, and hands the card a `SoFar` view.
+    It holds for the one card object it was last made for (`card`): any other change to that card
+    starts a fresh one.
     """
 
-    __slots__ = ("card", "sources", "sessions", "keys", "ordered")
+    __slots__ = ("card", "seen", "sources", "sessions", "keys", "key_list")
 
     def __init__(self, card: Card) -> None:
         self.card = card
-        self.sources: dict[tuple, Source] = {}
+        self.seen: set[tuple] = set()
+        self.sources: list[Source] = []
         self.sessions: set[tuple[str, str]] = set()
         self.add_sources(card.sources)
-        self.keys = {str(k) for k in card.extra.get("dedup_keys") or ()}
-        self.ordered = sorted(self.keys)
+        self.keys: set[str] = set()
+        self.key_list: list[str] = []
+        self.add_keys(str(k) for k in card.extra.get("dedup_keys") or ())
 
-    def add_sources(self, sources: Iterable[Source]) -> tuple[Source, ...]:
+    def add_sources(self, sources: Iterable[Source]) -> SoFar:
         for s in sources:
             key = source_key(s)
-            if key not in self.sources:
-                self.sources[key] = s
+            if key not in self.seen:
+                self.seen.add(key)
+                self.sources.append(s)
                 self.sessions.add((s.host, s.session_id))
-        return tuple(self.sources.values())
+        return SoFar(self.sources, len(self.sources))
 
-    def add_keys(self, keys: Iterable[str]) -> list[str]:
+    def add_keys(self, keys: Iterable[str]) -> SoFar:
         for k in keys:
             if k not in self.keys:
                 self.keys.add(k)
-                bisect.insort(self.ordered, k)
-        return list(self.ordered)
+                self.key_list.append(k)
+        return SoFar(self.key_list, len(self.key_list), ordered=True)
 
 
 def _gathered(card: Card, memo: dict[str, Gathered] | None) -> Gathered | None:

@@ -19,7 +19,7 @@ from memoir.cards.distill.decisions import retracted, retractions
 from memoir.cards.distill.merge import (
     LIVE, MAX_TOPIC_BUCKET, TOPIC_LOOKUPS, absorb_duplicate, can_refresh, dedup_keys, identifiers, is_resolution,
     mark_conflict, merge_cards, merge_signature, newer_card, related_workspaces, same_fix, same_topic,
-    signature_family, source_key, supersede, with_keys,
+    settled, signature_family, source_key, supersede, with_keys,
 )
 from memoir.cards.spool import loaded
 from memoir.cards.values import Card, Experience
@@ -70,11 +70,12 @@ class _Library:
         self.cards[card.id] = card
 
     def changed(self) -> list[Card]:
-        out = [self.cards[cid] for cid in self.new]
+        """The new and edited cards, each with plain values where merges held views (`settled`)."""
+        out = [settled(self.cards[cid]) for cid in self.new]
         for cid, before in self.original.items():
             after = self.cards[cid]
             if after != before or after.extra != before.extra:
-                out.append(after)
+                out.append(settled(after))
         return sorted(out, key=lambda c: c.id)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import PurePath
@@ -168,7 +168,7 @@ class SessionReader:
     def line(self, obj: dict, line: int) -> None:
         raise NotImplementedError
 
-    def read_lines(self, parsed: list[tuple[int, dict]]) -> None:
+    def read_lines(self, parsed: Iterable[tuple[int, dict]]) -> None:
         """Each parsed line in turn; whatever one line raises is counted by reason, and the next is read."""
         for line_no, obj in parsed:
             try:
@@ -244,7 +244,15 @@ def parse_json_lines(
     `ignore` is a cheap byte check run before parsing, for line types that dominate big files
     and carry nothing (Claude Code's `progress`, Codex's `token_count`).
     """
-    parsed: list[tuple[int, dict]] = []
+    return list(iter_json_lines(lines, start_line, skipped, ignore))
+
+
+def iter_json_lines(
+    lines: list[bytes], start_line: int, skipped: Counter, ignore: Callable[[bytes], bool] | None = None
+) -> Iterator[tuple[int, dict]]:
+    """`parse_json_lines` one line at a time: a reader that walks it holds one parsed line, not the
+    file's. Every parsed line of a long session held at once was most of a run's memory and made its
+    time grow faster than the session (each later pass walked objects long out of the CPU's cache)."""
     for i, raw in enumerate(lines):
         if not raw.strip():
             continue
@@ -265,8 +273,7 @@ def parse_json_lines(
         if not isinstance(obj, dict):
             skipped["unknown_shape"] += 1
             continue
-        parsed.append((start_line + i + 1, obj))
-    return parsed
+        yield start_line + i + 1, obj
 
 
 EARLIEST_TS = datetime(1970, 1, 1, tzinfo=timezone.utc)  # no agent log is older

@@ -25,6 +25,7 @@ that straddles two incremental reads is kept.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from pathlib import PurePath
@@ -39,7 +40,7 @@ from memoir.cards.hosts.base import (
     SessionReader,
     as_str,
     complete_lines,
-    parse_json_lines,
+    iter_json_lines,
     tool_call_text,
 )
 from memoir.cards.hosts.strip import slash_command_text
@@ -240,14 +241,19 @@ def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) ->
     skipped: Counter = Counter()
     if consumed < len(data):
         skipped["partial_line"] += 1
-    parsed = parse_json_lines(lines, start_line, skipped, _is_ignored_line)
-    first = next((o for _, o in parsed if o.get("sessionId")), None)
+    parsed = iter_json_lines(lines, start_line, skipped, _is_ignored_line)
+    head: list[tuple[int, dict]] = []  # the lines before the first that names its session: parsed once
+    for item in parsed:
+        head.append(item)
+        if item[1].get("sessionId"):
+            break
+    first = head[-1][1] if head and head[-1][1].get("sessionId") else None
     session_id = carry.session_id or session_id_for(path, first)
     if is_compaction_sidechain(path, first):
-        skipped["compaction_sidechain"] += len(parsed)
-        parsed = []
+        skipped["compaction_sidechain"] += len(head) + sum(1 for _ in parsed)
+        head, parsed = [], iter(())
     reader = _Reader(path, start_line, carry, session_id)
-    reader.read_lines(parsed)
+    reader.read_lines(itertools.chain(head, parsed))
     reader.skipped.update(skipped)
     return reader.result(consumed, len(lines))
 
