@@ -63,3 +63,17 @@ def test_every_experience_of_one_failure_lands_in_one_card_with_every_source():
     assert [s.session_id for s in card.sources] == [f"s-{i:03d}" for i in range(60)]
     assert set(card.extra["dedup_keys"]) >= {k for exp, c in drafted for k in dedup_keys(c, exp) if k.startswith("u-")}
     assert plan.counters["merged"] + plan.counters["duplicates"] == 59  # the same text twice is a duplicate
+
+
+def test_a_card_leaves_the_rules_with_plain_sources_and_sorted_keys_not_the_views_merges_held():
+    drafted = _drafted(12)
+    memo: dict = {}
+    merged = drafted[0][1]
+    for _, card in drafted[1:]:
+        merged = merge_cards(merged, card, memo)
+    assert not isinstance(merged.sources, tuple)  # inside the rules: a view of what was gathered
+    (card,) = apply_rules(drafted, []).write
+    assert type(card.sources) is tuple and len(card.sources) == 12
+    keys = card.extra["dedup_keys"]
+    assert type(keys) is list and keys == sorted(keys)
+    assert set(merged.sources) == set(card.sources)
