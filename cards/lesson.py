@@ -19,7 +19,7 @@ CONCLUSION_BUDGET = 600  # characters; every card file states it (`conclusion_bu
 
 # An acknowledgement before the lesson: "Good catch — thanks for the traceback. You're right:".
 _LEAD_IN = re.compile(
-    r"^(?:(?:good (?:catch|call|news|question|point)|great (?:catch|question|news)|nice catch|thanks(?: for [^.!:—–]{1,40})?|"
+    r"^(?:(?:good (?:catch|call|idea|news|question|point)|great (?:catch|call|idea|point|question|news)|nice catch|thanks(?: for [^.!:—–]{1,40})?|"
     r"thank you(?: for [^.!:—–]{1,40})?|you['’]?re (?:absolutely |completely )?right|you were (?:absolutely )?right|"
     r"perfect|excellent|great|awesome|done|all set|success|sure|got it|understood|"
     r"(?:here'?s|here is) (?:what|the summary)[^:]{0,30})\s*[!.:,—–-]+\s*)+",

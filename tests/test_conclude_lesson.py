@@ -33,6 +33,13 @@ def test_acknowledgements_inventories_file_lists_next_steps_and_offers_are_strip
                     "and a smoke test imports the main window; 18 tests pass.")
 
 
+def test_praise_for_the_users_idea_is_no_part_of_the_lesson_in_any_wording():
+    lesson_text = "The worker pool must be created after the fork, because each child would inherit its locks."
+    for praise in ("Great call.", "Great idea —", "Good idea!", "Great point:", "Good call."):
+        assert without_filler(f"{praise} {lesson_text}") == lesson_text
+        assert without_filler(f"{praise}\n{lesson_text}") == lesson_text
+
+
 def test_a_list_of_every_file_touched_goes_even_without_a_heading():
     text = ("The spec is written and validated against the quality checklist; every item passes.\n\n"
             "- Branch: `001-embedded-startup`\n- Spec: `specs/001-embedded-startup/spec.md`\n"
