@@ -7,6 +7,7 @@ offset, `carry` what an earlier read of the same file learnt (session id, cwd, n
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from collections import Counter
@@ -236,23 +237,17 @@ def complete_lines(data: bytes) -> tuple[list[bytes], int]:
     return lines, end
 
 
-def parse_json_lines(
-    lines: list[bytes], start_line: int, skipped: Counter, ignore: Callable[[bytes], bool] | None = None
-) -> list[tuple[int, dict]]:
-    """(1-based line number, object) for each JSON-object line; the rest counted by reason.
-
-    `ignore` is a cheap byte check run before parsing, for line types that dominate big files
-    and carry nothing (Claude Code's `progress`, Codex's `token_count`).
-    """
-    return list(iter_json_lines(lines, start_line, skipped, ignore))
-
-
 def iter_json_lines(
     lines: list[bytes], start_line: int, skipped: Counter, ignore: Callable[[bytes], bool] | None = None
 ) -> Iterator[tuple[int, dict]]:
-    """`parse_json_lines` one line at a time: a reader that walks it holds one parsed line, not the
-    file's. Every parsed line of a long session held at once was most of a run's memory and made its
-    time grow faster than the session (each later pass walked objects long out of the CPU's cache)."""
+    """(1-based line number, object) for each JSON-object line, one at a time; the rest counted by reason.
+
+    `ignore` is a cheap byte check run before parsing, for line types that dominate big files
+    and carry nothing (Claude Code's `progress`, Codex's `token_count`). A reader walks it holding
+    one parsed line, not the file's: every parsed line of a long session held at once was most of
+    a run's memory and made its time grow faster than the session (each later pass walked objects
+    long out of the CPU's cache).
+    """
     for i, raw in enumerate(lines):
         if not raw.strip():
             continue
@@ -275,6 +270,12 @@ def iter_json_lines(
             continue
         yield start_line + i + 1, obj
 
+
+
+def split_head(parsed: Iterator[tuple[int, dict]], n: int) -> tuple[list[tuple[int, dict]], Iterator[tuple[int, dict]]]:
+    """The first `n` parsed lines (where a reader finds its session's id) and all of them again, in order."""
+    head = list(itertools.islice(parsed, n))
+    return head, itertools.chain(head, parsed)
 
 EARLIEST_TS = datetime(1970, 1, 1, tzinfo=timezone.utc)  # no agent log is older
 LATEST_TS = datetime(3000, 1, 1, tzinfo=timezone.utc)

@@ -43,7 +43,8 @@ from memoir.cards.hosts.base import (
     SessionReader,
     as_str,
     complete_lines,
-    parse_json_lines,
+    iter_json_lines,
+    split_head,
     tool_call_text,
 )
 
@@ -263,8 +264,8 @@ def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) ->
     skipped: Counter = Counter()
     if consumed < len(data):
         skipped["partial_line"] += 1
-    parsed = parse_json_lines(lines, start_line, skipped, _is_token_count)
-    session_id = carry.session_id or _session_id(parsed, path)
+    head, parsed = split_head(iter_json_lines(lines, start_line, skipped, _is_token_count), 5)
+    session_id = carry.session_id or _session_id(head, path)
     reader = _Reader(path, carry, session_id)
     reader.read_lines(parsed)
     reader.skipped.update(skipped)

@@ -23,7 +23,8 @@ from memoir.cards.hosts.base import (
     SessionReader,
     as_str,
     complete_lines,
-    parse_json_lines,
+    iter_json_lines,
+    split_head,
     tool_call_text,
 )
 
@@ -112,8 +113,8 @@ def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) ->
     skipped: Counter = Counter()
     if consumed < len(data):
         skipped["partial_line"] += 1
-    parsed = parse_json_lines(lines, start_line, skipped)
-    reader = _Reader(path, carry, carry.session_id or _session_id(parsed, path))
+    head, parsed = split_head(iter_json_lines(lines, start_line, skipped), 5)
+    reader = _Reader(path, carry, carry.session_id or _session_id(head, path))
     reader.read_lines(parsed)
     reader.skipped.update(skipped)
     return reader.result(consumed, len(lines))

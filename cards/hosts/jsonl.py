@@ -48,7 +48,7 @@ from memoir.cards.hosts.base import (
     as_str,
     clip,
     complete_lines,
-    parse_json_lines,
+    iter_json_lines,
     parse_ts,
 )
 from memoir.cards.hosts.strip import strip_injected
@@ -101,7 +101,7 @@ def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) ->
     seqs = Seqs(dict(carry.seqs))
     seen: set[str] = set()
     turns: list[Turn] = []
-    for line_no, obj in parse_json_lines(lines, start_line, skipped):
+    for line_no, obj in iter_json_lines(lines, start_line, skipped):
         uuid = obj.get("uuid")
         if isinstance(uuid, str) and uuid:
             if uuid in seen:
