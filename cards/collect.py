@@ -25,7 +25,6 @@ from memoir.cards.values import Turn
 
 HEAD_BYTES = 65536
 CHUNK = 1 << 20
-PACK_TURNS = 2000  # turns a spool chunk holds: a long session is sanitized and pickled a bounded piece at a time
 
 
 @dataclass(slots=True)
@@ -64,8 +63,7 @@ class CollectReport:
         for turn in turns:
             mine.setdefault(turn.session_id, []).append(turn)
         for sid, part in mine.items():
-            for at in range(0, len(part), PACK_TURNS):
-                self.spool.add((host, sid), part[at:at + PACK_TURNS])
+            self.spool.add((host, sid), part)
 
     def absorb(self, part: CollectReport) -> None:
         """Add what another collect read (one file, read apart by a fanned-out run) to this report.

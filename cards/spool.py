@@ -91,8 +91,9 @@ class Spool:
         self.fh.close()
 
     def add(self, key: tuple[str, str], turns: list[Turn]) -> None:
-        """Sanitize one file's turns of one session and put them away."""
-        self.put(pack(key, turns, self.blob_cap))
+        """Sanitize one file's turns of one session and put them away (`packs`)."""
+        for packed in packs(key, turns, self.blob_cap):
+            self.put(packed)
 
     def put(self, packed: PackedChunk) -> None:
         """Put away one chunk packed here or by a worker process (`pack`)."""
@@ -162,9 +163,13 @@ class Spool:
 # --- packing: the part of spooling a worker process can do ----------------------------------------
 
 
+PACK_TURNS = 2000  # turns a chunk holds: a long session is sanitized and pickled a bounded piece at a time
+
+
 @dataclass(frozen=True, slots=True)
 class PackedChunk:
-    """One file's turns of one session, sanitized and pickled: the bytes the spool stores as they are."""
+    """Up to `PACK_TURNS` of one file's turns of one session, sanitized and pickled: the bytes the
+    spool stores as they are."""
 
     key: tuple[str, str]
     data: bytes
@@ -193,6 +198,14 @@ def pack(key: tuple[str, str], turns: list[Turn], blob_cap: int) -> PackedChunk:
     return PackedChunk(key, data, tuple(sorted(files.items())), len(turns), error, time.perf_counter() - started)
 
 
+def packs(key: tuple[str, str], turns: list[Turn], blob_cap: int) -> Iterator[PackedChunk]:
+    """`turns` packed `PACK_TURNS` at a time: a long session's file packed at once held all its
+    sanitized turns and their pickle together, and cost more than its length. The spool joins a
+    session's chunks again in (seq, line) order (`unpack_session`)."""
+    for at in range(0, len(turns), PACK_TURNS):
+        yield pack(key, turns[at:at + PACK_TURNS], blob_cap)
+
+
 class Packer:
     """Where a worker process's collect puts each file's sessions: packed, kept for the run's spool."""
 
@@ -201,7 +214,7 @@ class Packer:
         self.chunks: list[PackedChunk] = []
 
     def add(self, key: tuple[str, str], turns: list[Turn]) -> None:
-        self.chunks.append(pack(key, turns, self.blob_cap))
+        self.chunks.extend(packs(key, turns, self.blob_cap))
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ from pathlib import Path
 from memoir.cards.collect import CollectReport, collect_file
 from memoir.cards.log_files import iter_candidates
 from memoir.cards.sanitize.fields import sanitize_turn
-from memoir.cards.spool import Chunk, Spool, kept_files, loaded
+from memoir.cards.spool import PACK_TURNS, Chunk, Spool, kept_files, loaded
 from memoir.cards.values import Experience
 
 SECRET = "AKIAIOSFODNN7EXAMPLE"
@@ -38,6 +38,20 @@ def test_a_spooled_session_comes_back_sanitized_in_the_order_memory_gave(tmp_pat
     assert sessions[0].clean == expected
     assert sessions[0].redacted == redacted
     assert [p[:2] for p in sessions[0].places] == [(t.seq, t.line) for t in in_memory.sessions[("jsonl", "s")]]
+
+
+def test_a_long_session_is_packed_a_bounded_piece_at_a_time_and_comes_back_whole_in_order(tmp_path):
+    turns = 2 * PACK_TURNS + 7
+    (tmp_path / "long.jsonl").write_text("".join(_line("s", f"step {i} key {SECRET}") for i in range(turns)))
+    in_memory = _read([tmp_path], None)
+    spool = Spool(tmp_path / "state", blob_cap=4096)
+    _read([tmp_path], spool)
+
+    assert [c.turns for c in spool.chunks[("jsonl", "s")]] == [PACK_TURNS, PACK_TURNS, 7]
+    (session,) = spool.sessions()
+    redacted: Counter = Counter()
+    assert session.clean == [sanitize_turn(t, 4096, redacted) for t in in_memory.sessions[("jsonl", "s")]]
+    assert session.turns == turns and session.redacted == redacted
 
 
 def test_the_spool_file_has_no_name_in_the_state_folder(tmp_path):
