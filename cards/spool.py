@@ -142,6 +142,11 @@ class Spool:
         experience, and held together they made a run's memory grow with its corpus."""
         return SpilledCard(card.id, card.created, *self._put(card), self)
 
+    def spill_draft(self, draft: PackedDraft) -> tuple[SpilledExperience, SpilledCard]:
+        """`spill` and `spill_card` for a draft a worker process pickled: its bytes stored as they are."""
+        return (SpilledExperience(*draft.experience_fields, *self._write(draft.experience), self),
+                SpilledCard(draft.card_id, draft.created, *self._write(draft.card), self))
+
     def read(self, at: int, size: int):
         """One spilled value; `pread`, so model batches asked from threads may read at once."""
         self.fh.flush()  # what the last writes left in the buffer
@@ -161,6 +166,25 @@ class Spool:
 
 
 # --- packing: the part of spooling a worker process can do ----------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PackedDraft:
+    """One drafted experience and its card, pickled where they were drafted, with the few fields
+    the run keeps of them in memory: the run's process writes the bytes to the spool as they are,
+    rather than unpickling a worker's drafts only to pickle them again."""
+
+    experience_fields: tuple  # host, session id, first and last seq, lines, uuid key: SpilledExperience's
+    card_id: str
+    created: str
+    experience: bytes
+    card: bytes
+
+
+def pack_draft(exp: Experience, uuid_key: str, card: Card) -> PackedDraft:
+    return PackedDraft((exp.host, exp.session_id, exp.first_seq, exp.last_seq, exp.lines, uuid_key),
+                       card.id, card.created, pickle.dumps(exp, protocol=pickle.HIGHEST_PROTOCOL),
+                       pickle.dumps(card, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 PACK_TURNS = 2000  # turns a chunk holds: a long session is sanitized and pickled a bounded piece at a time

@@ -26,7 +26,7 @@ from memoir.cards.ledger import Ledger, LedgerEntry, LedgerView, retired_ids
 from memoir.cards.memos import forget_memos
 from memoir.cards.sanitize.fields import sanitize_id, sanitize_turn
 from memoir.cards.segment import SegmentRules, Skipped, iter_segments
-from memoir.cards.spool import RawSession, Spool, unpack_session
+from memoir.cards.spool import PackedDraft, RawSession, Spool, pack_draft, unpack_session
 from memoir.cards.store import CardStore, remove_temp_files, render_card
 from memoir.cards.values import Card, Experience, Turn
 from memoir.flows.progress import Progress
@@ -260,17 +260,17 @@ def plan_spooled(spool: Spool, settings: Settings, redacted: Counter, skipped: C
             skipped.update(planned.skipped)
             redacted.update(planned.redacted)
             timings.update(planned.timings)
-            drafted.extend((spool.spill(exp, turns_key(exp)), spool.spill_card(card)) for exp, card in planned.drafted)
+            drafted.extend(spool.spill_draft(d) for d in planned.drafted)
     return drafted
 
 
 @dataclass(slots=True)
 class SessionPlan:
-    """What drafting one spooled session gave: its drafts, and what the run counts about it."""
+    """What drafting one spooled session gave: its drafts (pickled where they were drafted), and what the run counts about it."""
 
     key: tuple[str, str]
     origins: list[tuple[int, int, str]] = field(default_factory=list)
-    drafted: list[tuple[Experience, Card]] = field(default_factory=list)
+    drafted: list[PackedDraft] = field(default_factory=list)
     skipped: Counter = field(default_factory=Counter)
     redacted: Counter = field(default_factory=Counter)
     timings: Counter = field(default_factory=Counter)
@@ -303,7 +303,7 @@ def draft_spooled(raw: RawSession, pause_minutes: int, min_conclusion_chars: int
         forget_memos()
     skipped.update(f"no_card_{r.reason}" for r in reasons)
     skipped.update(failed)
-    plan.drafted = mine
+    plan.drafted = [pack_draft(exp, turns_key(exp), card) for exp, card in mine]
     return plan
 
 

@@ -52,6 +52,7 @@ from memoir.flows.lock import run_lock, step_deadline
 from memoir.flows.hook_client import HOOK_LOG
 from memoir.flows.model_runs import MODEL_RUNS, record_model_run
 from memoir.flows.progress import Progress, announced, stage
+from memoir.flows.workers import GC_YOUNG
 from memoir.flows.queue import OverflowQueue
 from memoir.flows.replay import queue_distill_batch
 from memoir.index.embed import default_embedder
@@ -362,9 +363,6 @@ def run_step(run: Run, step: Step) -> None:
             done()
         else:
             done(step.after(run))
-
-
-GC_YOUNG = 50_000  # objects allocated between young collections during a run (Python's default: 700)
 
 
 @contextmanager

@@ -15,7 +15,8 @@ from memoir.cards.config import load_settings
 from memoir.cards.values import SECTION_TITLES
 from memoir.cards.store import CardStore, parse_card
 from memoir.flows.cli.main import cli
-from memoir.flows.pipeline import GC_YOUNG, fewer_collections, run_pipeline
+from memoir.flows.pipeline import fewer_collections, run_pipeline
+from memoir.flows.workers import GC_YOUNG
 
 # Real logs copied unchanged (MIT/Apache-2.0) and hand-written logs in the shape of ones whose licence
 # did not allow copying; tests/fixtures/SOURCES.md lists each file's source.

@@ -89,6 +89,19 @@ def test_a_spilled_draft_reads_back_whole_and_keeps_what_the_rules_order_it_by(t
     assert back == card and back.extra == card.extra and loaded(card) is card
 
 
+def test_a_draft_a_worker_pickled_is_stored_as_it_came_and_reads_back_whole(tmp_path):
+    from memoir.cards.spool import pack_draft
+    from memoir.cards.values import Card
+
+    (tmp_path / "a.jsonl").write_text(_line("s", "one") + _line("s", "two"))
+    exp = Experience("jsonl", "s", tuple(_read([tmp_path], None).sessions[("jsonl", "s")]))
+    card = Card(id=exp.id, created="2026-11-01T00:00:00Z", conclusion="Pin the broker to 3.6.")
+    spool = Spool(tmp_path, blob_cap=4096)
+    spilled, spilled_card = spool.spill_draft(pack_draft(exp, "u-key", card))
+    assert (spilled.id, spilled.lines, spilled.uuid_key, spilled_card.created) == (exp.id, exp.lines, "u-key", card.created)
+    assert loaded(spilled) == exp and loaded(spilled_card) == card
+
+
 def test_a_run_holds_its_drafts_in_the_spool_until_the_rules_reach_them(tmp_path):
     import dataclasses
     import shutil

@@ -13,7 +13,7 @@ import pytest
 
 from memoir.cards.config import load_settings
 from memoir.flows.pipeline import run_pipeline
-from memoir.flows.workers import POOL_MIN_BYTES, WorkerUse, in_order, local_pool, workers_for
+from memoir.flows.workers import GC_YOUNG, POOL_MIN_BYTES, WorkerUse, in_order, local_pool, workers_for
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -38,6 +38,18 @@ def test_results_come_back_in_the_order_the_units_were_planned_not_the_order_the
         got = list(in_order(pool, slow_square, units, lambda unit, exc: -1, use, window=2))
     assert got == [i * i for i in range(12)]
     assert use.cpu_s > 0 and use.peak_rss_mb > 0
+
+
+def young_threshold(_: int) -> int:
+    import gc
+
+    return gc.get_threshold()[0]
+
+
+def test_a_worker_wakes_the_cyclic_collector_as_seldom_as_the_run_does():
+    with local_pool(2) as pool:
+        got = list(in_order(pool, young_threshold, [(i,) for i in range(4)], lambda unit, exc: -1))
+    assert got == [GC_YOUNG] * 4
 
 
 def test_a_worker_that_dies_costs_its_unit_and_the_units_left_run_in_the_run_process():
