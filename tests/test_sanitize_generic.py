@@ -142,6 +142,8 @@ def test_detect_secrets_provider_rules_cover_providers_memoir_has_no_row_for():
     assert key not in sanitize(line, CAP)
     artifactory = "AKCp8" + "kQ2mZ7xR4vN9" * 5
     assert artifactory not in sanitize(f"ARTIFACTORY_API = {artifactory}", CAP)
+    reference = "APBxw8RfTsQ4uT9mN2kL5pV3"  # an Artifactory reference token after a tab, and alone on its line
+    assert reference not in sanitize(f"x\t{reference}", CAP) and reference not in sanitize(f"ok\n{reference}\n", CAP)
 
 
 def test_a_detect_secrets_rule_is_skipped_only_on_lines_where_it_would_find_nothing():
