@@ -7,11 +7,12 @@ is never overwritten by a later run (the run reports it instead).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import re
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -161,6 +162,11 @@ def render_card(card: Card) -> str:
         title=display_title(card),
         sections=[(name, SECTION_TITLES[name]) for name in SECTIONS],
     )
+
+
+def render_cards(cards: Sequence[Card]) -> list[str]:
+    """`render_card` of each card: a unit of work another process can do (`flows.ingest.store_cards`)."""
+    return [render_card(card) for card in cards]
 
 
 _H1 = re.compile(r"^# (.+)$", re.M)
@@ -370,9 +376,9 @@ class CardStore:
             self.save_manifest()
         return upgraded
 
-    def _decide(self, card: Card, force: bool) -> tuple[str, str]:
+    def _decide(self, card: Card, force: bool, text: str | None = None) -> tuple[str, str]:
         """(action, text): what writing `card` would do, without touching the disk."""
-        text = render_card(card)
+        text = render_card(card) if text is None else text
         current = self.read_text(card.id)
         if current == text:
             return "unchanged", text
@@ -384,19 +390,21 @@ class CardStore:
         """Write one card unless the bytes are the same or a person edited the file (the hand wins)."""
         return self.write_many([card], force=force)[0]
 
-    def write_many(self, cards: list[Card], *, force: bool = False) -> list[WriteReport]:
+    def write_many(self, cards: list[Card], *, force: bool = False,
+                   rendered: Sequence[str | None] = ()) -> list[WriteReport]:
         """Write a batch with one flush for all of it: temp files, one sync, renames, one dir fsync.
 
         A crash at any point leaves each card file old or new, never partial (only stray
         `.c-*.tmp` files, which `remove_temp_files` removes). A card whose write fails (permission,
         read-only filesystem, quota) comes back as action `failed` with the error; the rest go on.
+        `rendered`: `render_card` of each card, worked out elsewhere (None: rendered here).
         """
         outcomes: list[WriteReport] = []
         staged: list[tuple[Card, str, str, int]] = []
-        for card in cards:
+        for card, text in itertools.zip_longest(cards, rendered[:len(cards)]):
             path = self.path_for(card.id)
             try:
-                action, text = self._decide(card, force)
+                action, text = self._decide(card, force, text)
             except OSError as exc:
                 outcomes.append(WriteReport(card.id, "failed", path, str(exc)))
                 continue

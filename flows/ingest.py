@@ -27,7 +27,7 @@ from memoir.cards.memos import forget_memos
 from memoir.cards.sanitize.fields import sanitize_id, sanitize_turn
 from memoir.cards.segment import SegmentRules, Skipped, iter_segments
 from memoir.cards.spool import PackedDraft, RawSession, Spool, pack_draft, unpack_session
-from memoir.cards.store import CardStore, remove_temp_files, render_card
+from memoir.cards.store import CardStore, remove_temp_files, render_card, render_cards
 from memoir.cards.values import Card, Experience, Turn
 from memoir.flows.progress import Progress
 from memoir.flows.queue import OverflowQueue
@@ -381,16 +381,35 @@ def rederive(collected: CollectReport, drafted: list[tuple[Experience, Card]], o
 # --- store ------------------------------------------------------------------------------------------
 
 
+RENDER_CHUNK = 32  # cards one unit of rendering holds: sending a card costs far less than rendering it
+
+
+def render_all(cards: list[Card], workers: int) -> list[str | None]:
+    """`render_card` of each card on `workers` processes, when there are enough cards to share out
+    (a first night writes thousands, each sanitized once more and dumped as YAML, and that was a
+    third of its time on one core). [] means the writer renders them all; a chunk a worker lost
+    comes back as Nones, which the writer renders itself."""
+    if workers <= 1 or len(cards) < 2 * RENDER_CHUNK:
+        return []
+    chunks = [(cards[i:i + RENDER_CHUNK],) for i in range(0, len(cards), RENDER_CHUNK)]
+    rendered: list[str | None] = []
+    with local_pool(min(workers, len(chunks))) as pool:
+        for texts in in_order(pool, render_cards, chunks, lambda unit, exc: [None] * len(unit[0])):
+            rendered.extend(texts)
+    return rendered
+
+
 def store_cards(store: CardStore, cards: Iterable[Card], summary: RunReport,
-                queue: OverflowQueue | None = None) -> list[Card]:
+                queue: OverflowQueue | None = None, workers: int = 1) -> list[Card]:
     """Write each card (the user's hand wins); returns the cards whose files now changed.
 
     With a `queue`, a card whose write the filesystem refuses (permission, read-only, quota,
     disk full, sandbox) becomes a `card_write` item and the run goes on; `memoir replay` writes it.
+    The cards are rendered on `workers` processes (`render_all`), written here in order.
     """
     changed = []
     cards = list(cards)
-    for card, outcome in zip(cards, store.write_many(cards)):
+    for card, outcome in zip(cards, store.write_many(cards, rendered=render_all(cards, workers))):
         if outcome.action == "failed":
             if queue is None:
                 raise OSError(f"cannot write card {card.id}: {outcome.error}")

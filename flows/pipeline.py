@@ -241,7 +241,7 @@ def store(run: Run) -> None:
     command that writes them once it is fixed.
     """
     queued_before = run.summary.queued["card_write"]
-    changed = store_cards(run.store, run.cards, run.summary, run.queue)
+    changed = store_cards(run.store, run.cards, run.summary, run.queue, run.collected.workers)
     run.summary.distill.update(counted_as(c) for c in changed)
     run.library.update((c.id, c) for c in changed)
     if run.summary.queued["card_write"] > queued_before:

@@ -33,6 +33,14 @@ def test_a_file_without_front_matter_is_a_clear_error():
         parse_card("# just a note\n", origin="x.md")
 
 
+def test_a_batch_writes_texts_rendered_elsewhere_and_renders_the_ones_missing(tmp_path):
+    store = CardStore(tmp_path / "cards", tmp_path / "state")
+    a, b = _card(), _card(id="c-00000000000000bb", goal="Fix the slow import")
+    outcomes = store.write_many([a, b], rendered=[render_card(a), None])
+    assert [o.action for o in outcomes] == ["new", "new"]
+    assert [store.path_for(c.id).read_text() for c in (a, b)] == [render_card(a), render_card(b)]
+
+
 def test_unchanged_card_is_not_rewritten(tmp_path):
     store = CardStore(tmp_path / "cards", tmp_path / "state")
     assert store.write(_card()).action == "new"

@@ -98,3 +98,17 @@ def test_a_run_on_two_processes_writes_the_same_cards_and_counts_as_a_run_on_one
     assert len(one_cards) > 20
     assert two_cards == one_cards
     assert json.dumps(two, sort_keys=True) == json.dumps(one, sort_keys=True)
+
+
+def test_cards_rendered_on_two_processes_are_the_bytes_the_writer_renders_itself():
+    from memoir.cards.store import render_card
+    from memoir.cards.values import Card, Source
+    from memoir.flows.ingest import RENDER_CHUNK, render_all
+
+    cards = [Card(id=f"c-{i:016x}", created="2026-11-01T00:00:00Z", title=f"Pin the broker to 3.{i}",
+                  workspace="/home/dev/app", conclusion=f"Pinning the broker to 3.{i} fixed the reconnect loop.",
+                  sources=(Source(f"s{i}", "claude-code", "a.jsonl", (1, 9), (1, 4)),))
+             for i in range(2 * RENDER_CHUNK + 5)]
+    assert render_all(cards, 2) == [render_card(c) for c in cards]
+    assert render_all(cards[:RENDER_CHUNK], 2) == [] and render_all(cards, 1) == []  # few cards, or one process: the writer's
+

@@ -135,6 +135,7 @@ def same_fix(a: Card, b: Card) -> bool:
     return bool(wa and wb) and len(wa & wb) / len(wa | wb) >= SAME_FIX_OVERLAP
 
 
+@functools.lru_cache(maxsize=NORMS_KEPT)  # the rules compare each conclusion with several neighbours
 def identifiers(text: str) -> frozenset[str]:
     """Code-shaped tokens (dotted names, snake_case, camelCase, paths, flags, `quoted`), lowercased."""
     found = set()
@@ -145,6 +146,7 @@ def identifiers(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
+@functools.lru_cache(maxsize=NORMS_KEPT)
 def goal_words(text: str) -> frozenset[str]:
     return frozenset(w for w in _WORD.findall(text.casefold()) if w not in _STOP)
 
