@@ -24,11 +24,16 @@ def available() -> bool:
     return SAMPLES.is_dir() and any(SAMPLES.rglob("*.jsonl"))
 
 
-def _fresh(data: bytes, copy: int) -> bytes:
-    """`data` with every UUID and host id made unique to `copy` (same lengths for UUIDs)."""
+_COMMON = re.compile(rb"\b(the|to|and|is) ")  # in nearly every sentence a card is drafted from
+
+
+def _fresh(data: bytes, copy: int, distinct: bool = False) -> bytes:
+    """`data` with every UUID and host id made unique to `copy` (same lengths for UUIDs); `distinct`:
+    its most common words too (`the` -> `the3`), so no card of one copy duplicates another's."""
     ns = uuid.UUID(int=copy + 1)
     data = _UUID.sub(lambda m: str(uuid.uuid5(ns, m.group().decode())).encode(), data)
-    return _IDS.sub(lambda m: m.group(1) + b"x%d" % copy, data)
+    data = _IDS.sub(lambda m: m.group(1) + b"x%d" % copy, data)
+    return _COMMON.sub(lambda m: m.group(1) + b"%d " % copy, data) if distinct and copy else data
 
 
 def _fresh_name(name: str, copy: int) -> str:
@@ -39,8 +44,12 @@ def sample_files() -> list[Path]:
     return sorted(p for p in SAMPLES.rglob("*") if p.is_file() and p.name != "SOURCES.md")
 
 
-def copy_corpus(dst: Path, mb: float) -> int:
-    """Copies of every sample under `dst`, each in its host's layout, until `mb` MB; returns the bytes."""
+def copy_corpus(dst: Path, mb: float, distinct: bool = False) -> int:
+    """Copies of every sample under `dst`, each in its host's layout, until `mb` MB; returns the bytes.
+
+    The copies repeat every text, so their cards merge into one copy's (a few hundred however large
+    the corpus); `distinct` makes each copy's words its own, so cards grow with the corpus as on a
+    first night over months of sessions."""
     files = [(p, p.read_bytes()) for p in sample_files()]
     total, copy = 0, 0
     while total < mb * 1e6:
@@ -58,7 +67,7 @@ def copy_corpus(dst: Path, mb: float) -> int:
                 name = stem if stem.count("-") >= 4 else f"{uuid.uuid5(uuid.UUID(int=copy + 1), stem)}.jsonl"
                 out = dst / "claude" / f"p{copy:04d}" / _fresh_name(name.replace("__HEAD-TRUNCATED", ""), copy)
             out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_bytes(_fresh(data, copy))
+            out.write_bytes(_fresh(data, copy, distinct))
             total += len(data)
         copy += 1
     return total

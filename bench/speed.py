@@ -1,7 +1,9 @@
 """`make bench`: issue 26's table, memoir beside its baseline measured in the same run.
 
-Rows: ingest of the real samples grown to `--real-mb` with fresh ids and of one copy of them alone
-(only when `../shared/samples` is present: the copies repeat every text, one copy repeats none) and
+Rows: ingest of the real samples grown to `--real-mb` with fresh ids, of one copy of them alone, and
+of copies whose common words are their own (only when `../shared/samples` is present: the copies
+repeat every text, so their cards merge; one copy repeats none; the distinct copies draft as many
+cards as a first night over that many MB, and the stages that run once per card show) and
 of bench.ingest's synthetic corpus, each against reading every file and `json.loads` of every
 line; peak RSS for a corpus and four times it (flat in corpus size); one session of 5k / 20k /
 100k turns (CPU seconds: linear in session length); one 200 MB JSON line (bounded memory); the
@@ -237,6 +239,10 @@ def main() -> None:
             # one copy shows the cost of logs that repeat nothing.
             real_logs.copy_corpus(work / "real-once", 0.001)
             corpora.append(("real logs, one copy", work / "real-once"))
+            # Their cards merge into one copy's; copies with words of their own keep theirs, and the
+            # stages that run once per card (the rules, the gates, the writer) grow with the corpus.
+            real_logs.copy_corpus(work / "real-distinct", args.real_mb, distinct=True)
+            corpora.append(("real logs, copies with distinct words", work / "real-distinct"))
         else:
             notes.append("real logs: ../shared/samples not found, row left out")
         make_corpus(work / "synthetic", args.synthetic_mb)

@@ -384,7 +384,7 @@ def rederive(collected: CollectReport, drafted: list[tuple[Experience, Card]], o
 RENDER_CHUNK = 32  # cards one unit of rendering holds: sending a card costs far less than rendering it
 
 
-def render_all(cards: list[Card], workers: int) -> list[str | None]:
+def render_all(cards: list[Card], workers: int, use: WorkerUse | None = None) -> list[str | None]:
     """`render_card` of each card on `workers` processes, when there are enough cards to share out
     (a first night writes thousands, each sanitized once more and dumped as YAML, and that was a
     third of its time on one core). [] means the writer renders them all; a chunk a worker lost
@@ -394,7 +394,7 @@ def render_all(cards: list[Card], workers: int) -> list[str | None]:
     chunks = [(cards[i:i + RENDER_CHUNK],) for i in range(0, len(cards), RENDER_CHUNK)]
     rendered: list[str | None] = []
     with local_pool(min(workers, len(chunks))) as pool:
-        for texts in in_order(pool, render_cards, chunks, lambda unit, exc: [None] * len(unit[0])):
+        for texts in in_order(pool, render_cards, chunks, lambda unit, exc: [None] * len(unit[0]), use):
             rendered.extend(texts)
     return rendered
 
@@ -409,7 +409,7 @@ def store_cards(store: CardStore, cards: Iterable[Card], summary: RunReport,
     """
     changed = []
     cards = list(cards)
-    for card, outcome in zip(cards, store.write_many(cards, rendered=render_all(cards, workers))):
+    for card, outcome in zip(cards, store.write_many(cards, rendered=render_all(cards, workers, summary.workers))):
         if outcome.action == "failed":
             if queue is None:
                 raise OSError(f"cannot write card {card.id}: {outcome.error}")
