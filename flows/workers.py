@@ -1,8 +1,8 @@
-"""A run's local worker processes: log files read and sanitized, sessions segmented and drafted, on every core.
+"""A run's local worker processes: log files read and sanitized, sessions segmented and drafted, cards rendered, on every core.
 
 Reading, sanitizing, segmenting and drafting are pure Python, so threads share one core; a run
 with enough to read hands them to a few processes instead (`workers_for`). Each unit of work is a
-plain function of picklable values (`read_file`, `draft_spooled` in `flows/ingest.py`), and its
+plain function of picklable values (`read_file`, `draft_spooled` in `flows/ingest.py`, `render_cards`), and its
 results are taken in the order the units were planned, never the order they finished, so a run
 on four processes writes the same card files as a run on one. Raw log text stays in the process
 that read it: a file's turns leave it sanitized and pickled (`cards.spool.pack`).

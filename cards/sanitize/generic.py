@@ -428,9 +428,7 @@ def url_tokens(text: str) -> Iterator[tuple[str, int, int]]:
 DETECT_SECRETS_PLUGINS = ("ArtifactoryDetector", "AzureStorageKeyDetector", "CloudantDetector",
                           "IbmCloudIamDetector", "IbmCosHmacDetector", "SoftlayerDetector")
 PROVIDER_KEY = re.compile(r"^[A-Za-z_][\w.-]*[\"']?\s*[:=]\s*[\"']?")
-# A line holding none of these has nothing the rules find. `AP` bare: the Artifactory rule's key
-# follows any white space or starts a line (` AP`, `=AP`, `:AP`, `"AP` missed it after a tab).
-DETECT_SECRETS_HINTS = ("AKC", "AP", "AccountKey=", "loudant", "ibm", "IBM", "oftlayer", "SOFTLAYER")
+DETECT_SECRETS_HINTS = ("AKC", "AP", "AccountKey=", "loudant", "ibm", "IBM", "oftlayer", "SOFTLAYER")  # `AP` after any space
 
 
 # Per rule: (fingerprint of its patterns, case-blind?, literals every match holds one of). A hinted
