@@ -128,22 +128,10 @@ class Spool:
         at, self._end = self._end, self._end + len(data)
         return at, len(data)
 
-    def _put(self, value) -> tuple[int, int]:
-        """Pickle `value` to the end of the spool."""
-        return self._write(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
-
-    def spill(self, exp: Experience, uuid_key: str) -> SpilledExperience:
-        """Put one drafted experience's turns away; what stays in memory is a few fields."""
-        return SpilledExperience(exp.host, exp.session_id, exp.first_seq, exp.last_seq, exp.lines, uuid_key,
-                                 *self._put(exp), self)
-
-    def spill_card(self, card: Card) -> SpilledCard:
-        """Put one drafted card away until the rules reach it: a run's drafts are a card per
-        experience, and held together they made a run's memory grow with its corpus."""
-        return SpilledCard(card.id, card.created, *self._put(card), self)
-
     def spill_draft(self, draft: PackedDraft) -> tuple[SpilledExperience, SpilledCard]:
-        """`spill` and `spill_card` for a draft a worker process pickled: its bytes stored as they are."""
+        """Put one drafted experience and its card away, as the bytes the process that drafted them
+        pickled: what stays in memory is a few fields of each. A run's drafts are a card per
+        experience, and held together they made a run's memory grow with its corpus."""
         return (SpilledExperience(*draft.experience_fields, *self._write(draft.experience), self),
                 SpilledCard(draft.card_id, draft.created, *self._write(draft.card), self))
 

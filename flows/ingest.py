@@ -386,8 +386,8 @@ RENDER_CHUNK = 32  # cards one unit of rendering holds: sending a card costs far
 
 def render_all(cards: list[Card], workers: int, use: WorkerUse | None = None) -> list[str | None]:
     """`render_card` of each card on `workers` processes, when there are enough cards to share out
-    (a first night writes thousands, each sanitized once more and dumped as YAML, and that was a
-    third of its time on one core). [] means the writer renders them all; a chunk a worker lost
+    (a first night writes thousands, each sanitized once more and dumped as YAML: a sixth of its
+    time, on one core). [] means the writer renders them all; a chunk a worker lost
     comes back as Nones, which the writer renders itself."""
     if workers <= 1 or len(cards) < 2 * RENDER_CHUNK:
         return []

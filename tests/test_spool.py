@@ -67,39 +67,22 @@ def test_of_whole_file_copies_only_the_fullest_counts():
     assert kept_files(chunks, whole_file=False) == (None, 0)
 
 
-def test_a_spilled_experience_reads_back_whole_and_keeps_its_ids(tmp_path):
-    (tmp_path / "a.jsonl").write_text(_line("s", "one") + _line("s", "two"))
-    turns = tuple(_read([tmp_path], None).sessions[("jsonl", "s")])
-    exp = Experience("jsonl", "s", turns)
-    spool = Spool(tmp_path, blob_cap=4096)
-    spilled = spool.spill(exp, "u-key")
-    assert (spilled.id, spilled.lines, spilled.first_seq) == (exp.id, exp.lines, exp.first_seq)
-    assert loaded(spilled) == exp and loaded(exp) is exp
-
-
-def test_a_spilled_draft_reads_back_whole_and_keeps_what_the_rules_order_it_by(tmp_path):
-    from memoir.cards.values import Card, Source
-
-    card = Card(id="c-1", created="2026-11-01T00:00:00Z", conclusion="Pin the broker to 3.6.",
-                sources=(Source("s", "jsonl", "a.jsonl", (1, 2), (1, 2)),), extra={"dedup_keys": ["k-1"]})
-    spool = Spool(tmp_path, blob_cap=4096)
-    spilled = spool.spill_card(card)
-    assert (spilled.id, spilled.created) == (card.id, card.created)
-    back = loaded(spilled)
-    assert back == card and back.extra == card.extra and loaded(card) is card
-
-
 def test_a_draft_a_worker_pickled_is_stored_as_it_came_and_reads_back_whole(tmp_path):
+    """The experience keeps its ids and the card what the rules order it by; both read back whole."""
     from memoir.cards.spool import pack_draft
-    from memoir.cards.values import Card
+    from memoir.cards.values import Card, Source
 
     (tmp_path / "a.jsonl").write_text(_line("s", "one") + _line("s", "two"))
     exp = Experience("jsonl", "s", tuple(_read([tmp_path], None).sessions[("jsonl", "s")]))
-    card = Card(id=exp.id, created="2026-11-01T00:00:00Z", conclusion="Pin the broker to 3.6.")
+    card = Card(id=exp.id, created="2026-11-01T00:00:00Z", conclusion="Pin the broker to 3.6.",
+                sources=(Source("s", "jsonl", "a.jsonl", (1, 2), (1, 2)),), extra={"dedup_keys": ["k-1"]})
     spool = Spool(tmp_path, blob_cap=4096)
     spilled, spilled_card = spool.spill_draft(pack_draft(exp, "u-key", card))
-    assert (spilled.id, spilled.lines, spilled.uuid_key, spilled_card.created) == (exp.id, exp.lines, "u-key", card.created)
-    assert loaded(spilled) == exp and loaded(spilled_card) == card
+    assert (spilled.id, spilled.lines, spilled.first_seq, spilled.uuid_key) == (exp.id, exp.lines, exp.first_seq, "u-key")
+    assert (spilled_card.id, spilled_card.created) == (card.id, card.created)
+    back = loaded(spilled_card)
+    assert loaded(spilled) == exp and back == card and back.extra == card.extra
+    assert loaded(exp) is exp and loaded(card) is card
 
 
 def test_a_run_holds_its_drafts_in_the_spool_until_the_rules_reach_them(tmp_path):
