@@ -52,7 +52,7 @@ from memoir.flows.lock import run_lock, step_deadline
 from memoir.flows.hook_client import HOOK_LOG
 from memoir.flows.model_runs import MODEL_RUNS, record_model_run
 from memoir.flows.progress import Progress, announced, stage
-from memoir.flows.workers import GC_YOUNG
+from memoir.flows.workers import collect_seldom
 from memoir.flows.queue import OverflowQueue
 from memoir.flows.replay import queue_distill_batch
 from memoir.index.embed import default_embedder
@@ -374,9 +374,7 @@ def fewer_collections():
     in memory, its older generations re-walk every live turn (about a tenth of a run's CPU).
     The modules and settings loaded before the run are frozen out of its walks. Restored on exit.
     """
-    before = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(GC_YOUNG, before[1], before[2])
+    before = collect_seldom()
     try:
         yield
     finally:

@@ -77,13 +77,21 @@ def _measured(fn: Callable[..., R], *unit) -> tuple[R, float, float]:
 GC_YOUNG = 50_000  # objects a run's processes allocate between young collections (Python's default: 700)
 
 
+def collect_seldom() -> tuple[int, int, int]:
+    """Leave what is loaded now out of the cyclic collector's walks and wake it every `GC_YOUNG`
+    allocations; returns the thresholds before. A run's turns and drafts are freed by reference
+    count, and the default threshold walked them every 700 allocations."""
+    before = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(GC_YOUNG, before[1], before[2])
+    return before
+
+
 def _worker_start() -> None:
-    """Ignore Ctrl-C (it reaches the whole group: the run stops us), and wake the cyclic collector
-    as seldom as the run's own process does (`pipeline.fewer_collections`): a worker's turns and
-    drafts are freed by reference count, and the default threshold walked them every 700 allocations."""
+    """Ignore Ctrl-C (it reaches the whole group: the run stops us), and collect as seldom as the
+    run's own process does (`pipeline.fewer_collections`); what the forkserver preloaded is never garbage."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    gc.freeze()  # what the forkserver preloaded is never garbage
-    gc.set_threshold(GC_YOUNG, *gc.get_threshold()[1:])
+    collect_seldom()
 
 
 class Workers:
