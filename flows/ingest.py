@@ -31,7 +31,7 @@ from memoir.cards.store import CardStore, remove_temp_files, render_card, render
 from memoir.cards.values import Card, Experience, Turn
 from memoir.flows.progress import Progress
 from memoir.flows.queue import OverflowQueue
-from memoir.flows.workers import WorkerUse, in_order, local_pool, lost_reason, workers_for
+from memoir.flows.workers import WorkerUse, in_order, local_pool, lost_reason, one_unit, workers_for
 
 
 @dataclass
@@ -128,7 +128,8 @@ def collect_logs(paths: list[Path], host: str, ledger: Ledger | None, progress: 
         for i, path in enumerate(files):
             out.files_seen += 1
             if parts is None:
-                collect_file(path, host, asked, out, line_cap)  # type: ignore[arg-type]
+                with one_unit():
+                    collect_file(path, host, asked, out, line_cap)  # type: ignore[arg-type]
             else:
                 out.absorb(next(parts))
             if progress:

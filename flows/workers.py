@@ -67,10 +67,27 @@ def lost_reason(exc: BaseException) -> str:
     return "WorkerDied" if isinstance(exc, BrokenProcessPool) else type(exc).__name__
 
 
+@contextmanager
+def one_unit() -> Iterator[None]:
+    """One unit of work (a file read, a session drafted, cards rendered) with the cyclic collector
+    asleep, then one young collection for the cycles it left. A unit frees what it allocates by
+    reference count and leaves almost none (65 objects over every sample log); a collection woken
+    inside it walks the unit's live turns, so a session twenty times longer cost 21x, not 20x."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+            gc.collect(0)
+
+
 def _measured(fn: Callable[..., R], *unit) -> tuple[R, float, float]:
     """`fn(*unit)` in a worker, with the CPU seconds it took and the worker's peak RSS so far (MB)."""
     started = time.process_time()
-    result = fn(*unit)
+    with one_unit():
+        result = fn(*unit)
     return result, time.process_time() - started, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
@@ -175,7 +192,9 @@ def in_order(pool: Workers | None, fn: Callable[..., R], units: Iterable[tuple],
     """
     if pool is None:
         for unit in units:
-            yield fn(*unit)
+            with one_unit():
+                result = fn(*unit)
+            yield result
         return
     flight: deque[tuple[tuple, Future | None]] = deque()  # None: to run alone
     it = iter(units)

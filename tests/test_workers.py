@@ -52,6 +52,23 @@ def test_a_worker_wakes_the_cyclic_collector_as_seldom_as_the_run_does():
     assert got == [GC_YOUNG] * 4
 
 
+def collector_awake(_: int) -> bool:
+    import gc
+
+    return gc.isenabled()
+
+
+def test_a_unit_runs_with_the_cyclic_collector_asleep_and_wakes_it_after():
+    import gc
+
+    assert gc.isenabled()
+    with local_pool(2) as pool:
+        on_workers = list(in_order(pool, collector_awake, [(i,) for i in range(4)], lambda unit, exc: None))
+    here = list(in_order(None, collector_awake, [(i,) for i in range(2)], lambda unit, exc: None))
+    assert on_workers == [False] * 4 and here == [False] * 2
+    assert gc.isenabled()
+
+
 def test_a_worker_that_dies_costs_its_unit_and_the_units_left_run_in_the_run_process():
     lost = []
     with local_pool(2) as pool:
