@@ -4,7 +4,7 @@ Each worker would otherwise import the readers and the sanitizer and load detect
 (about a tenth of a second) on its first unit, once per pool and worker.
 """
 
-from memoir.cards.sanitize.generic import provider_plugins
+from memoir.cards.sanitize.providers import provider_plugins
 from memoir.flows import ingest  # noqa: F401 - the readers, the segmenter, the drafting
 
 provider_plugins()

@@ -14,7 +14,10 @@ from memoir.cards.config import Settings
 from memoir.cards.hosts.base import tool_call_text
 from memoir.cards.sanitize import sanitize
 from memoir.cards.sanitize.fields import sanitize_value
-from memoir.cards.sanitize.generic import _may_find, decoded_text, provider_plugins, random_looking
+from memoir.cards.sanitize.generic import decoded_text, random_looking
+from memoir.cards.sanitize.patterns import lines_with
+from memoir.cards.sanitize.providers import (ARTIFACTORY_HINTS, DETECT_SECRETS_HINTS, _artifactory_hint, _may_find,
+                                            provider_plugins)
 from memoir.cards.sanitize.scan import sanitize_with_report
 
 CAP = Settings.blob_cap
@@ -144,6 +147,15 @@ def test_detect_secrets_provider_rules_cover_providers_memoir_has_no_row_for():
     assert artifactory not in sanitize(f"ARTIFACTORY_API = {artifactory}", CAP)
     reference = "APBxw8RfTsQ4uT9mN2kL5pV3"  # an Artifactory reference token after a tab, and alone on its line
     assert reference not in sanitize(f"x\t{reference}", CAP) and reference not in sanitize(f"ok\n{reference}\n", CAP)
+
+
+def test_the_provider_rules_read_a_line_with_api_or_map_only_when_it_holds_another_hint():
+    token = "kQ2mZ7xR4vN9" * 3
+    text = f"see the API docs\nMAP_{token}\nthe APP id {token}\nx AP6{token}\nibm key {token}"
+    read = [text[s:e] for s, e in lines_with(text, DETECT_SECRETS_HINTS, _artifactory_hint())]
+    assert read == [f"x AP6{token}", f"ibm key {token}"]
+    assert f"AP6{token}" not in sanitize(f"x AP6{token}", CAP)  # Artifactory's password shape still goes
+    assert ARTIFACTORY_HINTS[1].search("the API")  # a rule off its pinned patterns is hinted by any `AP`
 
 
 def test_a_detect_secrets_rule_is_skipped_only_on_lines_where_it_would_find_nothing():

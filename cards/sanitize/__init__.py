@@ -7,7 +7,7 @@ key word or `=`, as a tool's password flag, in a webhook path, or base64 that de
 
 The package, lowest first: `patterns` (the provider-prefix table, the regexes), `validators`
 (Luhn, IBAN mod 97, secret key names, documentation values), `generic` (the rules that need no
-provider table, with detect-secrets' provider rules for the few providers memoir has no row for),
+provider table), `providers` (detect-secrets' rules for the few providers memoir has no row for),
 `detect` (every sensitive span), `scan` (the one pass that finds spans and blobs and writes the
 markers: `sanitize`, `sanitize_with_report`, `find_secrets`, `contains_sensitive`) and `fields`
 (structured values and every field a writer stores).

@@ -16,8 +16,8 @@ What keeps near-misses intact: a value must look random (digits among letters, s
 few vowels: `sha256_hexdigest_of_the_file` and `RelWithDebInfo` read as words), hex after a plain
 "key" or "=" is a hash, a UUID is an id, base64 that decodes to ordinary text is ordinary text,
 and a flag's value is a reference when it is `$VAR`, `env:X`, `file:X` or `<placeholder>`.
-detect-secrets (a dependency) gives the entropy measure and the provider rules memoir has no row
-for (Artifactory, Azure storage, Cloudant, IBM, Softlayer), run only on lines holding a long token.
+detect-secrets (a dependency) gives the entropy measure; its provider rules for the providers
+memoir has no row for run from `providers`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ import string
 from collections.abc import Iterator
 from functools import lru_cache
 
-from memoir.cards.sanitize.patterns import ESCAPED_BREAK, PLACEHOLDER_VALUES, TOKEN_RUN_NEEDLE, matches
+from memoir.cards.sanitize.patterns import ESCAPED_BREAK, PLACEHOLDER_VALUES, TOKEN_RUN_NEEDLE, lines_with, matches
+from memoir.cards.sanitize.providers import provider_rules
 
 # --- credentials passed as command-line flags --------------------------------------------------------
 
@@ -148,29 +149,11 @@ def _command_values(text: str, tool: str, start: int, end: int) -> Iterator[tupl
 
 def command_credentials(text: str) -> Iterator[tuple[str, int, int]]:
     """Credentials in commands: only lines holding a flag (` -`, `/p:`) or `sqlplus` are read."""
-    for start, end in _lines_with(text, ("/p:", "sqlplus"), FLAG_ANCHOR):
+    for start, end in lines_with(text, ("/p:", "sqlplus"), FLAG_ANCHOR):
         for m in matches(TOOL_RE, text[start:end]):
             stop = COMMAND_END.search(text, start + m.end(), end)
             for s, e in _command_values(text, m.group("tool"), start + m.end(), stop.start() if stop else end):
                 yield "command_password", s, e
-
-
-def _lines_with(text: str, anchors: tuple[str, ...], pattern: re.Pattern[str] | None = None) -> list[tuple[int, int]]:
-    """(start, end) of each line holding one of `anchors` (or a match of `pattern`), in order, each line once."""
-    lines: set[tuple[int, int]] = set()
-    for m in matches(pattern, text) if pattern else ():
-        start = text.rfind("\n", 0, m.start()) + 1
-        end = text.find("\n", m.end())
-        lines.add((start, len(text) if end == -1 else end))
-    for anchor in anchors:
-        pos = text.find(anchor)
-        while pos != -1:
-            start = text.rfind("\n", 0, pos) + 1
-            end = text.find("\n", pos)
-            end = len(text) if end == -1 else end
-            lines.add((start, end))
-            pos = text.find(anchor, end)
-    return sorted(lines)
 
 
 def argv_credentials(argv: list[str]) -> list[tuple[int, int, int]]:
@@ -421,73 +404,6 @@ def url_tokens(text: str) -> Iterator[tuple[str, int, int]]:
             value = q.group("value").rstrip(".,)")
             if random_looking(value) or len(value) >= 24 and entropy(value) >= 3.5:
                 yield "url_token", q.start("value"), q.start("value") + len(value)
-
-
-# --- detect-secrets' provider rules memoir has no row for --------------------------------------------
-
-DETECT_SECRETS_PLUGINS = ("ArtifactoryDetector", "AzureStorageKeyDetector", "CloudantDetector",
-                          "IbmCloudIamDetector", "IbmCosHmacDetector", "SoftlayerDetector")
-PROVIDER_KEY = re.compile(r"^[A-Za-z_][\w.-]*[\"']?\s*[:=]\s*[\"']?")
-DETECT_SECRETS_HINTS = ("AKC", "AP", "AccountKey=", "loudant", "ibm", "IBM", "oftlayer", "SOFTLAYER")  # `AP` after any space
-
-
-# Per rule: (fingerprint of its patterns, case-blind?, literals every match holds one of). A hinted
-# line with none of a rule's literals skips its regexes. Case-blind literals are sought in ASCII
-# lines only (under IGNORECASE `ſ` is an `s`); a rule off its fingerprint runs on every line.
-PLUGIN_LITERALS: dict[str, tuple[str, bool, tuple[str, ...]]] = {
-    "ArtifactoryDetector": ("73b07f367f5237ad", False, ("AKC", "AP")),
-    "AzureStorageKeyDetector": ("b4ac01445d8a6681", False, ("AccountKey=",)),
-    "CloudantDetector": ("b6a1216beb142a1f", True, ("cl",)),  # cloudant|cl|clou, .cloudant.com
-    "IbmCloudIamDetector": ("fc0bf3786c5eb2a1", True, ("key", "pwd", "pass", "token")),
-    "IbmCosHmacDetector": ("59503c343fe889d3", True, ("secret",)),
-    "SoftlayerDetector": ("d6802c56a266746b", True, ("sl", "softlayer")),
-}
-
-
-def plugin_fingerprint(plugin) -> str:
-    """A short hash of a detect-secrets rule's patterns and flags."""
-    text = "\n".join(f"{r.flags}:{r.pattern}" for r in plugin.denylist)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-@lru_cache(maxsize=1)
-def provider_plugins() -> tuple:
-    """(rule, case-blind?, literals or None) for each detect-secrets rule memoir runs."""
-    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class  # deferred: start-up (requests)
-
-    classes = {cls.__name__: cls for cls in get_mapping_from_secret_type_to_class().values()}
-    plugins = [(name, classes[name]()) for name in DETECT_SECRETS_PLUGINS if name in classes]
-    pins = {name: PLUGIN_LITERALS.get(name, ("", False, ())) for name, _ in plugins}
-    return tuple((plugin, pins[name][1], pins[name][2] if plugin_fingerprint(plugin) == pins[name][0] else None)
-                 for name, plugin in plugins)
-
-
-def _may_find(line: str, lower: str | None, blind: bool, literals: tuple[str, ...] | None) -> bool:
-    if literals is None or blind and lower is None:
-        return True  # patterns not pinned, or a non-ASCII line for a case-blind rule
-    return any(lit in (lower if blind else line) for lit in literals)
-
-
-def provider_rules(text: str, runs: bytes) -> Iterator[tuple[str, int, int]]:
-    """detect-secrets' provider rules, on the lines holding one of their hint words and a long token."""
-    if TOKEN_RUN_NEEDLE not in runs:
-        return
-    for start, end in _lines_with(text, DETECT_SECRETS_HINTS):
-        if TOKEN_RUN_NEEDLE not in runs[start:end]:
-            continue
-        line = text[start:end]
-        lower = line.lower() if line.isascii() else None
-        for plugin, blind, literals in provider_plugins():
-            if not _may_find(line, lower, blind, literals):
-                continue
-            for found in plugin.analyze_string(line):
-                secret = PROVIDER_KEY.sub("", found.strip(" \t\"'=:"))  # the value, not `AccountKey=`
-                if len(secret) < 8:
-                    continue
-                at = line.find(secret)
-                while at != -1:
-                    yield "provider_token", start + at, start + at + len(secret)
-                    at = line.find(secret, at + len(secret))
 
 
 def generic_spans(text: str, lower: str, runs: bytes, inner) -> Iterator[tuple[str, int, int]]:

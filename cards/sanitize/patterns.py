@@ -375,6 +375,24 @@ def matches(pattern: re.Pattern[AnyStr], text: AnyStr) -> Iterable[re.Match[AnyS
     return () if first is None else pattern.finditer(text, first.start())
 
 
+def lines_with(text: str, anchors: tuple[str, ...], pattern: re.Pattern[str] | None = None) -> list[tuple[int, int]]:
+    """(start, end) of each line holding one of `anchors` (or a match of `pattern`), in order, each line once."""
+    lines: set[tuple[int, int]] = set()
+    for m in matches(pattern, text) if pattern else ():
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        lines.add((start, len(text) if end == -1 else end))
+    for anchor in anchors:
+        pos = text.find(anchor)
+        while pos != -1:
+            start = text.rfind("\n", 0, pos) + 1
+            end = text.find("\n", pos)
+            end = len(text) if end == -1 else end
+            lines.add((start, end))
+            pos = text.find(anchor, end)
+    return sorted(lines)
+
+
 # In JSON-rendered text (a tool call's arguments) a line break is the two characters `\n`: an
 # unquoted value ends there, or its redaction would eat the next line's first word.
 ESCAPED_BREAK = re.compile(r"\\[nrt]")
