@@ -66,13 +66,19 @@ class Codes:
             return np.zeros(0, dtype=np.int64)
         q = quantize(vector)
         q = q.view(np.uint64) if self.columns.dtype == np.uint64 else q
-        distance = np.zeros(len(self.rowids), dtype=np.uint16)
-        for column, word in zip(self.columns, q):
-            distance += np.bitwise_count(column ^ word)
+        size = len(self.rowids)
+        distance = np.zeros(size, dtype=np.uint16)
+        xored = np.empty(size, dtype=self.columns.dtype)
+        bits = np.empty(size, dtype=np.uint8)
+        for column, word in zip(self.columns, q):  # in place: no array allocated per word
+            np.bitwise_xor(column, word, out=xored)
+            np.bitwise_count(xored, out=bits)
+            np.add(distance, bits, out=distance)
         if n < len(distance):
             # Exactly n: every code nearer than the n-th distance, then those at it by rowid, so
-            # the choice never depends on the order rows were read in.
-            cut = np.partition(distance, n - 1)[n - 1]
+            # the choice never depends on the order rows were read in. The n-th distance from a
+            # count of each distance (at most 8 x the code's bytes), not a partition of all of them.
+            cut = int(np.searchsorted(np.cumsum(np.bincount(distance)), n))
             at = np.flatnonzero(distance == cut)
             at = at[np.argsort(self.rowids[at], kind="stable")]
             picked = np.concatenate((np.flatnonzero(distance < cut), at))[:n]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from memoir.cards.store import content_hash, render_card
-from memoir.index.codes import quantize
+from memoir.index.codes import Codes, quantize
 from memoir.index.db import SHARDS, open_index
 from memoir.index.files import INDEX_FILE
 from memoir.index.plan import retrieval_text
@@ -133,6 +133,19 @@ def test_the_in_memory_codes_are_sqlite_vecs_quantization_and_its_hamming_order(
             "SELECT rowid FROM vec_cards ORDER BY vec_distance_hamming(embedding_bq, vec_bit(?)), rowid LIMIT 12",
             (stored,))]
         assert index._codes().nearest(q, 12) == reference
+
+
+@pytest.mark.parametrize("dim", [384, 40])
+def test_the_hamming_shortlist_is_the_n_nearest_codes_ties_by_rowid_whatever_n(dim):
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((3000, dim)).astype(np.float32)
+    rowids = rng.permutation(9000)[:3000].astype(np.int64)
+    codes = Codes(rowids, np.stack([quantize(v) for v in vectors]), (1,))
+    for n in (1, 17, 2999, 3000, 4096):
+        q = rng.standard_normal(dim).astype(np.float32)
+        bits = np.unpackbits(np.stack([quantize(v) for v in vectors]) ^ quantize(q), axis=1).sum(axis=1)
+        expected = [r for _, r in sorted(zip(bits.tolist(), rowids.tolist()))][:n]
+        assert codes.nearest(q, n) == expected
 
 
 def test_knn_sees_rows_written_by_this_connection_and_by_another_process(index, cards, tmp_path):
