@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memoir.cards.distill.merge import absorb_duplicate, dedup_keys, merge_cards
+from memoir.cards.distill.merge import absorb_duplicate, dedup_keys, identifiers, merge_cards
 from memoir.cards.distill.rules import apply_rules
 from memoir.cards.draft import draft_card
 from memoir.cards.segment import segment_session
@@ -77,3 +77,12 @@ def test_a_card_leaves_the_rules_with_plain_sources_and_sorted_keys_not_the_view
     keys = card.extra["dedup_keys"]
     assert type(keys) is list and keys == sorted(keys)
     assert set(merged.sources) == set(card.sources)
+
+
+def test_identifiers_are_the_code_shaped_tokens_of_a_conclusion_and_prose_has_none():
+    text = ("Set pool.max_size in settings/db.yaml with --log.level; read_timeout and retryCount stay, "
+            "ABcDe keeps its camel hump, utf8 and `x y` not, `pg_hba.conf` does. The configuration works now.")
+    assert identifiers(text) == {"pool.max_size", "settings/db.yaml", "log.level", "read_timeout", "retrycount",
+                                 "cde", "utf8", "pg_hba.conf"}
+    assert identifiers("The configuration of the scheduler works again after the restart.") == frozenset()
+
