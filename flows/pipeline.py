@@ -52,7 +52,7 @@ from memoir.flows.lock import run_lock, step_deadline
 from memoir.flows.hook_client import HOOK_LOG
 from memoir.flows.model_runs import MODEL_RUNS, record_model_run
 from memoir.flows.progress import Progress, announced, stage
-from memoir.flows.workers import collect_seldom, pool_scope
+from memoir.flows.workers import collect_seldom
 from memoir.flows.queue import OverflowQueue
 from memoir.flows.replay import queue_distill_batch
 from memoir.index.embed import default_embedder
@@ -400,7 +400,7 @@ def run_pipeline(
     raises `flows.lock.RunBusy`); each step raises `StepTimeout` past settings.step_timeout_s.
     """
     wait = settings.run_lock_timeout_s if lock_wait_s is None else lock_wait_s
-    with run_lock(settings.state_dir, wait, what="run"), fewer_collections(), pool_scope():
+    with run_lock(settings.state_dir, wait, what="run"), fewer_collections():
         started = time.monotonic()
         run = open_run(settings, [str(p) for p in paths or []], host, with_index, progress)
         run.reread = reread

@@ -26,7 +26,6 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -154,21 +153,9 @@ def local_pool(workers: int) -> Iterator[Workers | None]:
     """`workers` processes, or None for one (the caller works in its own process); stopped on the way out.
 
     None too when they cannot start (no interpreter this user may run, a sandbox without process
-    creation): the run then works in its own process, as with one worker. Inside `pool_scope` the
-    processes outlive the block: the next `local_pool` of the scope takes them (or its None).
+    creation): the run then works in its own process, as with one worker.
     """
-    if workers <= 1:
-        yield None
-        return
-    kept = _kept.get()
-    if kept is not None and "pool" in kept and (kept["pool"] is None or kept["pool"].size >= workers):
-        pool = kept["pool"]
-    else:
-        pool = _started(workers)
-        if kept is not None:
-            if kept.get("pool") is not None:
-                kept["pool"].executor.shutdown(wait=True)
-            kept["pool"] = pool
+    pool = _started(workers) if workers > 1 else None
     if pool is None:
         yield None
         return
@@ -176,31 +163,9 @@ def local_pool(workers: int) -> Iterator[Workers | None]:
         yield pool
     except BaseException:
         pool.stop()
-        if kept is not None:
-            kept.pop("pool", None)
         raise
     else:
-        if kept is None:
-            pool.executor.shutdown(wait=True)
-
-
-# The processes a `pool_scope` keeps between its `local_pool` blocks: {"pool": Workers | None}.
-_kept: ContextVar[dict | None] = ContextVar("memoir_kept_pool", default=None)
-
-
-@contextmanager
-def pool_scope() -> Iterator[None]:
-    """Keep the processes `local_pool` starts for the scope's later blocks: a run reads, drafts and
-    renders on one set of processes instead of starting three (each start left both cores idle
-    for 0.13-0.4 s). Stopped on the way out."""
-    token = _kept.set({})
-    try:
-        yield
-    finally:
-        pool = _kept.get().get("pool")
-        _kept.reset(token)
-        if pool is not None:
-            pool.executor.shutdown(wait=True)
+        pool.executor.shutdown(wait=True)
 
 
 def _started(workers: int) -> Workers | None:

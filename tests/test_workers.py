@@ -13,7 +13,7 @@ import pytest
 
 from memoir.cards.config import load_settings
 from memoir.flows.pipeline import run_pipeline
-from memoir.flows.workers import GC_YOUNG, POOL_MIN_BYTES, WorkerUse, in_order, local_pool, pool_scope, workers_for
+from memoir.flows.workers import GC_YOUNG, POOL_MIN_BYTES, WorkerUse, in_order, local_pool, workers_for
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -75,31 +75,6 @@ def test_a_worker_that_dies_costs_its_unit_and_the_units_left_run_in_the_run_pro
         got = list(in_order(pool, die_on, [(i, 4) for i in range(10)], lambda unit, exc: lost.append(unit) or None))
     assert lost == [(4, 4)]
     assert got[:4] == [100, 101, 102, 103] and got[4] is None and got[5:] == [105, 106, 107, 108, 109]
-
-
-def pid_of(_: int) -> int:
-    return os.getpid()
-
-
-def test_inside_a_scope_the_next_pool_is_the_processes_the_first_one_started():
-    def pids(pool) -> set[int]:
-        got = set(in_order(pool, pid_of, [(i,) for i in range(8)], lambda unit, exc: -1))
-        assert -1 not in got and got <= set(pool.executor._processes)
-        return set(pool.executor._processes)
-
-    with pool_scope():
-        with local_pool(2) as first:
-            started = pids(first)
-        with local_pool(2) as second:
-            assert second is first and pids(second) == started
-        with pytest.raises(KeyError), local_pool(2) as third:
-            assert third is first
-            raise KeyError("a step failed")
-        with local_pool(2) as fourth:  # the failure stopped the kept processes: new ones start
-            assert fourth is not first and not pids(fourth) & started
-    assert fourth.executor._shutdown_thread  # the scope's end stops what it kept
-    with local_pool(2) as outside:
-        assert outside is not fourth
 
 
 def test_without_a_pool_each_unit_runs_here():
