@@ -147,11 +147,14 @@ def restamp(home: Path, embedder) -> None:
               flush=True)
 
 
+HOOK_CWD = "/work/bench"  # the folder every hook call says it runs in
+
+
 def prompt(q: str, i: int) -> str:
     # A fresh session per call and per run: `AlreadyInjected` must not empty the answers of a rerun.
     return json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": q,
                        "session_id": f"bench-{os.getpid()}-{time.monotonic_ns()}-{i}",
-                       "cwd": "/work/bench", "transcript_path": "/tmp/t.jsonl"})
+                       "cwd": HOOK_CWD, "transcript_path": "/tmp/t.jsonl"})
 
 
 def run_hooks(home: Path, queries: list[str], cmd: list[str], cwd: Path) -> list[tuple[float, str]]:
@@ -372,7 +375,9 @@ def in_process(settings, enc, queries: list[str], n: int, answerable: set[str]) 
         total, after_embed, cpu = [], [], []
         for i, q in enumerate(queries):
             c = time.process_time()
-            res = r.recall(f"{q} (#{i}, {n})", budget_ms=60_000)  # distinct in every size: no cached vector answers
+            # Distinct in every size (no cached vector answers), from the hook's folder: a call "has an
+            # answer" only where the hook's own workspace gate would let one through.
+            res = r.recall(f"{q} (#{i}, {n})", workspace=HOOK_CWD, budget_ms=60_000)
             cpu.append((time.process_time() - c) * 1000)
             total.append(res.elapsed_ms)
             t = res.record["timings_ms"]
