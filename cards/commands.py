@@ -258,3 +258,42 @@ def describe_change(turn: Turn) -> str:
     path = next((args[k] for k in ("file_path", "path", "notebook_path", "filename")
                  if isinstance(args, dict) and isinstance(args.get(k), str)), "")
     return f"editing `{_short_path(path)}`" if path else f"`{turn.tool_name or 'an edit'}`"
+
+
+def changed_paths(turn: Turn) -> tuple[str, ...]:
+    """The files a change names (an edit tool's path, a patch's files, Aider's "Applied edit to"), or ()
+    when it names none a reader can tell (a shell command that writes)."""
+    if turn.kind == "tool_result" and turn.text.startswith("Applied edit to "):
+        return (turn.text[len("Applied edit to "):].strip(),)
+    patched = _PATCH_FILE.findall(command_of(turn) or turn.text)
+    if patched:
+        return tuple(dict.fromkeys(patched))
+    body = turn.text[len(turn.tool_name):].lstrip() if turn.text.startswith(turn.tool_name) else turn.text
+    try:
+        args = json.loads(body) if body.startswith("{") else {}
+    except (ValueError, RecursionError):
+        args = {}
+    if not isinstance(args, dict):
+        return ()
+    return tuple(args[k] for k in ("file_path", "path", "notebook_path", "filename", "absolute_path")
+                 if isinstance(args.get(k), str) and args[k])
+
+
+def added_text(turn: Turn) -> str:
+    """The lines a change adds: an edit's new text less the lines of its old text, a write's content, a
+    patch's `+` lines; '' when the change is a shell command that says none."""
+    body = turn.text[len(turn.tool_name):].lstrip() if turn.text.startswith(turn.tool_name) else turn.text
+    try:
+        args = json.loads(body) if body.startswith("{") else {}
+    except (ValueError, RecursionError):
+        args = {}
+    if isinstance(args, dict):
+        new = args.get("new_string") or args.get("content") or args.get("new_str") or ""
+        if isinstance(new, str) and new:
+            old = args.get("old_string") or args.get("old_str") or ""
+            gone = set(old.splitlines()) if isinstance(old, str) else set()
+            return "\n".join(line for line in new.splitlines() if line not in gone)
+    patch = command_of(turn) or turn.text
+    if "*** Begin Patch" in patch or "\n+" in patch:
+        return "\n".join(line[1:] for line in patch.splitlines() if line.startswith("+") and not line.startswith("+++"))
+    return ""

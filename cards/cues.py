@@ -65,6 +65,19 @@ def is_chatter(text: str) -> bool:
     return bool(cmd) and (cmd in _SETUP_COMMANDS or text.lower() == cmd)
 
 
+_TEMPLATE_HEADING = re.compile(r"(?m)^#{1,4} \S")
+_TEMPLATE_STEP = re.compile(r"(?m)^\s*(?:\d+\.|-) \*\*")
+
+
+def is_prompt_template(text: str) -> bool:
+    """A slash command's expanded prompt (spec-kit, a review command): long, sectioned by headings, with
+    bold-labelled steps or an `$ARGUMENTS` slot. Its rules are the template's, not the user's words
+    about this task: never a rejection, a goal or a pasted error."""
+    if len(text) < 800:
+        return False
+    return "$ARGUMENTS" in text or (len(_TEMPLATE_HEADING.findall(text)) >= 2 and len(_TEMPLATE_STEP.findall(text)) >= 2)
+
+
 @functools.lru_cache(maxsize=8192)  # segmenting, concluding and titling all ask of every result
 def _commit_line(text: str) -> str | None:
     """The subject after git's "[main 1a2b3c4] " in the first 4,000 characters; None without one."""

@@ -17,8 +17,9 @@ from memoir.cards.limits import limit_lines, restates_error, split_limits
 from memoir.cards.values import Card, Experience, Source, Turn
 from memoir.cards.evidence import Ending, ending, ends_cut, open_statement
 from memoir.cards.outcomes import Verification, failure_conditions, verification
-from memoir.cards.quality_inputs import EvidenceView
-from memoir.cards.cues import commit_subject, is_chatter
+from memoir.cards.proof import ACTIVE_KINDS, Proof, contradiction, prove
+from memoir.cards.quality_inputs import EvidenceView, typed_by_user
+from memoir.cards.cues import commit_subject, is_chatter, is_prompt_template
 from memoir.cards.signals import is_notable_result
 from memoir.cards.signatures import error_signature
 from memoir.cards.title import make_title, strip_boilerplate, strip_opener
@@ -108,6 +109,9 @@ def _evidence(exp: Experience, fix: Verification | None = None) -> str:
         half = MAX_EVIDENCE_ITEMS // 2
         items = items[:half] + [f"- … {len(items) - 2 * half} more steps …"] + items[-half:]
     if fix is not None:
+        if fix.failed_seq is None:  # green after the change, never red before it: it proves no fix
+            items.append(f"- [t{fix.seq}] ran after the change: `{_one_line(fix.command, 160)}` passes (it had not failed)")
+            return "\n".join(items)
         again = "passes again" if fix.same_command else "passes after the change"
         cleared = f" (it failed at t{fix.failed_seq} with `{_one_line(fix.signature, 120)}`)" if fix.signature else ""
         items.append(f"- [t{fix.seq}] confirmed: `{_one_line(fix.command, 160)}` {again}{cleared}")
@@ -147,7 +151,7 @@ def _counterexamples(exp: Experience, conclusion: str = "") -> str:
 def _follow_up(exp: Experience, end: Ending | None = None) -> str:
     found: list[str] = [f"- open: {end.question}"] if end is not None else []
     for t in exp.turns:
-        if t.kind == "text" and t.role in ("user", "assistant"):
+        if t.kind == "text" and t.role in ("user", "assistant") and not is_prompt_template(t.text):
             if t.text.isascii():
                 low = t.text.lower()
                 if not any(stem in low for stem in _FOLLOW_UP_STEMS):
@@ -220,11 +224,12 @@ def _background(exp: Experience) -> str:
 
 def _goal(exp: Experience) -> str:
     """The user's first real request (greetings, slash commands and interruption markers skipped)."""
-    for t in exp.turns:
-        if t.role == "user" and t.kind == "text" and not is_chatter(t.text):
-            text = strip_boilerplate(t.text)
-            if text:
-                return text
+    asked = [t for t in exp.turns if t.role == "user" and t.kind == "text" and not is_chatter(t.text)]
+    # A slash command's expanded template is the command's text, not the user's request: the user's own words first.
+    for t in sorted(asked, key=lambda t: is_prompt_template(t.text)):
+        text = strip_boilerplate(t.text)
+        if text:
+            return text
     return ""
 
 
@@ -255,12 +260,12 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40, ends_session: bo
     view = EvidenceView.of_experience(exp)  # who said what: the orders below, the user's confirmation
     # Paragraphs labelled as limits go to Counterexamples; an order only the agent gave is no part of the lesson.
     conclusion = within_budget(without_orders(split_limits(said)[0], view.user_words))
-    verified = f"t{fix.seq}" if found.settled and fix is not None and end is None else ""
-    said_yes = None
-    if found.settled and end is None and not verified:
-        # No check backs it, but the user said in their own words that it worked: that is the check.
-        said_yes = view.confirming_turn(found.text)
-        verified = f"t{said_yes.seq}" if said_yes is not None else ""
+    said_yes = view.confirming_turn(found.text) if found.settled and end is None else None
+    proof = prove(exp.turns, confirmed_at=said_yes.seq if said_yes is not None else None,
+                  users_words=found.settled and typed_by_user(found.text, view.user_words))
+    verified = proof.verified_by if found.settled and end is None else ""
+    if proof.kind != "confirmed_answer":
+        said_yes = None
     if end is not None:
         problem, status = end.reason, "incomplete"
     elif found.settled:
@@ -303,5 +308,32 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40, ends_session: bo
         conclusion=conclusion,
         counterexamples=_counterexamples(exp, said),
         follow_up=_follow_up(exp, end),
-        extra={"conclusion_source": found.source} if found.source else {},
+        extra=_extra(found.source, proof, end is None and found.settled),
     )
+
+
+def _extra(source: str, proof: Proof, settled: bool) -> dict:
+    """Front matter beyond the schema's fields: where the conclusion came from, and the card's kind
+    with what decided it (`cards.proof`), which the quality gates read back from the file."""
+    extra = {"conclusion_source": source} if source else {}
+    if settled:
+        extra["kind"] = proof.kind
+        extra["proof"] = proof.why
+        if proof.self_inflicted:
+            extra["self_inflicted"] = True
+    return extra
+
+
+def read_past_range(session: tuple[Turn, ...], drafted: list[tuple[Experience, Card]]) -> list[tuple[Experience, Card]]:
+    """Each settled card checked against the rest of its session (`cards.proof.contradiction`): a card
+    a later turn takes back gets `contradicted_by` (the turn and the rule), which the quality gate
+    `contradicted_later` reads, so it never goes active."""
+    at = {t.seq: i for i, t in enumerate(session)}
+    out = []
+    for exp, card in drafted:
+        if card.extra.get("kind") in ACTIVE_KINDS and exp.last_seq in at:
+            found = contradiction(prove(exp.turns, confirmed_at=None, users_words=False), session, at[exp.last_seq])
+            if found is not None:
+                card = card.with_(extra={**card.extra, "contradicted_by": found.cite()})
+        out.append((exp, card))
+    return out

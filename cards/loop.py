@@ -30,6 +30,7 @@ from memoir.cards.commands import (
     only_looks, same_target, target_stems,
 )
 from memoir.cards.cues import is_tooling_error
+from memoir.cards.phrasebook import PENDING, first_rule
 from memoir.cards.signals import KUBECTL, failing_tests, is_declined
 from memoir.cards.signatures import error_signature, is_error_output
 from memoir.cards.values import Turn, per_turns
@@ -94,7 +95,9 @@ def walk(turns: tuple[Turn, ...]) -> Walk:
             if is_change(call) and not runs_check(command):
                 continue  # a patch or an install that failed is a failed attempt at a change, not the problem
             failed = (turn.kind == "error" and not is_tooling_error(turn)) or is_failing(turn.text)
-            passed = not failed and (turn.kind == "tool_result" or is_passing(turn.text))
+            # A background start or a poll of an unfinished process has no verdict yet (`PENDING`).
+            passed = not failed and (turn.kind == "tool_result" or is_passing(turn.text)) \
+                and not first_rule(PENDING, turn.text[:300])
             runs.append(Run(call, turn, command, at_call, i, failed, passed,
                             error_signature(turn.text) if failed else ""))
         elif turn.role == "user" and turn.kind == "text" and is_error_output(turn.text):

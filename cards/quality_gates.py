@@ -19,6 +19,7 @@ from memoir.cards.quality_inputs import (
     ORDER, EvidenceView, Similarity, commanding_part, content_words, lexical_similarity, says_unchecked, sentences,
     typed_by_user,
 )
+from memoir.cards.gate_help import GATE_HELP
 from memoir.cards.limits import stated_limits
 from memoir.cards.signatures import error_signature, mask
 from memoir.cards.values import Card
@@ -26,6 +27,9 @@ from memoir.cards.values import Card
 # `verified_conclusion` comes first: an answer nothing checked (an opinion, an unverified how-to,
 # a parked plan) is held because nothing checked it, whatever else it lacks.
 QUALITY_GATE_NAMES = (
+    "contradicted_later",
+    "work_report",
+    "self_inflicted",
     "verified_conclusion",
     "verifiable_judgment",
     "failure_conditions_stated",
@@ -35,53 +39,6 @@ QUALITY_GATE_NAMES = (
 )
 # Statuses the gates never touch: history (superseded) and tombstones (forgotten) are final.
 FINAL_STATUSES = ("superseded", "forgotten")
-
-# What each name a card's `gate:` can hold means, and what clears it; `memoir review` shows it
-# under the gate. Beside the six gates above: the conclusion checks of cards.draft, the rule
-# stage's conflict (cards.distill.rules.CONFLICT_GATE) and a person's reject (cards.review).
-GATE_HELP: dict[str, str] = {
-    "verifiable_judgment": "The conclusion must be a claim someone could check (X fails when Y; use A, "
-                           "not B, because C), not a feeling or a diary of steps. Clears when the "
-                           "Conclusion states that claim: edit it, then confirm.",
-    "failure_conditions_stated": "A conclusion nothing checked must say when it stops holding, and "
-                                 "Counterexamples, when filled, must name a real limit (a version, platform, "
-                                 "setting or case where it does not apply), not a placeholder. Clears when "
-                                 "you write one (edit), then confirm.",
-    "no_unsupported_specifics": "A number, identifier, flag, path or URL in the Conclusion or "
-                                "Counterexamples never appears in the session, so it may be invented. "
-                                "Clears when you correct or remove it (edit), or confirm because you know it "
-                                "is right.",
-    "instruction_not_self_promoted": "An order (always…, never…, you must…) counts only when the user typed "
-                                     "it; a file, tool or the agent cannot promote itself into later sessions. "
-                                     "Clears when you confirm it as your own rule, or edit it into a judgment "
-                                     "with its reason.",
-    "not_duplicate": "An active card already says the same. Reject this one (the active card stays), or "
-                     "edit it until it says what the other does not, then confirm.",
-    "verified_conclusion": "Nothing checked the conclusion: no check failed before the change and passed "
-                           "after it, and the user neither said it nor confirmed it in their own words (an "
-                           "opinion, an unverified how-to, a plan). Clears when you confirm it: your "
-                           "confirmation is the check.",
-    "conclusion_too_short": "The conclusion is shorter than min_conclusion_chars, too little to recall. "
-                            "Clears when you write the full conclusion (edit), then confirm.",
-    "conclusion_open_code_fence": "The conclusion opens a code block it never closes: it was cut. Clears "
-                                  "when you finish or close the block (edit), then confirm.",
-    "conclusion_cut_off": "The conclusion stops mid-sentence: it was cut. Clears when you finish the "
-                          "sentence (edit), then confirm.",
-    "last_check_failed": "The experience ends with its check still failing: nothing was learned yet. The "
-                         "Follow-up names the open question. Clears when you write the conclusion you know "
-                         "(edit), then confirm; reject it if there is none.",
-    "ended_mid_sentence": "The session's last message stops mid-sentence: how it ended is unknown. Clears "
-                          "when you write the conclusion you know (edit), then confirm.",
-    "ended_mid_work": "The session stopped mid-work (a step announced or started, never reported back). "
-                      "Clears when you write the conclusion you know (edit), then confirm.",
-    "no_settled_conclusion": "The session never settled on an answer (no fix confirmed, no conclusion "
-                             "stated). Clears when you write the conclusion you know (edit), then confirm; "
-                             "reject it if there is none.",
-    "unresolved_conflict": "Another card on the same topic (conflicts_with) concludes differently and "
-                           "neither is clearly newer. Confirm the one that is right and reject the other.",
-    "rejected_by_user": "A person rejected this card: it stays out of review and recall. Confirm it "
-                        "(`memoir review ID`) to make it active after all.",
-}
 
 # all-MiniLM-L6-v2 puts close paraphrases of one conclusion at ~0.85-0.9 and unrelated
 # engineering sentences at ~0.2; word overlap separates "same advice" from "same topic".
@@ -173,6 +130,27 @@ def verifiable_judgment(card: Card) -> GateResult:
     return _result(gate, "conclusion states no checkable claim")
 
 
+# --- gates: what the card proves (cards.proof, read back from the card's front matter) ------------
+
+
+def contradicted_later(card: Card) -> GateResult:
+    """The rest of the session contradicts the card (`cards.proof.contradiction`)."""
+    said = card.extra.get("contradicted_by") if card.confirmed_by != "user" else ""
+    return _result("contradicted_later", f"contradicted later in the session at {said}" if said else "")
+
+
+def work_report(card: Card) -> GateResult:
+    """A change list with no problem before it is not a lesson, however green the suite was after it."""
+    report = card.extra.get("kind") == "work_report" and card.confirmed_by != "user"
+    return _result("work_report", card.extra.get("proof", "a change list") if report else "")
+
+
+def self_inflicted_failure(card: Card) -> GateResult:
+    """A failure in the agent's own fresh lines, fixed in those lines alone, does not transfer."""
+    return _result("self_inflicted", "the failure was in files the agent changed earlier in the same experience, "
+                   "and the fix changed only those" if card.extra.get("self_inflicted") and card.confirmed_by != "user" else "")
+
+
 # --- gate: verified conclusion -------------------------------------------------------------------
 
 
@@ -204,8 +182,9 @@ def verified_conclusion(card: Card, evidence: EvidenceView) -> GateResult:
     own = says_unchecked(card.conclusion)
     if own:
         return _result(gate, f"nothing checked it, as the conclusion says itself ({own!r}); confirm it in `memoir review`")
+    why = card.extra.get("proof", "")
     return _result(gate, "nothing checked it: no check failed before the change and passed after it, and the "
-                         "user did not confirm it; confirm it in `memoir review`")
+                         "user did not confirm it" + (f" ({why})" if why else "") + "; confirm it in `memoir review`")
 
 
 # --- gate: failure conditions stated ------------------------------------------------------------
@@ -440,6 +419,9 @@ def judge_card(
     """
     verified = verified_conclusion(card, evidence)
     results = (
+        contradicted_later(card),
+        work_report(card),
+        self_inflicted_failure(card),
         verified,
         verifiable_judgment(card),
         failure_conditions_stated(card, checked=verified.passed),

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from memoir.cards.phrasebook import CONFIRMS, UNCONFIRMED, first_rule
 from memoir.cards.values import Experience, Turn
 
 Similarity = Callable[[str, str], float]
@@ -70,23 +71,15 @@ class EvidenceView:
         for turn in self.turns[anchor + 1:]:
             if turn.typed_by_user:
                 text = " ".join(turn.text.split())
-                if _UNCONFIRMED.search(text) or len(text) > MAX_CONFIRMATION_CHARS:
+                if first_rule(UNCONFIRMED, text) or len(text) > MAX_CONFIRMATION_CHARS:
                     found = None  # "that didn't work", or a new request: the answer is not confirmed by it
-                elif _CONFIRMS.search(text):
+                elif first_rule(CONFIRMS, text):
                     found = turn
         return found
 
 
-# The user saying the answer worked, in their own words; a negation or a "but" undoes it.
-_CONFIRMS = re.compile(
-    r"(?i)\b(?:(?:that|it|this|the fix|your fix|the change|everything)\s+(?:now\s+)?(?:works|worked|did it|did the trick|"
-    r"fixed it|solved it|helped)|works now|working now|fixed now|(?:is|it'?s) (?:now )?(?:fixed|solved|working|green)|"
-    r"confirmed|can confirm|problem solved|solved|that'?s it|that was it|exactly (?:it|right)|"
-    r"(?:tests?|build|ci|pipeline|deploy) (?:is |are )?(?:now )?(?:green|passing|passes|pass))\b"
-)
-_UNCONFIRMED = re.compile(
-    r"(?i)\b(?:not|never|still|but|however|although|except|no longer|nope|wrong|same (?:error|problem|issue))\b|n't\b|\?\s*$"
-)
+# The user saying the answer worked, in their own words and any language (`cards.phrasebook.CONFIRMS`);
+# a negation or a "but" undoes it (`UNCONFIRMED`).
 MAX_CONFIRMATION_CHARS = 300  # a confirmation is a short reply, not a new request with a "works" in it
 
 

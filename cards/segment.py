@@ -387,7 +387,9 @@ def iter_segments(turns: list[Turn] | tuple[Turn, ...], rules: SegmentRules,
                 b.signature = sig
                 b.resolved_since_signature = False
             b.red = True
-        elif turn.kind == "tool_result" and b.signature:
+        elif turn.kind == "tool_result" and b.signature and is_passing(turn.text):
+            # Only a green result settles an error: red → red → green inside one autonomous turn is one
+            # loop, and cutting it at the second error makes the first half a false "still fails" card.
             b.resolved_since_signature = True
         b.add(turn)
         _observe(b, turn)

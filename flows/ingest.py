@@ -19,7 +19,7 @@ from pathlib import Path
 from memoir.cards.collect import DEFAULT_LINE_CAP, CollectReport, collect_file, read_file
 from memoir.cards.config import Settings
 from memoir.cards.distill.merge import turns_key
-from memoir.cards.draft import draft_card
+from memoir.cards.draft import draft_card, read_past_range
 from memoir.cards.hosts import aider, default_roots, reader_for
 from memoir.cards.log_files import iter_candidates
 from memoir.cards.ledger import Ledger, LedgerEntry, LedgerView, retired_ids
@@ -239,7 +239,9 @@ def draft_session(clean: list[Turn], rules: SegmentRules, min_conclusion_chars: 
             drafting += clock() - began
         held = exp
     timings["segment"] += clock() - started - drafting
-    timings["draft"] += drafting
+    began = clock()
+    mine = read_past_range(tuple(clean), mine)
+    timings["draft"] += drafting + clock() - began
     return mine, reasons, failed
 
 

@@ -17,6 +17,7 @@ COMMAND_MODULES = {
     "brief": "recall",
     "cards": "cards",
     "demo": "run",
+    "explain": "explain",
     "export": "cards",
     "flow": "flow",
     "forget": "forget",

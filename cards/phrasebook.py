@@ -1,0 +1,236 @@
+"""Named rule tables: each rule a pattern with the texts it must and must not match, and why it exists.
+
+A rule that decides whether a card reaches an agent must be visible: `memoir explain` names the rules
+that fired on each turn, and `tests/test_phrasebook.py` runs every rule of every table against its
+own hits and misses, so a pattern that drifts fails a test that names it. Tables cover the languages
+sessions are written in (English, Spanish, Portuguese, French, Dutch, Czech, German, Korean):
+whether a card is proven is decided from commands, exit codes and edits, and these tables only read
+what a *person* says (a confirmation, a rejection, a problem report) or what a tool prints when it
+has not finished.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One named pattern, with examples it must match (`hits`) and must not (`misses`)."""
+
+    name: str
+    pattern: re.Pattern
+    hits: tuple[str, ...]
+    misses: tuple[str, ...]
+    why: str
+
+    def search(self, text: str) -> bool:
+        return self.pattern.search(text) is not None
+
+
+def _rx(pattern: str) -> re.Pattern:
+    return re.compile(pattern, re.IGNORECASE | re.UNICODE)
+
+
+def first_rule(table: tuple[Rule, ...], text: str) -> str:
+    """The name of the first rule of `table` that matches `text`, or ''."""
+    return next((r.name for r in table if r.search(text)), "")
+
+
+# --- a tool result that says the check has not finished: no verdict, neither pass nor fail ----------
+
+PENDING: tuple[Rule, ...] = (
+    Rule("background_notice",
+         _rx(r"\b(?:running|started|runs|moved) in (?:the )?background\b|\bbackground (?:task|job|process|shell)s? "
+             r"(?:started|running|id)\b|\bwith (?:session |shell |task )?id[:\s]+\w+.{0,40}\b(?:running|started)\b"),
+         ("Command running in background with ID: bash_3", "Started background job; runs in the background",
+          "Process moved in background (id 42)"),
+         ("42 passed in 3.1s", "background-color: red was removed"),
+         "A background start tells that a command began, not how it ended: it never verifies a change."),
+    Rule("still_running",
+         _rx(r"^\s*(?:process |command |job )?(?:still running|running\.\.\.|in progress|waiting for (?:output|the process))"
+             r"|\bProcess running with session ID\b"),
+         ("Process running with session ID 12", "still running", "Waiting for output..."),
+         ("Ran 3 tests in 0.2s\nOK",),
+         "A poll of an unfinished process (Codex's session ids, a watcher) has no verdict yet."),
+)
+
+
+# --- the user saying it worked, in their own words ------------------------------------------------
+
+CONFIRMS: tuple[Rule, ...] = (
+    Rule("confirms_en",
+         _rx(r"\b(?:(?:that|it|this|the fix|your fix|the change|everything)\s+(?:now\s+)?(?:works|worked|did it|did the trick|"
+             r"fixed it|solved it|helped)|works now|working now|fixed now|(?:is|it'?s) (?:now )?(?:fixed|solved|working|green)|"
+             r"confirmed|can confirm|problem solved|solved|that'?s it|that was it|exactly (?:it|right)|"
+             r"(?:tests?|build|ci|pipeline|deploy) (?:is |are )?(?:now )?(?:green|passing|passes|pass))\b"),
+         ("OK, this worked", "works now, thanks", "CI is green now"),
+         ("does it work?", "make it work with two workers"),
+         "The user's word that the answer worked is the check when no test could run."),
+    Rule("confirms_es_pt",
+         _rx(r"\b(?:ya )?funciona(?:ba)?\b(?! mal)|\bfuncionou\b|\bresuelto\b|\bresolvido\b|\bresolveu\b|\bperfecto\b|\bperfeito\b|"
+             r"\bdeu certo\b|\bya (?:está|esta)\b|\bahora s[ií]\b"),
+         ("¡Ya funciona, gracias!", "Funcionou, valeu", "resuelto"),
+         ("funciona mal", "¿por qué no carga?"),
+         "Spanish and Portuguese confirmations."),
+    Rule("confirms_fr",
+         _rx(r"\b(?:ça|ca|cela) (?:marche|fonctionne)\b|\bc'est (?:bon|réglé|corrigé|résolu)\b|\b(?:ça|ca) a marché\b|\brésolu\b"),
+         ("ça marche maintenant", "c'est bon, merci"),
+         ("comment ça marche ?",),
+         "French confirmations."),
+    Rule("confirms_nl_de",
+         _rx(r"\b(?:het )?werkt (?:nu|weer)\b|\bhet werkt\b|\bopgelost\b|\bes (?:funktioniert|klappt)\b|\bfunktioniert (?:jetzt|wieder)\b|\bgelöst\b"),
+         ("Het werkt nu!", "es funktioniert jetzt", "opgelost"),
+         ("werkt het niet?",),
+         "Dutch and German confirmations."),
+    Rule("confirms_cs",
+         _rx(r"\b(?:už |uz )?(?:to )?funguje\b|\bvyřešeno\b|\bvyreseno\b|\bsupr,? funguje\b"),
+         ("Už to funguje, díky", "vyřešeno"),
+         ("proč to nefunguje?",),
+         "Czech confirmations (nefunguje is the negation, and the word boundary keeps it out)."),
+    Rule("confirms_ko",
+         _rx(r"(?:이제 |잘 )?(?:작동|동작)(?:합니다|해요|하네요|한다|됨|돼요|되네요)|해결(?:됐|되었|됨|했)|잘 ?되(?:네요|네|요|었어요)"),
+         ("이제 잘 작동합니다", "해결됐어요 감사합니다"),
+         ("작동하지 않아요",),
+         "Korean confirmations."),
+)
+
+# A reply that takes a confirmation back ("not", "still", "but"), in the same languages.
+UNCONFIRMED: tuple[Rule, ...] = (
+    Rule("unconfirmed_en",
+         _rx(r"\b(?:not|never|still|but|however|although|except|no longer|nope|wrong|same (?:error|problem|issue))\b|n't\b|\?\s*$"),
+         ("it still fails", "works, but the page is blank", "does it work?"),
+         ("works now",),
+         "A negation or a 'but' undoes the confirmation beside it."),
+    Rule("unconfirmed_other",
+         _rx(r"\b(?:no funciona|não funciona|nao funciona|todavía|todavia|ainda|sigue|pero|mas ainda|ne (?:marche|fonctionne) pas|"
+             r"toujours|mais|werkt niet|nog steeds|maar|funktioniert nicht|immer noch|aber|nefunguje|pořád|porad|ale)\b|"
+             r"안 ?(?:돼|됨|되)|작동하지 않|여전히"),
+         ("sigue sin funcionar", "ça ne marche pas", "pořád to nefunguje", "여전히 오류가 나요"),
+         ("¡Ya funciona!",),
+         "The same negations outside English."),
+)
+
+
+# --- the user reporting that something is wrong: a problem, before any check ran ----------------
+
+PROBLEM_REPORTS: tuple[Rule, ...] = (
+    Rule("problem_en",
+         _rx(r"\b(?:(?:does|did|is|was|are)(?:n't| not) (?:work|working|load|start|run|show|build|compile|pass)|"
+             r"broken|crash(?:es|ed|ing)?|fails?|failing|failed|error|exception|traceback|bug|regress(?:ion|ed)|"
+             r"wrong|blank|hangs?|stuck|nothing happens|no longer|exits? (?:at once|immediately|right away)|(?:does|did)(?:n'?t| not) (?:open|appear|show up)|not (?:found|showing|shown|loading|working)|missing)\b"),
+         ("the page is blank after login", "it crashes on start", "why does this fail?", "got this error:"),
+         ("add a settings dialog", "please write the README"),
+         "The user telling of a failure is a problem even when no command showed it."),
+    Rule("problem_other",
+         _rx(r"\b(?:no funciona|falla|fallo|error|não funciona|nao funciona|erro|quebr\w+|ne (?:marche|fonctionne) pas|plante|"
+             r"erreur|bogue|werkt niet|kapot|fout|crasht|funktioniert nicht|fehler|absturz|nefunguje|chyba|padá|pada)\b|"
+             r"오류|에러|안 ?(?:돼|됨|되)|작동하지 않|실패"),
+         ("la app falla al iniciar", "dá erro ao compilar", "ça plante au démarrage", "het werkt niet", "nefunguje to",
+          "빌드 오류가 나요"),
+         ("añade un botón", "ajoute un bouton"),
+         "The same reports outside English."),
+)
+
+
+# --- the user rejecting what was just done: after a card's range, it contradicts the card ------------
+
+REJECTS: tuple[Rule, ...] = (
+    Rule("rejects_en",
+         _rx(r"^\W*(?:no|nope|nah)\b[,.!\s]|^\W*(?:that'?s|this is|it'?s) (?:not|wrong)\b|\b(?:not what i (?:asked|wanted|meant)|"
+             r"i (?:wanted|meant|asked for) (?:something|it|you)|(?:still|again) (?:fails?|failing|broken|the same|getting)|"
+             r"(?:did|does)(?:n'?t| not) (?:work|fix|help|change anything)|same (?:error|problem|issue)|revert (?:it|that|this)|"
+             r"you broke|broke (?:something|it|the)|(?:i )?(?:didn'?t|don'?t|can'?t|do not|did not) see (?:the|any|it)|"
+             r"(?:is|are) (?:still )?(?:missing|not there|not showing))\b"),
+         ("no, I wanted the scanner to keep both roots", "still failing with the same error", "that didn't fix it",
+          "That's not what I asked", "I think you broke something", "I didn't see the new fields in the gui"),
+         ("now add a test for it", "no problem, thanks", "nothing else, thanks"),
+         "The user's next word rejecting the result means the card's answer did not hold."),
+    Rule("rejects_other",
+         _rx(r"^\W*(?:no|non|nee|nein|ne)\b[,.!\s]|\b(?:sigue (?:fallando|sin funcionar|igual)|no funcionó|no funciono|"
+             r"ainda (?:não|nao) funciona|continua (?:falhando|com erro)|ça ne marche (?:toujours )?pas|toujours (?:la même|le même)|"
+             r"werkt nog steeds niet|nog steeds (?:fout|kapot)|funktioniert (?:immer )?noch nicht|immer noch|"
+             r"pořád (?:to )?nefunguje|stále nefunguje|to není|není to)\b|여전히|아직도 (?:안|오류)|그게 아니"),
+         ("no, eso no es lo que pedí", "sigue fallando", "ainda não funciona", "ça ne marche toujours pas",
+          "Nee, dat bedoelde ik niet", "pořád to nefunguje", "여전히 같은 오류가 나요"),
+         ("¡funciona!", "noch eine Frage"),
+         "The same rejections outside English."),
+)
+
+# The agent (later in the session) saying an earlier explanation or fix was not it.
+RETRACTS: tuple[Rule, ...] = (
+    Rule("retracts",
+         _rx(r"\b(?:was(?:n'?t| not)|is(?:n'?t| not)) (?:the|really the|actually the) (?:real |actual |root )?(?:cause|issue|problem|fix)|"
+             r"(?:did|does)(?:n'?t| not) (?:actually )?(?:fix|solve|resolve) (?:it|the|anything)|turned out (?:to be )?(?:wrong|unrelated)|"
+             r"the (?:earlier|previous|first) (?:fix|change|explanation|diagnosis) was (?:wrong|incorrect|incomplete|a red herring)|"
+             r"no era (?:la causa|el problema)|não era (?:a causa|o problema)|n'était pas (?:la cause|le problème)|"
+             r"was niet de oorzaak|war nicht die ursache|nebyla příčina|원인이 아니"),
+         ("Committing in seed_orders was not the real cause", "that change didn't actually fix it",
+          "no era la causa real"),
+         ("the cause was the missing index", "this fixes the issue"),
+         "A later finding that the cause was something else takes the card's conclusion back."),
+)
+
+
+# --- lines of a closing report that are its wrapper, not its lesson ----------------------------------
+
+WRAPPER_LINES: tuple[Rule, ...] = (
+    Rule("heading", _rx(r"^\s*#{1,6}\s+\S|^\s*\*\*[^*]{1,60}\*\*:?\s*$"),
+         ("## Summary", "**Changes made:**"), ("**Cause:** the lock file was stale", "#42 is the issue number"),
+         "A heading announces a section; the card keeps what the section says."),
+    Rule("status_line",
+         _rx(r"^\s*(?:[-*•]\s*)?(?:[✅✔☑🎉🟢]|\(?(?:all )?(?:\d+ )?tests? (?:pass(?:ed|ing)?|green)\b|all (?:checks|tests) (?:pass|green)|"
+             r"(?:build|ci|lint|typecheck)\s*(?:passes|passed|is green|:\s*(?:ok|pass(?:ed)?|green))\b|committed (?:as|in)\b|pushed to\b)"),
+         ("✅ All tests pass", "- 18 tests passed", "Build: OK", "Committed as 2c6b7e0"),
+         ("The test passes only with PYTHONPATH=. set",),
+         "A status line says that it worked, which the Evidence already shows; the lesson is why."),
+    Rule("prediction",
+         _rx(r"\b(?:should (?:now )?(?:turn green|pass|work|be (?:fixed|green|good|resolved))|will (?:now )?(?:pass|work)|"
+             r"ought to (?:pass|work))\b"),
+         ("CI should turn green now", "the tests should pass"),
+         ("the import fails because QAction moved",),
+         "A prediction is not a result; a card states what the log showed."),
+)
+
+
+# --- an error that is the environment's, not a slip in code the agent just wrote ---------------------
+
+ENVIRONMENT: tuple[Rule, ...] = (
+    Rule("environment_error",
+         re.compile(r"\b(?:ModuleNotFoundError|ImportError|No module named|[Cc]ommand not found|not recognized as|"
+                    r"[Pp]ermission denied|EACCES|EPERM|[Oo]peration not permitted|[Rr]ead-only file system|"
+                    r"[Cc](?:annot|ould not) lock|[Cc]onnection refused|ECONNREFUSED|[Tt]imed out|[Nn]ame resolution|"
+                    r"[Cc]ertificate verify|SSL(?:Error)?|[Ss]andbox|[Oo]ut of memory|[Nn]o space left|[Ii]ncompatible|"
+                    r"[Uu]nsupported (?:version|platform)|[Nn]ot installed|[Cc]annot open shared object|DLL load failed|"
+                    r"xcb|QT_QPA_PLATFORM|DISPLAY|PYTHONPATH|ERESOLVE|peer dep|[Rr]ate limit|HTTP 40[13]|[Qq]uota)"),
+         ("ModuleNotFoundError: No module named 'app'", "fatal: cannot lock ref 'refs/heads/x'",
+          "ImportError: libEGL.so.1: cannot open shared object file", "sh: pnpm: command not found"),
+         ("NameError: name 'totl' is not defined", "AssertionError: assert 3 == 4", "SyntaxError: invalid syntax"),
+         "A failure of a dependency, a tool, the platform or the environment transfers to the next session even when "
+         "the fix touched only the agent's own files."),
+)
+
+
+# --- a failure seen on another route than the shell the agent checks in ------------------------------
+
+OTHER_ROUTE: tuple[Rule, ...] = (
+    Rule("ci_route",
+         _rx(r"\b(?:CI|GitHub Actions|GH Actions|workflow|pipeline|Jenkins|GitLab|Travis|CircleCI|Buildkite|"
+             r"Azure DevOps|runner|build server|on (?:the )?(?:server|staging|production|prod)|in production)\b"),
+         ("CI fails with this:", "the GitHub Actions job fails", "It breaks on staging"),
+         ("pytest fails locally", "the import fails when I start the GUI"),
+         "A failure seen on CI, a server or another machine is verified only on that route, never by a local run."),
+)
+
+
+# --- a fix that reaches outside the agent's own lines: it imports what a dependency provides -------------
+
+DEPENDENCY_FIX: tuple[Rule, ...] = (
+    Rule("adds_import",
+         re.compile(r"(?m)^\s*(?:import [\w.]+|from [\w.]+ import \w|use [A-Z][\w:]*|require ['\"]?[\w./@-]+|"
+                    r"alias [A-Z][\w.]*|using [A-Z][\w.]*;|#include [<\"])"),
+         ("+    import Phoenix.ChannelTest", "from PySide6.QtGui import QAction", "use Tokio::Mutex"),
+         ("x = 1", "# imported later"),
+         "A fix that imports what a library provides teaches that library's layout, even in the agent's own new file."),
+)

@@ -1,0 +1,232 @@
+"""What a card proves: its kind (a fix, a decision, a confirmed answer, or a work report), what
+verified it, and whether the rest of the session contradicts it.
+
+A card is a lesson the log proves, decided from facts (runs with a verdict, edits, pasted errors,
+the user's own words), not from how the assistant's report reads:
+
+- *fix*: a failure was observed (a failing run, an error the user pasted), a change followed, and
+  the same check passed after it (`cards.loop.fixed_loop`). The check must be able to exercise the
+  change: a green `go test` says nothing about an edit to `app.js`.
+- *confirmed_answer*: a problem was observed or reported, and the user said in their own words (any
+  language, `cards.phrasebook.CONFIRMS`) that the answer worked.
+- *decision*: the conclusion is the user's own words (a choice they stated).
+- *work_report*: the request was done and nothing failed before it: a change list, however green
+  the suite was afterwards. It never goes active: a change list teaches the next session nothing.
+- *unproven*: a problem, but nothing checked the answer.
+
+Read past the range (`contradiction`): the same error again, the same check failing again before
+anything changed, the user's next words rejecting the result, or a later "that was not the cause"
+take the card back, with the contradicting turn cited.
+
+Self-inflicted (`self_inflicted`): a failure in files the agent itself changed earlier in the same
+experience, fixed by changing only those files, teaches nothing beyond that experience (a typo, a
+test it just wrote), unless the error is the environment's (a missing module, a denied permission).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memoir.cards.commands import added_text, changed_paths, command_key
+from memoir.cards.cues import is_chatter, is_prompt_template
+from memoir.cards.loop import Loop, Run, fixed_loop, same_check, walk
+from memoir.cards.outcomes import verification
+from memoir.cards.phrasebook import DEPENDENCY_FIX, ENVIRONMENT, OTHER_ROUTE, PROBLEM_REPORTS, REJECTS, RETRACTS, first_rule
+from memoir.cards.signatures import error_signature, is_error_output
+from memoir.cards.values import Turn
+
+KINDS = ("fix", "confirmed_answer", "decision", "work_report", "unproven", "open")
+ACTIVE_KINDS = ("fix", "confirmed_answer", "decision")
+RETRACTION_WINDOW = 60  # turns after a card's range in which the agent's "that was not the cause" counts
+
+# Which files a check's runner can exercise, by the runner's first word(s). A runner not listed
+# (make, bazel, a script) may exercise anything.
+_RUNNER_LANGUAGES: tuple[tuple[tuple[str, ...], frozenset[str]], ...] = (
+    (("pytest", "python", "python3", "py.test", "tox", "nox", "mypy", "ruff", "flake8", "pylint", "pyright", "uv",
+      "poetry", "hatch", "unittest"), frozenset({"py", "pyi", "pyx", "ipynb"})),
+    (("go",), frozenset({"go"})),
+    (("cargo", "rustc"), frozenset({"rs"})),
+    (("npm", "pnpm", "yarn", "bun", "npx", "node", "jest", "vitest", "tsc", "eslint", "deno", "mocha", "playwright"),
+     frozenset({"js", "jsx", "ts", "tsx", "mjs", "cjs", "vue", "svelte", "html", "css", "scss", "less"})),
+    (("mvn", "gradle", "./gradlew", "gradlew", "sbt"), frozenset({"java", "kt", "kts", "scala", "groovy"})),
+    (("mix", "elixir"), frozenset({"ex", "exs", "heex", "eex", "leex"})),
+    (("dotnet", "msbuild"), frozenset({"cs", "fs", "vb", "razor", "cshtml"})),
+    (("rspec", "rake", "bundle", "ruby"), frozenset({"rb", "erb", "rake"})),
+    (("swift", "xcodebuild"), frozenset({"swift", "m", "mm"})),
+    (("phpunit", "composer", "php"), frozenset({"php"})),
+)
+_CODE_EXTENSIONS = frozenset().union(*(langs for _, langs in _RUNNER_LANGUAGES)) | {"c", "h", "cpp", "hpp", "cc"}
+
+
+@dataclass(frozen=True, slots=True)
+class Proof:
+    """A card's kind and what decided it."""
+
+    kind: str
+    verified_by: str = ""  # "tN": the passing check, or the user's confirmation, at turn N
+    why: str = ""  # one line a person reads in `memoir explain` and the card's front matter
+    problem_seq: int | None = None  # the failure (or report) the card is about
+    check: str = ""  # the command that went red → green, for reading past the range
+    signature: str = ""  # the error the fix cleared
+    self_inflicted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Contradiction:
+    """A later turn of the session that takes a card back."""
+
+    seq: int
+    line: int
+    rule: str
+
+    def cite(self) -> str:
+        return f"t{self.seq} (line {self.line}): {self.rule}"
+
+
+def _runner(command: str) -> str:
+    words = command_key(command).split()
+    return words[0] if words else ""
+
+
+def exercises(check: str, paths: Sequence[str]) -> bool:
+    """Can `check` exercise edits to `paths`? False only when every path is code of a language the
+    check's runner does not run (`go test` after editing only `app.js`); config, docs and unknown
+    runners never count against it."""
+    runner = _runner(check)
+    langs = next((langs for names, langs in _RUNNER_LANGUAGES if runner in names), None)
+    if langs is None:
+        return True
+    exts = {p.rsplit(".", 1)[-1].lower() for p in paths if "." in p.rsplit("/", 1)[-1]}
+    code = exts & _CODE_EXTENSIONS
+    return not code or bool(code & langs) or bool(exts - _CODE_EXTENSIONS)
+
+
+def problem_in(turns: Sequence[Turn]) -> tuple[int, str] | None:
+    """The first failure the experience shows: a failing run, an error the user pasted, or the user
+    telling of one (`PROBLEM_REPORTS`); (seq, what), or None when nothing went wrong."""
+    w = walk(tuple(turns))
+    found = [(r.result.seq, "failing_run") for r in w.runs if r.failed]
+    found += [(t.seq, "pasted_error") for _, t, _ in w.pasted]
+    for t in turns:
+        if t.role == "user" and t.kind == "text" and not is_chatter(t.text) and not is_prompt_template(t.text):
+            rule = first_rule(PROBLEM_REPORTS, t.text[:4000])
+            if rule:
+                found.append((t.seq, rule))
+                break
+    return min(found) if found else None
+
+
+def _short(path: str) -> str:
+    return "/".join(p for p in path.replace("\\", "/").split("/") if p and p != ".")[-60:]
+
+
+def self_inflicted(turns: Sequence[Turn], lp: Loop) -> bool:
+    """The fix changed only files the agent changed earlier in this experience, before the failure,
+    and the error is not the environment's: a slip of its own, not a lesson."""
+    if lp.fix is None or not lp.failure.command:
+        return False  # a failure the user pasted was met outside this experience's own edits
+    if first_rule(ENVIRONMENT, lp.failure.signature + "\n" + lp.failure.output[-400:]):
+        return False
+    if any(first_rule(DEPENDENCY_FIX, added_text(t)[:6000]) for t in lp.fix.changes):
+        return False
+    w = walk(tuple(turns))
+    before = {_short(p) for i, t in w.changes if i < lp.failure.at for p in changed_paths(t)}
+    fixed = {_short(p) for t in lp.fix.changes for p in changed_paths(t)}
+    return bool(fixed) and fixed <= before
+
+
+def prove(turns: Sequence[Turn], *, confirmed_at: int | None, users_words: bool) -> Proof:
+    """The card's kind from the experience's facts.
+
+    Args:
+        turns: the experience's turns.
+        confirmed_at: the seq of the user's confirmation of the answer, if any (`EvidenceView.confirming_turn`).
+        users_words: the conclusion is the user's own words.
+    """
+    turns = tuple(turns)
+    problem = problem_in(turns)
+    lp = fixed_loop(turns)
+    if lp is not None and lp.fix is not None:
+        check = lp.fix.check
+        paths = [p for t in lp.fix.changes for p in changed_paths(t)]
+        sig = next((s for s in [lp.failure.signature] + [a.check.signature for a in lp.failed_attempts][::-1] if s), "")
+        if not exercises(check.command, paths):
+            return Proof("unproven", "", f"`{check.command[:60]}` cannot exercise edits to "
+                         + ", ".join(sorted({p.rsplit('.', 1)[-1] for p in paths if '.' in p})) + " files",
+                         lp.failure.seq, check.command, sig)
+        return Proof("fix", f"t{check.result.seq}", f"failed at t{lp.failure.seq}, passed after the change at "
+                     f"t{check.result.seq}", lp.failure.seq, check.command, sig, self_inflicted(turns, lp))
+    fresh = verification(turns) if problem is not None else None
+    if fresh is not None and fresh.failed_seq is None and problem is not None and fresh.seq > problem[0]:
+        # No check went red → green, but the problem came first and a check that was not green before the
+        # change passed after it: proof, when that check can exercise the change and the problem was not
+        # seen on another route (a CI failure is proven only on CI).
+        w = walk(turns)
+        paths = [p for i, t in w.changes if turns[i].seq > problem[0] and t.seq < fresh.command_seq
+                 for p in changed_paths(t)]
+        by_seq = {t.seq: t for t in turns}
+        route = first_rule(OTHER_ROUTE, by_seq[problem[0]].text[:3000]) if problem[1] != "failing_run" else ""
+        if problem[1] not in ("failing_run", "pasted_error"):
+            route = "the user's own report"  # a behaviour the user saw is proven gone by the user, not by a suite
+        if route:
+            return Proof("unproven", "", f"the problem at t{problem[0]} was seen on another route ({route}); a "
+                         f"local `{fresh.command[:60]}` cannot prove it gone", problem[0])
+        if exercises(fresh.command, paths):
+            return Proof("fix", f"t{fresh.seq}", f"{problem[1]} at t{problem[0]}; `{fresh.command[:60]}` had not "
+                         f"passed before the change and passed after it at t{fresh.seq}", problem[0], fresh.command)
+    if confirmed_at is not None and problem is not None:
+        return Proof("confirmed_answer", f"t{confirmed_at}", f"{problem[1]} at t{problem[0]}; the user confirmed "
+                     f"it worked at t{confirmed_at}", problem[0])
+    if users_words:
+        return Proof("decision", "", "the conclusion is the user's own words", problem[0] if problem else None)
+    if problem is None:
+        return Proof("work_report", "", "nothing failed and nobody reported a problem before the change: a change list")
+    return Proof("unproven", "", f"{problem[1]} at t{problem[0]}, but no check passed after the change and the user "
+                 "did not confirm it", problem[0])
+
+
+def contradiction(proof: Proof, session: tuple[Turn, ...], after: int) -> Contradiction | None:
+    """The first turn after index `after` of `session` that takes the card back, or None.
+
+    Args:
+        proof: the card's proof (its check and the error it cleared).
+        session: the whole session's turns, in order.
+        after: the index in `session` of the card's last turn.
+    """
+    later = session[after + 1:]
+    if not later:
+        return None
+    first_user = next((t for t in later if t.role == "user" and t.kind == "text" and not is_chatter(t.text)), None)
+    if first_user is not None and not is_prompt_template(first_user.text):
+        rule = first_rule(REJECTS, first_user.text[:600])
+        if rule:
+            return Contradiction(first_user.seq, first_user.line, f"the user's next words reject it ({rule})")
+        if is_error_output(first_user.text) and error_signature(first_user.text):
+            return Contradiction(first_user.seq, first_user.line, "the user's next message pastes an error: "
+                                 f"`{error_signature(first_user.text)[:80]}`")
+    sig = proof.signature
+    if sig and not sig.startswith("exit code"):
+        for t in later:
+            if (t.kind == "error" or (t.role == "user" and t.kind == "text")) and error_signature(t.text) == sig:
+                return Contradiction(t.seq, t.line, f"the same error again: `{sig[:80]}`")
+    if proof.check:
+        w = walk(session)
+        for run in w.runs:
+            if run.at_call <= after:
+                continue
+            changed = any(after < i < run.at_call for i, _ in w.changes)
+            if changed:
+                break  # later work changed something: a later red run is about that
+            if run.failed and same_check(proof.check, "", run.command):
+                return Contradiction(run.result.seq, run.result.line, "the same check failed again before anything changed")
+    for t in later[:RETRACTION_WINDOW]:
+        if t.role == "assistant" and t.kind == "text":
+            rule = first_rule(RETRACTS, t.text[:2000])
+            if rule:
+                return Contradiction(t.seq, t.line, f"a later turn says it was not the cause ({rule})")
+    return None
+
+
+__all__ = ["ACTIVE_KINDS", "KINDS", "Contradiction", "Proof", "Run", "contradiction", "exercises", "problem_in",
+           "prove", "self_inflicted"]
