@@ -297,3 +297,12 @@ def added_text(turn: Turn) -> str:
     if "*** Begin Patch" in patch or "\n+" in patch:
         return "\n".join(line[1:] for line in patch.splitlines() if line.startswith("+") and not line.startswith("+++"))
     return ""
+
+
+def steps_before(failed: str, rerun: str) -> bool:
+    """The re-run is the failed command with steps put before it (`bd sync --import-only && bd ready`
+    after `bd ready` failed): those steps are the change, whatever tool they use, unless they only look."""
+    was, now = chain_steps(command_key(failed)), chain_steps(command_key(rerun))
+    if not was or len(now) <= len(was) or now[-len(was):] != was:
+        return False
+    return not all(only_looks(step) for step in now[:-len(was)])

@@ -11,12 +11,13 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 from memoir.cards.conclude import choose_conclusion
-from memoir.cards.lesson import within_budget, without_filler, without_orders
+from memoir.cards.lesson import within_budget, without_filler, without_orders, without_wrapper
 from memoir.cards.distill.extract import Disproval, find_disproved
 from memoir.cards.limits import limit_lines, restates_error, split_limits
 from memoir.cards.values import Card, Experience, Source, Turn
 from memoir.cards.evidence import Ending, ending, ends_cut, open_statement
 from memoir.cards.outcomes import Verification, failure_conditions, verification
+from memoir.cards.phrasebook import DECISIONS, first_rule
 from memoir.cards.proof import ACTIVE_KINDS, Proof, contradiction, prove
 from memoir.cards.quality_inputs import EvidenceView, typed_by_user
 from memoir.cards.cues import commit_subject, is_chatter, is_prompt_template
@@ -27,6 +28,7 @@ from memoir.cards.title import make_title, strip_boilerplate, strip_opener
 MAX_GOAL = 800
 MAX_EVIDENCE_ITEMS = 12
 MAX_ITEM = 240
+MAX_DECISION = 1500  # a decision is the user's own sentence; a longer text they pasted is someone else's document
 
 _FOLLOW_UP = re.compile(
     r"(?im)^.*\b(?:TODO|FIXME|follow[- ]up|next steps?|still need(?:s)? to|not yet|left to do|later we|"
@@ -259,10 +261,10 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40, ends_session: bo
         said = without_filler(found.text) if found.settled else ""  # the lesson, its scope sentences included
     view = EvidenceView.of_experience(exp)  # who said what: the orders below, the user's confirmation
     # Paragraphs labelled as limits go to Counterexamples; an order only the agent gave is no part of the lesson.
-    conclusion = within_budget(without_orders(split_limits(said)[0], view.user_words))
+    conclusion = within_budget(without_orders(without_wrapper(split_limits(said)[0]), view.user_words))
     said_yes = view.confirming_turn(found.text) if found.settled and end is None else None
     proof = prove(exp.turns, confirmed_at=said_yes.seq if said_yes is not None else None,
-                  users_words=found.settled and typed_by_user(found.text, view.user_words))
+                  users_words=found.settled and _users_choice(found.text, view.user_words))
     verified = proof.verified_by if found.settled and end is None else ""
     if proof.kind != "confirmed_answer":
         said_yes = None
@@ -310,6 +312,13 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40, ends_session: bo
         follow_up=_follow_up(exp, end),
         extra=_extra(found.source, proof, end is None and found.settled),
     )
+
+
+def _users_choice(conclusion: str, user_words: tuple[str, ...]) -> bool:
+    """The conclusion is a choice the user stated in their own words (`cards.phrasebook.DECISIONS`),
+    not a request of theirs the report restates."""
+    said = [w for w in user_words if len(w) <= MAX_DECISION and first_rule(DECISIONS, w)]
+    return bool(said) and typed_by_user(conclusion, said)
 
 
 def _extra(source: str, proof: Proof, settled: bool) -> dict:

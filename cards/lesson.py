@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 
 from memoir.cards.conclude import HEADINGISH, LIST_ITEM, MIN_SETTLED_CHARS, prose_of
+from memoir.cards.phrasebook import WRAPPER_LINES, first_rule
 from memoir.cards.quality_inputs import ORDER, commanding_part, typed_by_user
 
 # --- the lesson as a card keeps it: no filler, no next steps, no file lists, within a budget -------
@@ -203,3 +204,24 @@ def within_budget(text: str, budget: int = CONCLUSION_BUDGET) -> str:
 def lesson(text: str, budget: int = CONCLUSION_BUDGET) -> str:
     """A conclusion as a card keeps it: `without_filler`, then `within_budget`."""
     return within_budget(without_filler(text), budget)
+
+
+_WRAPPER_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\"'(\[])")
+
+
+def without_wrapper(text: str) -> str:
+    """The conclusion without its wrapper (`cards.phrasebook.WRAPPER_LINES`): headings, status lines,
+    "fixed." openers, commit notices and predictions, so the budget goes to the cause and the fix.
+    A line or sentence goes only as a whole; text that is nothing but wrapper is left as it was."""
+    kept_lines = []
+    for line in text.splitlines():
+        if first_rule(WRAPPER_LINES, line) in ("heading", "status_line"):
+            continue
+        parts = _WRAPPER_SENTENCE.split(line)
+        kept = [p for p in parts if not first_rule(WRAPPER_LINES, p.strip())]
+        if parts and not kept:
+            continue
+        kept_lines.append(" ".join(kept) if len(kept) != len(parts) else line)
+    out = "\n".join(kept_lines).strip()
+    out = re.sub(r"\n{3,}", "\n\n", out)
+    return out if len(out) >= MIN_SETTLED_CHARS else text

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memoir.cards.commands import (
-    chain_steps, changes_before_check, command_key, command_of, describe_change, is_change, is_test_or_build, one_line,
+    chain_steps, changes_before_check, command_key, steps_before, command_of, describe_change, is_change, is_test_or_build, one_line,
     only_looks, same_target, target_stems,
 )
 from memoir.cards.cues import is_tooling_error
@@ -96,8 +96,7 @@ def walk(turns: tuple[Turn, ...]) -> Walk:
                 continue  # a patch or an install that failed is a failed attempt at a change, not the problem
             failed = (turn.kind == "error" and not is_tooling_error(turn)) or is_failing(turn.text)
             # A background start or a poll of an unfinished process has no verdict yet (`PENDING`).
-            passed = not failed and (turn.kind == "tool_result" or is_passing(turn.text)) \
-                and not first_rule(PENDING, turn.text[:300])
+            passed = not failed and (turn.kind == "tool_result" or is_passing(turn.text)) and not first_rule(PENDING, turn.text[:300])
             runs.append(Run(call, turn, command, at_call, i, failed, passed,
                             error_signature(turn.text) if failed else ""))
         elif turn.role == "user" and turn.kind == "text" and is_error_output(turn.text):
@@ -248,7 +247,6 @@ class Attempt:
         done = list(dict.fromkeys(self._described(t) for t in self.changes))
         return ", ".join(done[:2]) + (f" and {len(done) - 2} more" if len(done) > 2 else "")
 
-
     def _described(self, change: Turn) -> str:
         """A change, or for a call that changed and checked at once only its change steps
         (`terraform force-unlock -force ID`, not the `terraform plan` after it)."""
@@ -301,8 +299,6 @@ def _cancels(loop_sig: str, failure: Failure, run: Run) -> bool:
 
 _NOT_SETTINGS = frozenset({"command", "cmd", "description", "justification", "reason", "timeout", "timeout_ms",
                            "yield_time_ms", "max_output_tokens", "run_in_background"})
-
-
 _PAIR = re.compile(r'"(\w+)"\s*:\s*("(?:[^"\\]|\\.)*"|true|false|-?\d+)')
 
 
@@ -361,7 +357,7 @@ def _follow(turns: tuple[Turn, ...], w: Walk, failure: Failure) -> Loop:
         if not same_check(failure.command, failure.pasted_text, run.command):
             continue
         changes = [(i, t) for i, t in w.changes if last_at < i < run.at_call]
-        if changes_before_check(run.command):
+        if changes_before_check(run.command) or steps_before(failure.command, run.command):
             changes.append((run.at_call, run.call))  # the change and the check again in one call
         setting = _setting_change(last_call, run.call) if last_call is not None and not changes else ""
         if changes:

@@ -75,7 +75,7 @@ CONFIRMS: tuple[Rule, ...] = (
          ("funciona mal", "¿por qué no carga?"),
          "Spanish and Portuguese confirmations."),
     Rule("confirms_fr",
-         _rx(r"\b(?:ça|ca|cela) (?:marche|fonctionne)\b|\bc'est (?:bon|réglé|corrigé|résolu)\b|\b(?:ça|ca) a marché\b|\brésolu\b"),
+         _rx(r"(?<!comment )\b(?:ça|ca|cela) (?:marche|fonctionne)\b(?![^.!]*\?)|\bc'est (?:bon|réglé|corrigé|résolu)\b|\b(?:ça|ca) a marché\b|\brésolu\b"),
          ("ça marche maintenant", "c'est bon, merci"),
          ("comment ça marche ?",),
          "French confirmations."),
@@ -138,7 +138,7 @@ PROBLEM_REPORTS: tuple[Rule, ...] = (
 
 REJECTS: tuple[Rule, ...] = (
     Rule("rejects_en",
-         _rx(r"^\W*(?:no|nope|nah)\b[,.!\s]|^\W*(?:that'?s|this is|it'?s) (?:not|wrong)\b|\b(?:not what i (?:asked|wanted|meant)|"
+         _rx(r"^\W*(?:no|nope|nah)\b(?! (?:problem|worries|rush|need))[,.!\s]|^\W*(?:that'?s|this is|it'?s) (?:not|wrong)\b|\b(?:not what i (?:asked|wanted|meant)|"
              r"i (?:wanted|meant|asked for) (?:something|it|you)|(?:still|again) (?:fails?|failing|broken|the same|getting)|"
              r"(?:did|does)(?:n'?t| not) (?:work|fix|help|change anything)|same (?:error|problem|issue)|revert (?:it|that|this)|"
              r"you broke|broke (?:something|it|the)|(?:i )?(?:didn'?t|don'?t|can'?t|do not|did not) see (?:the|any|it)|"
@@ -180,11 +180,22 @@ WRAPPER_LINES: tuple[Rule, ...] = (
          ("## Summary", "**Changes made:**"), ("**Cause:** the lock file was stale", "#42 is the issue number"),
          "A heading announces a section; the card keeps what the section says."),
     Rule("status_line",
-         _rx(r"^\s*(?:[-*•]\s*)?(?:[✅✔☑🎉🟢]|\(?(?:all )?(?:\d+ )?tests? (?:pass(?:ed|ing)?|green)\b|all (?:checks|tests) (?:pass|green)|"
+         _rx(r"^(?=[^\n]{0,100}$)\s*(?:[-*•]\s*)?(?:[✅✔☑🎉🟢]|\(?(?:all )?(?:\d+ )?tests? (?:pass(?:ed|ing)?|green)\b|all (?:checks|tests) (?:pass|green)|"
              r"(?:build|ci|lint|typecheck)\s*(?:passes|passed|is green|:\s*(?:ok|pass(?:ed)?|green))\b|committed (?:as|in)\b|pushed to\b)"),
          ("✅ All tests pass", "- 18 tests passed", "Build: OK", "Committed as 2c6b7e0"),
-         ("The test passes only with PYTHONPATH=. set",),
+         ("The test passes only with PYTHONPATH=. set",
+          "Tests pass only when the fixture commits before the worker reads, because the worker opens its own connection"),
          "A status line says that it worked, which the Evidence already shows; the lesson is why."),
+    Rule("status_opener",
+         _rx(r"^(?:fixed|done|resolved|solved|green again|all green|back to green|it works|works now|all set)\b[^.!?\n]{0,40}[.!:]\s*$"),
+         ("Fixed.", "Fixed for real this time.", "Green again: 58 passed."),
+         ("Fixed the lock by closing the connection first, because the writer held it.",),
+         "An opener that says it is fixed names neither cause nor fix."),
+    Rule("commit_notice",
+         _rx(r"^(?:committed|pushed|merged)\b[^.!?\n]{0,80}(?:as|in|to) `?[0-9a-f]{6,40}`?[^.!?\n]{0,40}[.!]?\s*$"),
+         ("Committed the whole split as `0c7f3a2`.", "Pushed to main in 1a2b3c4d."),
+         ("Committing inside the fixture released the lock.",),
+         "Where the change landed is history, not the lesson."),
     Rule("prediction",
          _rx(r"\b(?:should (?:now )?(?:turn green|pass|work|be (?:fixed|green|good|resolved))|will (?:now )?(?:pass|work)|"
              r"ought to (?:pass|work))\b"),
@@ -228,9 +239,31 @@ OTHER_ROUTE: tuple[Rule, ...] = (
 
 DEPENDENCY_FIX: tuple[Rule, ...] = (
     Rule("adds_import",
-         re.compile(r"(?m)^\s*(?:import [\w.]+|from [\w.]+ import \w|use [A-Z][\w:]*|require ['\"]?[\w./@-]+|"
-                    r"alias [A-Z][\w.]*|using [A-Z][\w.]*;|#include [<\"])"),
-         ("+    import Phoenix.ChannelTest", "from PySide6.QtGui import QAction", "use Tokio::Mutex"),
-         ("x = 1", "# imported later"),
+         # A package path (dotted, or a capitalised framework module), not a bare stdlib name (`import json`).
+         re.compile(r"(?m)^\s*(?:import (?:[a-z_]\w*\.\w|[A-Z])|from (?:\w*[A-Z0-9]\w*|\w+\.[\w.]+) import \w|"
+                    r"use [A-Z][\w:]*|require ['\"][@\w-]+/|alias [A-Z][\w.]*|using [A-Z][\w.]*;|#include <)"),
+         ("    import Phoenix.ChannelTest", "from PySide6.QtGui import QAction", "use Tokio::Mutex",
+          "from django.conf import settings"),
+         ("x = 1", "# imported later", "import json", "from typing import Any"),
          "A fix that imports what a library provides teaches that library's layout, even in the agent's own new file."),
+)
+
+
+# --- the user stating a choice: one option over another, or a rule with its reason -------------------
+
+DECISIONS: tuple[Rule, ...] = (
+    Rule("choice_en",
+         _rx(r"\b(?:instead of|rather than|because|so that|never|always|prefer|don'?t use|do not use|we(?:'ll| will) "
+             r"(?:use|go with|keep)|let'?s (?:use|go with|keep|stick)|decided|decision|not \w+(?: \w+)?,? but)\b"),
+         ("Remember: always pnpm, never npm", "use httpx instead of requests because we need async",
+          "let's go with Postgres"),
+         ("Add /schema endpoint and frontend button", "add a dark mode toggle"),
+         "A decision is a choice: one option over another, or a rule with its reason; a request is not one."),
+    Rule("choice_other",
+         _rx(r"\b(?:en lugar de|en vez de|porque|siempre|nunca|prefiero|au lieu de|parce que|toujours|jamais|plutôt|"
+             r"in plaats van|omdat|altijd|nooit|statt|anstatt|weil|immer|niemals|místo|protože|vždy|nikdy|em vez de|"
+             r"sempre)\b|대신|때문에|항상|절대"),
+         ("usa siempre pnpm, nunca npm", "toujours pnpm, jamais npm", "vždy pnpm, nikdy npm", "항상 pnpm을 쓰세요"),
+         ("añade un botón",),
+         "The same choices outside English."),
 )

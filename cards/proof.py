@@ -157,6 +157,7 @@ def prove(turns: Sequence[Turn], *, confirmed_at: int | None, users_words: bool)
                          lp.failure.seq, check.command, sig)
         return Proof("fix", f"t{check.result.seq}", f"failed at t{lp.failure.seq}, passed after the change at "
                      f"t{check.result.seq}", lp.failure.seq, check.command, sig, self_inflicted(turns, lp))
+    elsewhere = None  # a check that passed, but cannot prove a problem seen on another route
     fresh = verification(turns) if problem is not None else None
     if fresh is not None and fresh.failed_seq is None and problem is not None and fresh.seq > problem[0]:
         # No check went red → green, but the problem came first and a check that was not green before the
@@ -170,9 +171,9 @@ def prove(turns: Sequence[Turn], *, confirmed_at: int | None, users_words: bool)
         if problem[1] not in ("failing_run", "pasted_error"):
             route = "the user's own report"  # a behaviour the user saw is proven gone by the user, not by a suite
         if route:
-            return Proof("unproven", "", f"the problem at t{problem[0]} was seen on another route ({route}); a "
-                         f"local `{fresh.command[:60]}` cannot prove it gone", problem[0])
-        if exercises(fresh.command, paths):
+            elsewhere = Proof("unproven", "", f"the problem at t{problem[0]} was seen on another route ({route}); a "
+                              f"local `{fresh.command[:60]}` cannot prove it gone", problem[0])
+        elif exercises(fresh.command, paths):
             return Proof("fix", f"t{fresh.seq}", f"{problem[1]} at t{problem[0]}; `{fresh.command[:60]}` had not "
                          f"passed before the change and passed after it at t{fresh.seq}", problem[0], fresh.command)
     if confirmed_at is not None and problem is not None:
@@ -180,6 +181,8 @@ def prove(turns: Sequence[Turn], *, confirmed_at: int | None, users_words: bool)
                      f"it worked at t{confirmed_at}", problem[0])
     if users_words:
         return Proof("decision", "", "the conclusion is the user's own words", problem[0] if problem else None)
+    if elsewhere is not None:
+        return elsewhere
     if problem is None:
         return Proof("work_report", "", "nothing failed and nobody reported a problem before the change: a change list")
     return Proof("unproven", "", f"{problem[1]} at t{problem[0]}, but no check passed after the change and the user "

@@ -121,7 +121,8 @@ def verifiable_judgment(card: Card) -> GateResult:
             narrated += 1
         elif _CLAIM.search(s) and len(s.split()) >= MIN_JUDGMENT_WORDS:
             claims.append(s)
-    if claims:
+    if claims or (card.extra.get("kind") in ("fix", "confirmed_answer", "decision") and len(parts) > emotional + narrated):
+        # A proven card's facts are the check: any sentence that is neither feeling nor diary states its lesson.
         return _result(gate, "")
     if narrated and narrated >= emotional:
         return _result(gate, "conclusion is a process log (what was done), not a judgment")
@@ -160,6 +161,8 @@ def checked_by(card: Card, evidence: EvidenceView | None = None) -> str:
     it, or confirmed the answer in their own words). Rule-made and model-made cards alike."""
     if card.confirmed_by == "user":
         return "confirmed in review"
+    if card.extra.get("kind") in ("unproven", "work_report"):
+        return ""  # its own facts say nothing checked it (`cards.proof`): words that match the user's are no check
     if says_unchecked(card.conclusion):
         return ""  # the agent said so itself: a green run elsewhere in the session checked something else
     if card.verified_by:

@@ -114,9 +114,11 @@ def _short_signature(signature: str, limit: int = 36) -> str:
     return f"`{sig}`"
 
 
-_CAUSE = re.compile(r"(?i)\b(?:root cause|because|caused|came from|meant|missed|missing|was|were|wasn'?t|isn'?t|"
-                    r"doesn'?t|no longer|needs?|must|instead|moved|requires?|rejects?|returns?)\b")
-_FIXED = re.compile(r"(?i)\b(?:fix(?:es|ed)?|now)\b")
+_CAUSE = re.compile(r"(?i)\b(?:root cause|because|caused|came from|means|meant|missed|missing|was|were|wasn'?t|isn'?t|"
+                    r"doesn'?t|didn'?t|no longer|needs?|must|instead|moved|requires?|rejects?|returns?|due to|lost|lacks?|had no)\b")
+_FIXED = re.compile(r"(?i)\b(?:fix(?:es|ed)?|now|switched|changed|replaced|pinned|added|removed|imported|installed)\b")
+# A result restated ("`cargo tree -i x` now matches nothing", "the build now passes") is the proof, not the lesson.
+_NOW_RESULT = re.compile(r"(?i)\bnow (?:passes|pass|matches|works|finishes|builds|succeeds|runs|returns nothing|is green)\b")
 _DONE_WORDS = re.compile(r"(?i)^(?:fixed|done|works now|all (?:set|good)|committed)\b[^.:`]{0,40}[.:,]\s*")
 # A narrative label the evidence conclusion puts before quoted words ("Said before the change: “…”"):
 # a title states the words, never the label.
@@ -127,7 +129,10 @@ _FAILED_CLAUSE = re.compile(r"^.{0,300}?\bfails\b[^;]{0,300};\s*(?=.{0,200}\bfix
 # The check that confirmed an evidence conclusion (": the same check `x` passes at t9") is on the card, not in its title.
 _SAME_CHECK = re.compile(r":\s*the same check\b.*$")
 _RERUN = re.compile(r"(?i)^re-running it with (.+) fixed it$")
-_CAUSE_LABEL = re.compile(r"(?i)^(?:the )?(?:real |actual |root )?(?:cause|problem|issue|fix|reason)\s*(?:was|is)?\s*:\s*")
+_CAUSE_LABEL = re.compile(r"(?i)^(?:(?:the )?(?:real |actual |root )?(?:cause|problem|issue|fix|reason)\s*(?:was|is)?|"
+                          r"what (?:was|went) wrong|why)\s*:\s*")
+# "The failure was because …" once the quoted error is gone: the clause after it is the cause.
+_FAILURE_WAS = re.compile(r"(?i)^(?:the )?(?:failure|error|problem|issue|crash|panic)\s+(?:was|is)\s+(?=because|due to|that)")
 # An aside or a note beside the lesson: "Not affected: …", "Separately: …", "Note: …".
 _ASIDE = re.compile(r"(?i)^(?:not affected|unaffected|unchanged|separately|aside|note|also|side note|unrelated|fyi)\b[^.:]{0,30}:")
 # Work still ahead is no lesson: "Next, I'll add …", "To implement X, we need to …".
@@ -166,7 +171,11 @@ def _gist(conclusion: str, signature: str) -> str:
             if kind and kind in sentence:  # the failure restated: drop its quoted form
                 sentence = re.sub(r"`[^`]*" + re.escape(kind) + r"[^`]*`", "", sentence)
                 sentence = " ".join(re.sub(r"^\W*(?:this time|it|here)\b\W*", "", sentence.strip(), flags=re.I).split())
+            sentence = _FAILURE_WAS.sub("", sentence)
             if len(sentence) < 15 or len(sentence.split()) < 4:
+                continue
+            if _NOW_RESULT.search(sentence) and not _CAUSE.search(sentence):
+                best = best or _capital(sentence.rstrip("."))
                 continue
             if _CAUSE.search(sentence):
                 return _capital(sentence.rstrip("."))

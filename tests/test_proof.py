@@ -1,0 +1,211 @@
+"""A card is a lesson the log proves (issue 37): its kind, its proof, and the rest of the session.
+
+Each mechanism pinned on a small hand-made session: a change list with no failure is a work report;
+a check green before the change proves nothing; a background start is no result; a check in another
+language than the edit cannot prove it; the user's rejection after the range takes the card back;
+a failure in the agent's own fresh lines is held; the same session in another language gets the
+same card.
+"""
+
+from __future__ import annotations
+
+import json
+
+from memoir.cards.draft import draft_card, read_past_range
+from memoir.cards.proof import exercises, problem_in, prove
+from memoir.cards.quality_gates import decide_status, judge_card
+from memoir.cards.quality_inputs import EvidenceView
+from memoir.cards.values import Experience, Turn
+from tests.turns import T0, Script
+
+KEYERROR = "Traceback (most recent call last):\n  File \"/home/dev/shop/app/cart.py\", line 12, in total\nKeyError: 'price'\n"
+
+
+def _edit(s: Script, path: str, old: str, new: str) -> Script:
+    args = {"file_path": path, "old_string": old, "new_string": new}
+    s.turns.append(Turn(host=s.host, session_id=s.session_id, seq=len(s.turns), role="assistant", kind="tool_call",
+                        text="Edit " + json.dumps(args), timestamp=T0, tool_name="Edit", cwd=s.cwd,
+                        source_file=f"/logs/{s.session_id}.jsonl", line=len(s.turns) + 1))
+    s.turns.append(Turn(host=s.host, session_id=s.session_id, seq=len(s.turns), role="tool", kind="tool_result",
+                        text=f"The file {path} has been updated.", timestamp=T0, tool_name="Edit", cwd=s.cwd,
+                        source_file=f"/logs/{s.session_id}.jsonl", line=len(s.turns) + 1))
+    return s
+
+
+def _settled(s: Script, upto: int | None = None):
+    """The card the whole script (or its first `upto` turns) makes, after the quality gates, model off."""
+    exp = Experience(s.host, s.session_id, tuple(s.turns[:upto] if upto else s.turns))
+    drafted = read_past_range(tuple(s.turns), [(exp, draft_card(exp))])
+    exp, card = drafted[0]
+    return decide_status(card, judge_card(card, EvidenceView.of_experience(exp)), model_enabled=False, distilled=False)
+
+
+def _fixed_keyerror(request: str = "the cart total test fails, can you fix it?",
+                    closing: str = "The KeyError came from cart.py reading item['price'] while the importer stores "
+                                   "the field as unit_price; cart.py now reads unit_price.") -> Script:
+    s = Script().user(request)
+    s.runs("pytest tests/test_cart.py").error(KEYERROR)
+    s.says("cart.py reads item['price'] but the importer stores the field as unit_price.")
+    _edit(s, "/home/dev/shop/app/cart.py", "item['price']", "item['unit_price']")
+    s.runs("pytest tests/test_cart.py").result("6 passed in 0.3s")
+    s.says(closing)
+    return s
+
+
+def test_a_red_change_green_loop_is_a_fix_and_goes_active():
+    card = _settled(_fixed_keyerror())
+    assert card.extra["kind"] == "fix"
+    assert card.status == "active", card.gate
+    assert card.verified_by
+
+
+def test_a_change_list_with_no_failure_before_it_is_a_work_report_and_never_active():
+    s = Script().user("Please add a settings dialog and a changelog entry, yes to all the options")
+    _edit(s, "/home/dev/shop/app/settings.py", "pass", "def dialog(): return Dialog()")
+    s.runs("pytest -q").result("24 passed in 0.5s")
+    s.says("All four items are implemented, tested, and documented: the settings dialog is in settings.py.")
+    card = _settled(s)
+    assert card.extra["kind"] == "work_report"
+    assert card.status == "candidate" and card.gate == "work_report"
+
+
+def test_a_check_already_green_before_the_change_proves_nothing():
+    s = Script().user("the cart page is slow, please speed it up")
+    s.runs("pytest -q").result("24 passed in 0.5s")
+    _edit(s, "/home/dev/shop/app/cart.py", "for x in items:", "for x in set(items):")
+    s.runs("pytest -q").result("24 passed in 0.4s")
+    s.says("The cart page was slow because it looped over duplicate items; deduplicating them fixes it.")
+    card = _settled(s)
+    assert card.status != "active"
+    assert card.extra["kind"] in ("unproven", "work_report")
+
+
+def test_a_background_start_is_no_result_and_verifies_nothing():
+    s = Script().user("the server crashes on start, fix it")
+    s.runs("npm start").error("Error: Cannot find module 'express'\n    at Module._resolveFilename")
+    _edit(s, "/home/dev/shop/package.json", '"dependencies": {}', '"dependencies": {"express": "^4"}')
+    s.runs("npm start").result("Command running in background with ID: bash_3")
+    s.says("The server crashed because express was missing from package.json; adding it fixes the start.")
+    card = _settled(s)
+    assert card.status != "active"
+    assert card.extra.get("kind") != "fix"
+
+
+def test_a_check_in_another_language_than_the_edit_cannot_prove_it():
+    assert not exercises("go test ./...", ["web/app.js", "web/index.html"])
+    assert exercises("go test ./...", ["internal/store.go"])
+    assert exercises("npm test", ["web/app.js"])
+    assert exercises("make check", ["web/app.js"])  # a runner memoir cannot read may run anything
+    assert exercises("pytest -q", ["pyproject.toml"])  # config is exercised by any check
+
+
+def test_the_users_rejection_after_the_range_takes_the_card_back():
+    s = _fixed_keyerror()
+    end = len(s.turns)
+    s.user("no, that's not it: the importer should keep the field as price, revert it")
+    card = _settled(s, upto=end)
+    assert card.status == "candidate" and card.gate == "contradicted_later"
+    assert "reject" in card.extra["contradicted_by"]
+
+
+def test_the_same_error_again_after_the_range_takes_the_card_back():
+    s = _fixed_keyerror()
+    end = len(s.turns)
+    s.user("deployed it")
+    s.runs("pytest tests/test_cart.py tests/test_orders.py").error(KEYERROR)
+    card = _settled(s, upto=end)
+    assert card.gate == "contradicted_later"
+    assert "same error" in card.extra["contradicted_by"]
+
+
+def test_the_next_request_after_the_range_leaves_the_card_standing():
+    s = _fixed_keyerror()
+    end = len(s.turns)
+    s.user("great, now add a discount field to the cart")
+    assert _settled(s, upto=end).status == "active"
+
+
+def test_a_failure_in_lines_the_agent_just_wrote_is_held_as_self_inflicted():
+    s = Script().user("add a total() helper with a test")
+    _edit(s, "/home/dev/shop/app/cart.py", "", "def total(items):\n    return sum(i.price for i in itemz)\n")
+    s.runs("pytest tests/test_cart.py").error("NameError: name 'itemz' is not defined")
+    _edit(s, "/home/dev/shop/app/cart.py", "for i in itemz", "for i in items")
+    s.runs("pytest tests/test_cart.py").result("3 passed in 0.1s")
+    s.says("total() failed because of a typo (itemz instead of items) in cart.py; fixed the name.")
+    card = _settled(s)
+    assert card.extra.get("self_inflicted") is True
+    assert card.status == "candidate" and card.gate == "self_inflicted"
+
+
+def test_an_environment_failure_in_the_agents_own_file_still_transfers():
+    s = Script().user("add a GUI smoke test")
+    _edit(s, "/home/dev/shop/tests/test_gui.py", "", "from app.gui import main\n")
+    s.runs("pytest tests/test_gui.py").error("ImportError: libEGL.so.1: cannot open shared object file")
+    _edit(s, "/home/dev/shop/tests/test_gui.py", "from app.gui import main\n",
+          "import os\nos.environ['QT_QPA_PLATFORM'] = 'offscreen'\nfrom app.gui import main\n")
+    s.runs("pytest tests/test_gui.py").result("1 passed in 0.2s")
+    s.says("Importing the GUI failed on a headless machine because Qt needs libEGL; QT_QPA_PLATFORM=offscreen avoids it.")
+    card = _settled(s)
+    assert not card.extra.get("self_inflicted")
+    assert card.status == "active", card.gate
+
+
+def test_a_problem_the_user_reports_is_proven_gone_by_the_user_not_by_a_suite():
+    s = Script().user("The GUI exits immediately when I start it, nothing shows")
+    _edit(s, "/home/dev/shop/app/gui.py", "app.exec()", "sys.exit(app.exec())")
+    s.runs("pytest -q").result("18 passed in 0.4s")
+    s.says("The GUI exited because the event loop result was dropped; main() now returns app.exec().")
+    assert _settled(s).status != "active"
+    s.user("OK, this worked, the window stays open now")
+    card = _settled(s)
+    assert card.extra["kind"] == "confirmed_answer"
+    assert card.status == "active", card.gate
+
+
+TRANSLATIONS = {
+    "en": ("the cart total test fails, can you fix it?", "no, that is not what I wanted, revert it",
+           "OK, this worked, thanks"),
+    "es": ("la prueba del total del carrito falla, ¿puedes arreglarlo?", "no, eso no es lo que pedí, sigue fallando",
+           "¡Ya funciona, gracias!"),
+    "cs": ("test celkové ceny košíku padá, můžeš to opravit?", "ne, pořád to nefunguje", "Už to funguje, díky"),
+    "fr": ("le test du total du panier échoue, tu peux corriger ?", "non, ça ne marche toujours pas",
+           "ça marche maintenant, merci"),
+    "nl": ("de test voor het totaal faalt, kun je het fixen?", "nee, het werkt nog steeds niet", "Het werkt nu!"),
+    "ko": ("장바구니 합계 테스트가 실패해요. 고쳐 줄 수 있나요?", "여전히 같은 오류가 나요", "이제 잘 작동합니다"),
+    "pt": ("o teste do total do carrinho falha, pode corrigir?", "não, ainda não funciona", "Funcionou, valeu"),
+}
+
+
+def test_a_translated_session_gets_the_same_card_kind_and_status():
+    """Proof is read from commands, exit codes and edits; only the user's words are translated."""
+    outcomes = {}
+    for lang, (request, reject, _) in TRANSLATIONS.items():
+        s = _fixed_keyerror(request=request)
+        end = len(s.turns)
+        kept = _settled(s, upto=end)
+        s.user(reject)
+        rejected = _settled(s, upto=end)
+        outcomes[lang] = (kept.extra["kind"], kept.status, rejected.gate)
+    assert set(outcomes.values()) == {("fix", "active", "contradicted_later")}, outcomes
+
+
+def test_a_translated_confirmation_proves_a_reported_problem():
+    for lang, (_, _, confirm) in TRANSLATIONS.items():
+        s = Script().user("The GUI exits immediately when I start it")
+        _edit(s, "/home/dev/shop/app/gui.py", "app.exec()", "sys.exit(app.exec())")
+        s.says("The GUI exited because the event loop result was dropped; main() now returns app.exec().")
+        s.user(confirm)
+        card = _settled(s)
+        assert (lang, card.extra["kind"], card.status) == (lang, "confirmed_answer", "active"), card.gate
+
+
+def test_problem_in_reads_failures_and_reports_but_not_a_feature_request():
+    assert problem_in(Script().user("please add a dark mode toggle").turns) is None
+    assert problem_in(Script().user("la app falla al iniciar").turns) is not None
+    s = Script().user("add a test").runs("pytest").error(KEYERROR)
+    assert problem_in(s.turns)[1] == "failing_run"
+
+
+def test_prove_says_why_in_words_a_person_reads():
+    proof = prove(tuple(_fixed_keyerror().turns), confirmed_at=None, users_words=False)
+    assert proof.kind == "fix" and "failed at t" in proof.why and "passed after the change" in proof.why
