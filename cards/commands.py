@@ -306,3 +306,31 @@ def steps_before(failed: str, rerun: str) -> bool:
     if not was or len(now) <= len(was) or now[-len(was):] != was:
         return False
     return not all(only_looks(step) for step in now[:-len(was)])
+
+
+_NOT_SETTINGS = frozenset({"command", "cmd", "description", "justification", "reason", "timeout", "timeout_ms",
+                           "yield_time_ms", "max_output_tokens", "run_in_background"})
+_PAIR = re.compile(r'"(\w+)"\s*:\s*("(?:[^"\\]|\\.)*"|true|false|-?\d+)')
+
+
+def call_settings(call: Turn) -> dict:
+    """The arguments of a shell call beside its command (sandbox, workdir, env): settings of the run."""
+    body = call.text[len(call.tool_name):].lstrip() if call.tool_name and call.text.startswith(call.tool_name) else call.text
+    if not body.startswith("{"):
+        return {}
+    try:
+        args = json.loads(body)
+    except (ValueError, RecursionError):  # a long call the reader clipped: read its simple pairs
+        args = {m.group(1): m.group(2).strip('"') for m in _PAIR.finditer(body)}
+    return {k: v for k, v in args.items() if k not in _NOT_SETTINGS} if isinstance(args, dict) else {}
+
+
+def plan_items(turn: Turn) -> list:
+    """The items of a plan tool's call (TodoWrite `todos`, Codex `update_plan` `plan`), or []."""
+    body = turn.text.split(" ", 1)[1] if " " in turn.text else ""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return []
+    items = data.get("todos") or data.get("plan") if isinstance(data, dict) else None
+    return items if isinstance(items, list) else []

@@ -22,7 +22,6 @@ say something in words: code alone is no conclusion. When nothing qualifies the 
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from collections.abc import Sequence
@@ -187,21 +186,6 @@ _BD_REASON = re.compile(r"--reason[= ]")
 _PR_BODY = re.compile(r"--body[= ]")
 
 
-def _command_of(call: Turn) -> str:
-    """The shell command inside a tool call's text (`Bash {"command": "…"}` or a plain string)."""
-    text = call.text.split(" ", 1)[1] if " " in call.text else call.text
-    m = re.search(r'"(?:command|cmd)"\s*:\s*(\[[^\]]*\]|"(?:[^"\\]|\\.)*")', text)
-    if not m:
-        return text
-    try:
-        value = json.loads(m.group(1))
-    except (ValueError, RecursionError):
-        return text
-    if isinstance(value, list):
-        value = value[-1] if value else ""
-    return str(value)
-
-
 def _flag_value(command: str, flag: str) -> str:
     try:
         words = shlex.split(command, posix=True)
@@ -225,7 +209,7 @@ def _closing_words(turns: Sequence[Turn]) -> Conclusion | None:
                 green = next((f"t{x.seq}" for x in reversed(turns[:i]) if x.kind == "tool_result" and is_passing(x.text)), "")
                 return Conclusion(subject, t.seq, "commit_message", green)
         if t.kind == "tool_call" and ("--reason" in t.text or "--body" in t.text):
-            command = _command_of(t)
+            command = command_of(t)
             if "bd close" in command and _BD_REASON.search(command):
                 reason = _flag_value(command, "--reason")
                 if len(reason) >= 12:

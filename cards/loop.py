@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memoir.cards.commands import (
-    chain_steps, changes_before_check, command_key, steps_before, command_of, describe_change, is_change, is_test_or_build, one_line,
+    call_settings, chain_steps, changes_before_check, command_key, steps_before, command_of, describe_change, is_change, is_test_or_build, one_line,
     only_looks, same_target, target_stems,
 )
 from memoir.cards.cues import is_tooling_error
@@ -297,23 +296,6 @@ def _cancels(loop_sig: str, failure: Failure, run: Run) -> bool:
     return bool(loop_sig) and run.signature == loop_sig and not loop_sig.startswith("exit code")
 
 
-_NOT_SETTINGS = frozenset({"command", "cmd", "description", "justification", "reason", "timeout", "timeout_ms",
-                           "yield_time_ms", "max_output_tokens", "run_in_background"})
-_PAIR = re.compile(r'"(\w+)"\s*:\s*("(?:[^"\\]|\\.)*"|true|false|-?\d+)')
-
-
-def _settings(call: Turn) -> dict:
-    """The arguments of a shell call beside its command (sandbox, workdir, env): settings of the run."""
-    body = call.text[len(call.tool_name):].lstrip() if call.tool_name and call.text.startswith(call.tool_name) else call.text
-    if not body.startswith("{"):
-        return {}
-    try:
-        args = json.loads(body)
-    except (ValueError, RecursionError):  # a long call the reader clipped: read its simple pairs
-        args = {m.group(1): m.group(2).strip('"') for m in _PAIR.finditer(body)}
-    return {k: v for k, v in args.items() if k not in _NOT_SETTINGS} if isinstance(args, dict) else {}
-
-
 _ENV_PREFIX = re.compile(r"^\s*(?:export\s+)?([A-Za-z_]\w*=\S*)\s+|^\s*(cd\s+\S+)\s*(?:&&|;)\s*")
 
 
@@ -330,7 +312,7 @@ def _setting_change(before: Turn, after: Turn) -> str:
     """A setting the re-run has that the failing run did not ('' if none): an argument of the call
     beside its command (`sandbox_permissions: require_escalated`), or an environment assignment or
     `cd` before the command (`PYTHONPATH=.`)."""
-    old, new = _settings(before), _settings(after)
+    old, new = call_settings(before), call_settings(after)
     changed = [f"{k}: {v}" for k, v in new.items() if old.get(k) != v and isinstance(v, (str, int, bool))]
     was = _prefixes(command_of(before))
     changed += [p for p in _prefixes(command_of(after)) if p not in was]

@@ -25,6 +25,7 @@ test it just wrote), unless the error is the environment's (a missing module, a 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -38,6 +39,7 @@ from memoir.cards.values import Turn
 
 KINDS = ("fix", "confirmed_answer", "decision", "work_report", "unproven", "open")
 ACTIVE_KINDS = ("fix", "confirmed_answer", "decision")
+_TEST_FILE = re.compile(r"(?i)(?:^|/)(?:tests?|spec|__tests__)/|(?:^|/)test_[^/]+$|_(?:test|spec)\.\w+$|\.(?:test|spec)\.\w+$")
 RETRACTION_WINDOW = 60  # turns after a card's range in which the agent's "that was not the cause" counts
 
 # Which files a check's runner can exercise, by the runner's first word(s). A runner not listed
@@ -167,12 +169,21 @@ def prove(turns: Sequence[Turn], *, confirmed_at: int | None, users_words: bool)
         paths = [p for i, t in w.changes if turns[i].seq > problem[0] and t.seq < fresh.command_seq
                  for p in changed_paths(t)]
         by_seq = {t.seq: t for t in turns}
-        route = first_rule(OTHER_ROUTE, by_seq[problem[0]].text[:3000]) if problem[1] != "failing_run" else ""
-        if problem[1] not in ("failing_run", "pasted_error"):
+        route = first_rule(OTHER_ROUTE, by_seq[problem[0]].text[:3000]) if problem[1] == "pasted_error" else ""
+        if problem[1] == "failing_run":
+            # A check that failed here is proven fixed only by that check passing (the loop above); another
+            # check passing says nothing of it.
+            route = "a failing check that never passed again"
+        elif problem[1] != "pasted_error":
             route = "the user's own report"  # a behaviour the user saw is proven gone by the user, not by a suite
         if route:
             elsewhere = Proof("unproven", "", f"the problem at t{problem[0]} was seen on another route ({route}); a "
                               f"local `{fresh.command[:60]}` cannot prove it gone", problem[0])
+        elif not any(_TEST_FILE.search(p) for p in paths):
+            # The suite was green while the user's failure happened: green again says nothing unless a test
+            # written or changed after the failure (a regression test for it) ran.
+            elsewhere = Proof("unproven", "", f"the error the user pasted at t{problem[0]} was never reproduced: no "
+                              f"test was written for it before `{fresh.command[:60]}` passed", problem[0])
         elif exercises(fresh.command, paths):
             return Proof("fix", f"t{fresh.seq}", f"{problem[1]} at t{problem[0]}; `{fresh.command[:60]}` had not "
                          f"passed before the change and passed after it at t{fresh.seq}", problem[0], fresh.command)

@@ -17,14 +17,13 @@ command, interrupted before any tool ran, Aider's start-up banner); the run coun
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 
 from memoir.cards.values import Experience, Turn
-from memoir.cards.commands import command_of, is_inspection, may_hold_verdict
+from memoir.cards.commands import command_of, is_inspection, may_hold_verdict, plan_items
 from memoir.cards.cues import (
     is_chatter, is_commit_output, is_interruption, is_tooling_error, pasted_signature, problem_signature, slash_command,
 )
@@ -126,13 +125,8 @@ def plan_completed(turn: Turn) -> bool:
     """A TodoWrite / update_plan call whose every item is completed."""
     if turn.kind != "tool_call" or turn.tool_name.lower() not in PLAN_TOOLS:
         return False
-    body = turn.text.split(" ", 1)[1] if " " in turn.text else ""
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):
-        return False
-    items = data.get("todos") or data.get("plan") if isinstance(data, dict) else None
-    if not isinstance(items, list) or not items:
+    items = plan_items(turn)
+    if not items:
         return False
     return all(isinstance(i, dict) and str(i.get("status", "")).lower() == "completed" for i in items)
 

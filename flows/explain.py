@@ -17,6 +17,8 @@ from pathlib import Path
 from memoir.cards.collect import collect
 from memoir.cards.config import Settings
 from memoir.cards.gate_help import GATE_HELP
+from memoir.cards.hosts import default_roots
+from memoir.cards.log_files import iter_candidates
 from memoir.cards.observe import Observation, observe
 from memoir.cards.quality_gates import decide_status, judge_card
 from memoir.cards.quality_inputs import EvidenceView
@@ -137,7 +139,5 @@ def render(sessions: list[SessionExplanation], skipped: Counter, show_turns: boo
 def find_session_file(session_id: str, home: Path) -> Path | None:
     """The log file under the hosts' usual folders whose name holds `session_id` (Claude Code and Codex
     name their files after the session), or None."""
-    from memoir.cards.hosts import default_roots
-    from memoir.cards.log_files import iter_candidates
     roots = [p for p in default_roots(home).values() if p.exists()]
     return next((p for p in iter_candidates(roots, "auto") if session_id in p.name), None)

@@ -219,3 +219,28 @@ def test_the_architecture_page_lists_every_module_and_names_no_missing_one():
                if p.name != "__init__.py" or p.read_text(encoding="utf-8").strip()}
     assert on_disk - listed == set()  # a new module gets its line in docs/ARCHITECTURE.md
     assert listed - on_disk == set()  # and a removed one loses it
+
+
+# Modules that may decode JSON. A tool call's text is parsed by the host readers and by
+# `cards/commands.py` alone (issue 37: facts read once); the others here decode their own files, a
+# tool's *output* (`signals.decode_output`), or the model's answer. A new module that needs what a
+# call said asks `commands` (command_of, changed_paths, added_text, call_settings, plan_items).
+JSON_DECODERS = {
+    "memoir.cards.commands", "memoir.cards.signals", "memoir.cards.jsonl", "memoir.cards.ledger",
+    "memoir.cards.store", "memoir.cards.forget", "memoir.cards.distill.batch_lock",
+    "memoir.cards.distill.llm_client", "memoir.cards.distill.llm_slots",
+    "memoir.cards.sanitize.fields",  # scrubs every JSON value of every field, tool calls included; reads no fact
+}
+
+
+def test_tool_call_text_is_parsed_only_by_the_readers_and_commands():
+    offenders = []
+    for name, tree in TREES.items():
+        if not name.startswith("memoir.cards.") or name.startswith("memoir.cards.hosts") or name in JSON_DECODERS:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr == "loads" and getattr(node.value, "id", "") == "json":
+                offenders.append(f"{name}:{node.lineno}")
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and '"(?:command|cmd)"' in node.value:
+                offenders.append(f"{name}:{node.lineno}")
+    assert offenders == []
