@@ -14,6 +14,10 @@ copy of the logs (rule stage, no index) and the bench prints:
 - junk share: active cards that are a greeting, warm-up, hidden reasoning, a mid-work sentence
   or a question, or that cover only what the labels say deserves no card.
 
+Beside the labels' figures (the team's own, a regression check) it prints the figure that measures
+the cards: the verdicts of a reviewer who did not write the rules (`../shared/eval/JUDGE.md`, kept
+in `bench/reviews/`), KEEP share and WRONG count among today's active cards it judged.
+
 Then, for every labelled set (the real fixtures, the second set, and `../shared/eval/`'s real labels
 and recall set when this checkout has that folder), active precision and coverage side by side:
 each active card counts for the labelled experience its sources overlap most; precision = active
@@ -219,6 +223,7 @@ class SetFigures:
     active_on_card: int = 0  # active cards whose experience is worth a card
     worth: int = 0  # experiences worth a card, not superseded
     covered: int = 0
+    active_ids: tuple[str, ...] = ()
 
     @property
     def precision(self) -> float:
@@ -268,6 +273,7 @@ def set_figures(name: str, folder: Path, labels: list[dict], only: list[str]) ->
     stale = superseded_keys(labels)
     worth = [lb for lb in labels if lb["card"] and (lb["file"], lb["start_line"]) not in stale]
     figures.active = len(placed)
+    figures.active_ids = tuple(sorted(c.id for c, _ in placed))
     figures.active_on_card = sum(1 for _, lb in placed if lb is not None and lb["card"])
     figures.worth = len(worth)
     hit = {(lb["file"], lb["start_line"]) for _, lb in placed if lb is not None}
@@ -275,14 +281,53 @@ def set_figures(name: str, folder: Path, labels: list[dict], only: list[str]) ->
     return figures
 
 
+REVIEWS = Path(__file__).resolve().parent / "reviews"
+VERDICTS = ("KEEP", "WEAK", "JUNK", "WRONG")
+
+
+def latest_review(folder: Path = REVIEWS) -> tuple[str, dict[tuple[str, str], str]]:
+    """(file name, {(set, card id): verdict}) of the newest review a reader who did not write the
+    rules gave (`../shared/eval/JUDGE.md`), or ('', {}) when there is none."""
+    files = sorted(folder.glob("*-after.jsonl")) or sorted(folder.glob("*.jsonl"))
+    if not files:
+        return "", {}
+    verdicts = {}
+    for line in files[-1].read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            verdicts[(row["set"], row["card"])] = row["verdict"]
+    return files[-1].name, verdicts
+
+
+def reviewer_figure(name: str, active_ids: tuple[str, ...], verdicts: dict[tuple[str, str], str]) -> str:
+    """The reader's figure for the active cards of one set: KEEP share among the cards it judged,
+    WRONG count, and how many of today's active cards it never saw (a stale review says so)."""
+    seen = [verdicts[(name, c)] for c in active_ids if (name, c) in verdicts]
+    counts = Counter(seen)
+    unseen = len(active_ids) - len(seen)
+    keep = f"{counts['KEEP'] / len(seen):.3f} ({counts['KEEP']}/{len(seen)})" if seen else "-"
+    return f"KEEP {keep} WRONG {counts['WRONG']}" + (f", {unseen} active not reviewed" if unseen else "")
+
+
 def print_sets(shared: Path | None) -> None:
-    print("set                active  active precision (by labels)  coverage of experiences worth a card")
+    review, verdicts = latest_review()
+    print("set                active  active precision (labels: the team's own)  coverage of experiences worth a card"
+          "  reviewer (JUDGE.md, not the team)")
     for name, folder, labels, only in _labelled_sets(shared):
         f = set_figures(name, folder, labels, only)
-        print(f"{name:18} {f.active:6}  {f.precision:.3f} ({f.active_on_card}/{f.active}){'':14}"
-              f"{f.coverage:.3f} ({f.covered}/{f.worth})")
+        print(f"{name:18} {f.active:6}  {f.precision:.3f} ({f.active_on_card}/{f.active}){'':29}"
+              f"{f.coverage:.3f} ({f.covered}/{f.worth}){'':21}{reviewer_figure(name, f.active_ids, verdicts)}")
     if shared is None:
         print("(no ../shared/eval here: memoir's own sets only)")
+    if review:
+        sets = sorted({s for s, _ in verdicts})
+        print(f"\nreviewer's verdicts ({REVIEWS.name}/{review}: a reader given only JUDGE.md and judge_pack.py's output; "
+              "the labels above are the team's own and are a regression check, not the measure):")
+        for name in sets:
+            counts = Counter(v for (s, _), v in verdicts.items() if s == name)
+            total = sum(counts.values())
+            print(f"  {name:18} {total:3} active  " + "  ".join(f"{v} {counts[v]}" for v in VERDICTS)
+                  + f"  KEEP share {counts['KEEP'] / total:.3f}")
 
 
 def main(argv: list[str] | None = None) -> int:

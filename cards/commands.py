@@ -247,7 +247,12 @@ def describe_change(turn: Turn) -> str:
     command = command_of(turn)
     patched = _PATCH_FILE.findall(command or turn.text)
     if patched:
-        return "editing " + ", ".join(f"`{_short_path(p)}`" for p in dict.fromkeys(patched))
+        files = list(dict.fromkeys(patched))
+        if len(files) == 1:
+            body = command or turn.text
+            removed = "\n".join(line[1:] for line in body.splitlines() if line.startswith("-") and not line.startswith("---"))
+            return _what_changed({"old_string": removed, "new_string": added_text(turn)}) + f"`{_short_path(files[0])}`"
+        return "editing " + ", ".join(f"`{_short_path(p)}`" for p in files)
     if command:
         return f"`{one_line(command, 80)}`"
     body = turn.text[len(turn.tool_name):].lstrip() if turn.text.startswith(turn.tool_name) else turn.text
@@ -257,7 +262,30 @@ def describe_change(turn: Turn) -> str:
         args = {}
     path = next((args[k] for k in ("file_path", "path", "notebook_path", "filename")
                  if isinstance(args, dict) and isinstance(args.get(k), str)), "")
-    return f"editing `{_short_path(path)}`" if path else f"`{turn.tool_name or 'an edit'}`"
+    if not path:
+        return f"`{turn.tool_name or 'an edit'}`"
+    return _what_changed(args) + f"`{_short_path(path)}`"
+
+
+MAX_SHOWN_EDIT = 90  # an edit this short is shown as it is: "changing `a` to `b` in x.py" says what the fix was
+
+
+def _what_changed(args: dict) -> str:
+    """'changing `old` to `new` in ', 'adding `new` to ' or 'editing ': the edit itself when it is short."""
+    old, new = args.get("old_string") or args.get("old_str") or "", args.get("new_string") or args.get("new_str") or ""
+    if not (isinstance(old, str) and isinstance(new, str)) or not new:
+        return "editing "
+    def norm(text: str) -> list[str]:  # a comma added after a list item is no change of that item
+        return [line.strip().rstrip(",;") for line in text.splitlines() if line.strip().rstrip(",;")]
+    was, now = norm(old), norm(new)
+    added = [line for line in now if line not in set(was)]
+    shown = "; ".join(added)
+    if not added or len(shown) > MAX_SHOWN_EDIT or "`" in shown:
+        return "editing "
+    removed = [line for line in was if line not in set(now)]
+    if removed and len("; ".join(removed)) <= MAX_SHOWN_EDIT and "`" not in "".join(removed):
+        return f"changing `{'; '.join(removed)}` to `{shown}` in "
+    return f"adding `{shown}` to "
 
 
 def changed_paths(turn: Turn) -> tuple[str, ...]:

@@ -13,9 +13,11 @@ from datetime import datetime, timezone
 from memoir.cards.conclude import choose_conclusion
 from memoir.cards.lesson import within_budget, without_filler, without_orders, without_wrapper
 from memoir.cards.distill.extract import Disproval, find_disproved
+from memoir.cards.commands import command_key
+from memoir.cards.loop import LOOKS_AHEAD, Failure, Loop, loops, mentions, names_in, states_something, walk
 from memoir.cards.limits import limit_lines, restates_error, split_limits
 from memoir.cards.values import Card, Experience, Source, Turn
-from memoir.cards.evidence import Ending, ending, ends_cut, open_statement
+from memoir.cards.evidence import Ending, ending, ends_cut, evidence_statement, open_statement
 from memoir.cards.outcomes import Verification, failure_conditions, verification
 from memoir.cards.phrasebook import DECISIONS, first_rule
 from memoir.cards.proof import ACTIVE_KINDS, Proof, contradiction, prove
@@ -220,6 +222,7 @@ def _background(exp: Experience) -> str:
         "pause": " Resumed after a long pause.",
         "compaction": " Follows a host compaction of earlier context.",
         "error_change": " A new error took over from the previous one.",
+        "inner_loop": " A problem met and fixed on the way through a longer task.",
     }.get(exp.boundary, "")
     return f"{head}; {exp.host} session `{exp.session_id}`{when}, turns {exp.first_seq}–{exp.last_seq}.{reason}"
 
@@ -346,3 +349,107 @@ def read_past_range(session: tuple[Turn, ...], drafted: list[tuple[Experience, C
                 card = card.with_(extra={**card.extra, "contradicted_by": found.cite()})
         out.append((exp, card))
     return out
+
+
+MAX_INNER_LESSONS = 6  # per experience: a long autonomous turn rarely holds more real lessons than this
+
+
+def inner_lessons(exp: Experience, card: Card, min_conclusion_chars: int = 40) -> list[tuple[Experience, Card]]:
+    """A card for each red → change → green loop inside a longer experience that its own card is not about.
+
+    A long task (a feature, a "yes to all" run) often meets real problems on its way: a framework
+    import a test needed, a sandbox that blocks a write, a migration SQLite cannot run. The task's
+    card is a work report, but each such loop is a lesson the log proves. Its experience runs from
+    the failing call to the check that passed, plus the assistant's words right after it; its
+    request is the task's goal. The same gates judge it as any card (a slip of the agent's own is
+    still held as `self_inflicted`).
+    """
+    own = prove(exp.turns, confirmed_at=None, users_words=False).problem_seq if card.extra.get("kind") == "fix" else None
+    turns = exp.turns
+    index = {t.seq: i for i, t in enumerate(turns)}
+    out: list[tuple[Experience, Card]] = []
+    for lp in loops(turns):
+        if lp.fix is None or not lp.failure.command or len(out) >= MAX_INNER_LESSONS:
+            continue
+        out.extend(_steps(exp, lp, index, min_conclusion_chars)[:MAX_INNER_LESSONS - len(out)])
+        if lp.failure.seq == own:
+            continue  # the task's own card is about this loop
+        start = next((r.at_call for r in walk(turns).runs if r.result.seq == lp.failure.seq), None)
+        end = index.get(lp.fix.check.result.seq)
+        if start is None or end is None or (start == 0 and end >= len(turns) - 1):
+            continue  # the loop is the whole experience: its own card says it
+        after = end + 1
+        while after < len(turns) and turns[after].role == "assistant" and turns[after].kind in ("text", "thinking"):
+            after += 1
+        sub = Experience(exp.host, exp.session_id, turns[start:after], boundary="inner_loop",
+                         error_signature=lp.failure.signature, request=_goal(exp) or exp.request)
+        inner = draft_card(sub, min_conclusion_chars, ends_session=False)
+        if inner.extra.get("kind") == "fix":
+            out.append((sub, inner))
+    return out[:MAX_INNER_LESSONS]
+
+
+def _steps(exp: Experience, lp: Loop, index: dict[int, int], min_conclusion_chars: int) -> list[tuple[Experience, Card]]:
+    """The errors a chain cleared on its way to green: a change after which the same check no longer
+    shows the error, but stops at another one, fixed that error; the chain's final green run is the
+    proof that the check can get past all of them. One card per error, named by it, concluded by the
+    assistant's words before that change (or the evidence itself)."""
+    out: list[tuple[Experience, Card]] = []
+    fix = lp.fix
+    if fix is None:
+        return out
+    before_sig, before_at = lp.failure.signature, lp.failure.seq
+    by_seq = {t.seq: t for t in exp.turns}
+    for attempt in lp.attempts[:-1]:
+        sig = attempt.check.signature
+        if attempt.worked or not sig or sig == before_sig or not before_sig or before_sig.startswith("exit code"):
+            before_sig, before_at = sig, attempt.check.result.seq
+            continue
+        start = index.get(before_at, 0)
+        start = next((i for i in range(start, -1, -1) if exp.turns[i].kind == "tool_call"), start)
+        end = index[attempt.check.result.seq]
+        sub = Experience(exp.host, exp.session_id, exp.turns[start:end + 1], boundary="inner_loop",
+                         error_signature=before_sig, request=_goal(exp) or exp.request)
+        if command_key(attempt.check.command) != command_key(lp.failure.command):
+            before_sig, before_at = sig, attempt.check.result.seq
+            continue  # the check itself changed too (a new prefix or flag): which change cleared it is unknown
+        failure = Failure(0, before_at, lp.failure.command, before_sig)
+        stepped = Loop(failure, (replace(attempt, check=replace(attempt.check, passed=True, failed=False)),))
+        said = [_without_next_steps(by_seq[q].text) for q in attempt.said]
+        said = [t for t in said if states_something(t)]
+        named = [t for t in said if mentions(t, names_in(attempt, failure))]
+        text = (named or said or [evidence_statement(stepped)])[0]
+        card = draft_card(sub, min_conclusion_chars, ends_session=False)
+        conclusion = within_budget(without_wrapper(without_filler(text)))
+        proof = (f"`{before_sig[:60]}` at t{before_at} is gone from the same check after the change (t"
+                 f"{attempt.check.result.seq} stops at another error), and the check passed at t{fix.check.result.seq}")
+        card = card.with_(
+            status="incomplete" if conclusion_problem(conclusion, min_conclusion_chars) else "active",
+            gate=conclusion_problem(conclusion, min_conclusion_chars), verified_by=f"t{fix.check.result.seq}",
+            conclusion=conclusion, title=make_title(signature=before_sig, conclusion=conclusion, request=card.goal),
+            follow_up="", extra={**card.extra, "kind": "fix", "proof": proof,
+                                 "conclusion_source": "pre_fix_explanation" if said else "evidence"})
+        card.extra.pop("self_inflicted", None)
+        out.append((sub, card))
+        before_sig, before_at = sig, attempt.check.result.seq
+    return out
+
+
+def with_inner_lessons(exp: Experience, card: Card, min_conclusion_chars: int = 40) -> list[tuple[Experience, Card]]:
+    """The experience's card and its `inner_lessons`; the error an inner card is about leaves the
+    task's own card, so the rule stage does not merge the lesson into the work report."""
+    inner = inner_lessons(exp, card, min_conclusion_chars)
+    if inner and card.extra.get("kind") != "fix" and card.error_signature in {c.error_signature for _, c in inner}:
+        card = card.with_(error_signature="")
+    return [(exp, card), *inner]
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?:])\s+")
+
+
+def _without_next_steps(text: str) -> str:
+    """The text without its closing sentences that only announce the next step ("Let me add it.")."""
+    parts = _SENTENCE_END.split(text.strip().replace("\u2019", "'"))
+    while parts and LOOKS_AHEAD.match(parts[-1].strip()):
+        parts.pop()
+    return " ".join(parts).rstrip(":").strip()

@@ -308,7 +308,7 @@ def _prefixes(command: str) -> list[str]:
     return out
 
 
-def _setting_change(before: Turn, after: Turn) -> str:
+def setting_change(before: Turn, after: Turn) -> str:
     """A setting the re-run has that the failing run did not ('' if none): an argument of the call
     beside its command (`sandbox_permissions: require_escalated`), or an environment assignment or
     `cd` before the command (`PYTHONPATH=.`)."""
@@ -341,7 +341,7 @@ def _follow(turns: tuple[Turn, ...], w: Walk, failure: Failure) -> Loop:
         changes = [(i, t) for i, t in w.changes if last_at < i < run.at_call]
         if changes_before_check(run.command) or steps_before(failure.command, run.command):
             changes.append((run.at_call, run.call))  # the change and the check again in one call
-        setting = _setting_change(last_call, run.call) if last_call is not None and not changes else ""
+        setting = setting_change(last_call, run.call) if last_call is not None and not changes else ""
         if changes:
             attempts.append(Attempt(_assistant_texts(turns, last_at, changes[-1][0]),
                                     tuple(t for _, t in changes), run,

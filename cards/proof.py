@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from memoir.cards.commands import added_text, changed_paths, command_key
 from memoir.cards.cues import is_chatter, is_prompt_template
-from memoir.cards.loop import Loop, Run, fixed_loop, same_check, walk
+from memoir.cards.loop import Loop, Run, fixed_loop, same_check, setting_change, walk
 from memoir.cards.outcomes import verification
 from memoir.cards.phrasebook import DEPENDENCY_FIX, ENVIRONMENT, OTHER_ROUTE, PROBLEM_REPORTS, REJECTS, RETRACTS, first_rule
 from memoir.cards.signatures import error_signature, is_error_output
@@ -153,6 +153,11 @@ def prove(turns: Sequence[Turn], *, confirmed_at: int | None, users_words: bool)
         check = lp.fix.check
         paths = [p for t in lp.fix.changes for p in changed_paths(t)]
         sig = next((s for s in [lp.failure.signature] + [a.check.signature for a in lp.failed_attempts][::-1] if s), "")
+        failing = next((r.call for r in walk(turns).runs if r.result.seq == lp.failure.seq), None)
+        setting = setting_change(failing, check.call) if failing is not None and not lp.fix.setting else ""
+        if setting and any(t is not check.call for t in lp.fix.changes):
+            return Proof("unproven", "", f"the check was re-run with {setting} as well as after edits: which of them "
+                         "fixed it is unknown", lp.failure.seq, check.command, sig)
         if not exercises(check.command, paths):
             return Proof("unproven", "", f"`{check.command[:60]}` cannot exercise edits to "
                          + ", ".join(sorted({p.rsplit('.', 1)[-1] for p in paths if '.' in p})) + " files",

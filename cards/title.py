@@ -117,6 +117,8 @@ def _short_signature(signature: str, limit: int = 36) -> str:
 _CAUSE = re.compile(r"(?i)\b(?:root cause|because|caused|came from|means|meant|missed|missing|was|were|wasn'?t|isn'?t|"
                     r"doesn'?t|didn'?t|no longer|needs?|must|instead|moved|requires?|rejects?|returns?|due to|lost|lacks?|had no)\b")
 _FIXED = re.compile(r"(?i)\b(?:fix(?:es|ed)?|now|switched|changed|replaced|pinned|added|removed|imported|installed)\b")
+# Where the work landed ("I pushed all fixes to `main`", "Committed as 1a2b3c4") is history, not the lesson.
+_LANDED = re.compile(r"(?i)^(?:i(?:['’]ve| have)? |we(?:['’]ve| have)? |all (?:fixes|changes) (?:are|were) )?(?:pushed|committed|merged)\b")
 # A result restated ("`cargo tree -i x` now matches nothing", "the build now passes") is the proof, not the lesson.
 _NOW_RESULT = re.compile(r"(?i)\bnow (?:passes|pass|matches|works|finishes|builds|succeeds|runs|returns nothing|is green)\b")
 _DONE_WORDS = re.compile(r"(?i)^(?:fixed|done|works now|all (?:set|good)|committed)\b[^.:`]{0,40}[.:,]\s*")
@@ -166,7 +168,8 @@ def _gist(conclusion: str, signature: str) -> str:
                 return f"Re-run with {rerun[1]}"  # the same command with another setting was the fix
             if _NARRATIVE.match(sentence):
                 sentence = _NARRATIVE.sub("", sentence).rstrip("”\"").strip()
-            if _FAILED_TRY.search(sentence) or _ASIDE.match(sentence) or _AHEAD.match(sentence) or scope_limits(sentence):
+            if _FAILED_TRY.search(sentence) or _ASIDE.match(sentence) or _AHEAD.match(sentence) or scope_limits(sentence) \
+                    or _LANDED.match(sentence):
                 continue  # a failed attempt, an aside or a limit is not what was learned
             if kind and kind in sentence:  # the failure restated: drop its quoted form
                 sentence = re.sub(r"`[^`]*" + re.escape(kind) + r"[^`]*`", "", sentence)
@@ -222,6 +225,8 @@ def make_title(*, commit_subject: str = "", signature: str = "", conclusion: str
             shorter = f"{_short_signature(signature, SHORT_SIGNATURE)}{ARROW}{tail}"
             if title.count("`") < 2 + tail.count("`") and len(shorter) <= MAX_TITLE:
                 return shorter  # the cut took a code span of the fix; a shorter error leaves it whole
+            if title.count("`") < 2 + tail.count("`") and len(tail) <= MAX_TITLE:
+                return _capital(tail)  # the fix whole matters more than the error's name
             return title
         asked = clean_request(request)
         if asked and signature.split(":", 1)[0] not in asked:

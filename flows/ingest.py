@@ -19,7 +19,7 @@ from pathlib import Path
 from memoir.cards.collect import DEFAULT_LINE_CAP, CollectReport, collect_file, read_file
 from memoir.cards.config import Settings
 from memoir.cards.distill.merge import turns_key
-from memoir.cards.draft import draft_card, read_past_range
+from memoir.cards.draft import draft_card, read_past_range, with_inner_lessons
 from memoir.cards.hosts import aider, default_roots, reader_for
 from memoir.cards.log_files import iter_candidates
 from memoir.cards.ledger import Ledger, LedgerEntry, LedgerView, retired_ids
@@ -233,7 +233,8 @@ def draft_session(clean: list[Turn], rules: SegmentRules, min_conclusion_chars: 
         if held is not None:
             began = clock()
             try:
-                mine.append((held, draft_card(held, min_conclusion_chars, exp is None)))
+                mine.extend(with_inner_lessons(held, draft_card(held, min_conclusion_chars, exp is None),
+                                               min_conclusion_chars))
             except Exception as exc:  # noqa: BLE001 - likewise for one experience
                 failed[f"experience_error_{type(exc).__name__}"] += 1
             drafting += clock() - began

@@ -159,8 +159,11 @@ def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Ca
         # Rule 3 — the same failure (same or equivalent signature, same or nested workspace):
         # a newer verified resolution that names another cause supersedes the older card; the
         # same fix, or anything the rules cannot order, merges into one card.
-        sig = merge_signature(card)
-        family = signature_family(card)
+        # A card that proves nothing (`cards.proof`: a work report, an unproven answer) never merges into
+        # or supersedes another: its signature is an error met on the way, not what it settled.
+        proven = card.extra.get("kind") in (None, "fix", "confirmed_answer", "decision")
+        sig = merge_signature(card) if proven else ""
+        family = signature_family(card) if proven else ""
         base_id = by_signature.get((card.workspace, sig)) if sig else None
         if base_id is None and family:
             base_id = next((cid for ws, cid in by_family.get(family, ())
