@@ -41,7 +41,7 @@ _PREFIX = re.compile(
     r"(?:\S*/)?python[\d.]*\s+-m\s+)"
 )
 _SUFFIX = re.compile(
-    r"\s*(?:2>&1|2>\s*/dev/null|>\s*/dev/null|\|&?\s*(?:tail|head|cat|less|grep|tee)\b[^|;&]*|"
+    r"\s*(?:2>&1|2>\s*/dev/null|>\s*/dev/null|\|&?\s*(?:tail|head|cat|less|grep|tee)\b(?:[^|;&'\"]|'[^']*'|\"[^\"]*\")*|"
     r";\s*echo\b[^|;&]*|\|\|\s*true)\s*$"
 )
 _NOISE_FLAG = re.compile(
@@ -148,11 +148,22 @@ def same_target(failed: str, passed: str) -> bool:
     a, b = command_key(failed), command_key(passed)
     if a == b:
         return bool(a)
+    if _bare_words(a) == _bare_words(b) and len(_bare_words(a)) >= 2:
+        return True  # `./gradlew --refresh-dependencies bootRun` is still `./gradlew bootRun`
     runner_a, targets_a = _target(a)
     runner_b, targets_b = _target(b)
     if runner_a != runner_b or not targets_a or not targets_b:
         return False
     return all(any(x == y or x.startswith(y + "/") for y in targets_b) for x in targets_a)
+
+
+_CACHE_FLAG = re.compile(r"^--(?:no-)?[a-z]+-[a-z-]+$")  # `--refresh-dependencies`, `--no-build-cache`, `--no-daemon`
+
+
+def _bare_words(key: str) -> tuple[str, ...]:
+    """A normalised command without its long hyphenated switches, which tune how a tool runs (caches,
+    daemons), not what it checks; short selectors such as `--lib` or `--doc` stay."""
+    return tuple(w for w in key.split() if not _CACHE_FLAG.match(w))
 
 
 _STEP = re.compile(r"&&|\|\||;|\n")

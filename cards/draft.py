@@ -17,9 +17,9 @@ from memoir.cards.commands import command_key
 from memoir.cards.loop import LOOKS_AHEAD, Failure, Loop, loops, mentions, names_in, states_something, walk
 from memoir.cards.limits import limit_lines, restates_error, split_limits
 from memoir.cards.values import Card, Experience, Source, Turn
-from memoir.cards.evidence import Ending, ending, ends_cut, evidence_statement, open_statement
+from memoir.cards.evidence import Ending, ending, ends_cut, open_statement
 from memoir.cards.outcomes import Verification, failure_conditions, verification
-from memoir.cards.phrasebook import DECISIONS, first_rule
+from memoir.cards.phrasebook import DECISIONS, HEDGES, first_rule
 from memoir.cards.proof import ACTIVE_KINDS, Proof, contradiction, prove
 from memoir.cards.quality_inputs import EvidenceView, typed_by_user
 from memoir.cards.cues import commit_subject, is_chatter, is_prompt_template
@@ -271,6 +271,8 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40, ends_session: bo
     verified = proof.verified_by if found.settled and end is None else ""
     if proof.kind != "confirmed_answer":
         said_yes = None
+    if proof.kind in ("fix", "confirmed_answer") and end is None:
+        exp = replace(exp, error_signature=proof.signature)  # the error the card is about, not one met on the way
     if end is not None:
         problem, status = end.reason, "incomplete"
     elif found.settled:
@@ -344,7 +346,8 @@ def read_past_range(session: tuple[Turn, ...], drafted: list[tuple[Experience, C
     out = []
     for exp, card in drafted:
         if card.extra.get("kind") in ACTIVE_KINDS and exp.last_seq in at:
-            found = contradiction(prove(exp.turns, confirmed_at=None, users_words=False), session, at[exp.last_seq])
+            found = contradiction(prove(exp.turns, confirmed_at=None, users_words=False), session, at[exp.last_seq],
+                                  card.conclusion)
             if found is not None:
                 card = card.with_(extra={**card.extra, "contradicted_by": found.cite()})
         out.append((exp, card))
@@ -410,15 +413,18 @@ def _steps(exp: Experience, lp: Loop, index: dict[int, int], min_conclusion_char
         end = index[attempt.check.result.seq]
         sub = Experience(exp.host, exp.session_id, exp.turns[start:end + 1], boundary="inner_loop",
                          error_signature=before_sig, request=_goal(exp) or exp.request)
-        if command_key(attempt.check.command) != command_key(lp.failure.command):
+        if attempt.setting or command_key(attempt.check.command) != command_key(lp.failure.command):
+            # A re-run with another setting that only moved the failure on was not kept: no lesson of its own;
             before_sig, before_at = sig, attempt.check.result.seq
-            continue  # the check itself changed too (a new prefix or flag): which change cleared it is unknown
+            continue  # and when the check itself changed too (a new prefix or flag), which change cleared it is unknown
         failure = Failure(0, before_at, lp.failure.command, before_sig)
-        stepped = Loop(failure, (replace(attempt, check=replace(attempt.check, passed=True, failed=False)),))
         said = [_without_next_steps(by_seq[q].text) for q in attempt.said]
-        said = [t for t in said if states_something(t)]
+        said = [t for t in said if states_something(t) and not first_rule(HEDGES, t)]
         named = [t for t in said if mentions(t, names_in(attempt, failure))]
-        text = (named or said or [evidence_statement(stepped)])[0]
+        evidence = (f"`{_one_line(lp.failure.command, 120)}` fails with `{_one_line(before_sig, 120)}` (t{before_at}); "
+                    f"{attempt.tried()} cleared that error: the same check got past it at t{attempt.check.result.seq} "
+                    f"(it stopped at another error, fixed after) and passed at t{fix.check.result.seq}.")
+        text = (named or said or [evidence])[0]
         card = draft_card(sub, min_conclusion_chars, ends_session=False)
         conclusion = within_budget(without_wrapper(without_filler(text)))
         proof = (f"`{before_sig[:60]}` at t{before_at} is gone from the same check after the change (t"
@@ -426,7 +432,8 @@ def _steps(exp: Experience, lp: Loop, index: dict[int, int], min_conclusion_char
         card = card.with_(
             status="incomplete" if conclusion_problem(conclusion, min_conclusion_chars) else "active",
             gate=conclusion_problem(conclusion, min_conclusion_chars), verified_by=f"t{fix.check.result.seq}",
-            conclusion=conclusion, title=make_title(signature=before_sig, conclusion=conclusion, request=card.goal),
+            conclusion=conclusion, title=make_title(signature=before_sig, request=card.goal,
+                                                    conclusion=conclusion if said else f"{attempt.tried()} cleared it"),
             follow_up="", extra={**card.extra, "kind": "fix", "proof": proof,
                                  "conclusion_source": "pre_fix_explanation" if said else "evidence"})
         card.extra.pop("self_inflicted", None)

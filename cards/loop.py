@@ -139,6 +139,7 @@ _ROUTE = re.compile(
     r"(?:\S*manage\.py|django-admin) (?:migrate|showmigrations))\b"
 )
 _TEST_RUNNER = re.compile(r"\b(?:test|tests|pytest|jest|vitest|mocha|rspec|phpunit|unittest|ctest|tox|nox)\b")
+TEST_RUNNER = _TEST_RUNNER  # what runs tests, not a linter or a build (`mix test`, not `mix credo`)
 
 
 def route_of(command: str) -> str:
@@ -176,7 +177,7 @@ def same_check(failed_command: str, pasted_text: str, command: str) -> bool:
         return False
     low = pasted_text.lower()
     for step in chain_steps(command_key(command)):
-        runner = _runner(step) if is_test_or_build(step) else ""
+        runner = runner_of(step) if is_test_or_build(step) else ""
         if len(runner) >= 4 and re.search(rf"(?<![a-z0-9]){re.escape(runner)}(?![a-z0-9])", low):
             return True  # the user pasted what `terraform plan` printed; `… && terraform plan` passes now
     stems = target_stems(command)
@@ -195,7 +196,8 @@ def _parts(command: str) -> list[str]:
     return chain_steps(inner)
 
 
-def _runner(command: str) -> str:
+def runner_of(command: str) -> str:
+    """The tool and subcommand a check runs (`go test`, `./gradlew test`, `pytest`): its targets and flags left out."""
     words = command_key(command).split()
     return " ".join(words[:2]) if len(words) > 1 and not words[1].startswith("-") and not target_stems(words[1]) else (words[0] if words else "")
 
@@ -203,11 +205,16 @@ def _runner(command: str) -> str:
 def _whole_suite_of(failed_command: str, command: str) -> bool:
     """`pytest` after `pytest tests/x.py::t` failed, `cargo test --lib` after `cargo test toc`: the same
     runner over everything (no target, no filter) covers the target."""
-    if not is_test_or_build(command) or target_stems(command) or _runner(command) != _runner(failed_command):
+    if not is_test_or_build(command) or runner_of(command) != runner_of(failed_command):
         return False
-    def filters(c: str) -> list[str]:  # the words after the runner that narrow what it runs, flags aside
-        return [w for w in command_key(c).split()[len(_runner(c).split()):] if not w.startswith("-")]
-    return bool(target_stems(failed_command)) or bool(filters(failed_command)) and not filters(command)
+    if target_stems(command) - target_stems(runner_of(command)):  # `./gradlew` names the runner, not a target
+        return False
+    def filters(c: str) -> list[str]:  # the words after the runner that narrow what it runs, flags aside,
+        words = command_key(c).split()[len(runner_of(c).split()):]  # up to a pipe or redirect (`| grep FAILED`)
+        cut = next((i for i, w in enumerate(words) if w in ("|", "||", "&&", ";") or w[:1] in (">", "<") or w[:2] == "2>"), len(words))
+        return [w for w in words[:cut] if not w.startswith("-") and w not in (".", "./", "./...", "...")]  # `./...`: all
+    narrowed = target_stems(failed_command) - target_stems(runner_of(failed_command))
+    return bool(narrowed) or bool(filters(failed_command)) and not filters(command)
 
 
 # --- loops and attempts -------------------------------------------------------------------------------
@@ -369,7 +376,10 @@ def loops(turns: Sequence[Turn]) -> tuple[Loop, ...]:
 def _loops(turns: tuple[Turn, ...]) -> tuple[Loop, ...]:
     w = walk(turns)
     starts = [Failure(r.at_result, r.result.seq, r.command, r.signature, output=r.result.text) for r in w.runs if r.failed]
-    starts += [Failure(i, t.seq, "", sig, t.text) for i, t, sig in w.pasted]
+    # An error the user pasted and the agent then reproduced starts its loop at the reproduction: that
+    # command is the check that can show it gone.
+    starts += [Failure(i, t.seq, "", sig, t.text) for i, t, sig in w.pasted
+               if not any(r.failed and r.at_result > i and r.signature == sig for r in w.runs)]
     starts.sort(key=lambda f: f.at)
     out: list[Loop] = []
     for failure in starts:

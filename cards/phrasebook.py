@@ -69,10 +69,10 @@ CONFIRMS: tuple[Rule, ...] = (
          ("does it work?", "make it work with two workers"),
          "The user's word that the answer worked is the check when no test could run."),
     Rule("confirms_es_pt",
-         _rx(r"\b(?:ya )?funciona(?:ba)?\b(?! mal)|\bfuncionou\b|\bresuelto\b|\bresolvido\b|\bresolveu\b|\bperfecto\b|\bperfeito\b|"
+         _rx(r"(?<!não )(?<!nao )(?<!no )\b(?:ya )?funciona(?:ba)?\b(?! mal)|\bfuncionou\b|\bresuelto\b|\bresolvido\b|\bresolveu\b|\bperfecto\b|\bperfeito\b|"
              r"\bdeu certo\b|\bya (?:está|esta)\b|\bahora s[ií]\b"),
          ("¡Ya funciona, gracias!", "Funcionou, valeu", "resuelto"),
-         ("funciona mal", "¿por qué no carga?"),
+         ("funciona mal", "¿por qué no carga?", "nao funciona", "no funciona"),
          "Spanish and Portuguese confirmations."),
     Rule("confirms_fr",
          _rx(r"(?<!comment )\b(?:ça|ca|cela) (?:marche|fonctionne)\b(?![^.!]*\?)|\bc'est (?:bon|réglé|corrigé|résolu)\b|\b(?:ça|ca) a marché\b|\brésolu\b"),
@@ -266,4 +266,40 @@ DECISIONS: tuple[Rule, ...] = (
          ("usa siempre pnpm, nunca npm", "toujours pnpm, jamais npm", "vždy pnpm, nikdy npm", "항상 pnpm을 쓰세요"),
          ("añade un botón",),
          "The same choices outside English."),
+)
+
+
+# --- a diagnosis said as a guess: never the conclusion of a step nothing but its own change proved ---------
+
+HEDGES: tuple[Rule, ...] = (
+    Rule("hedged",
+         _rx(r"\b(?:might|maybe|perhaps|probably|possibly|likely|i think|i suspect|could be|may be|not sure|seems?|"
+             r"suggests?|appears? to|my guess|quizás|quizá|probablemente|peut-être|probablement|misschien|waarschijnlijk|"
+             r"vielleicht|wahrscheinlich|možná|asi|talvez|provavelmente)\b|아마|것 같"),
+         ("The error suggests libssl-dev is missing", "This is probably a caching issue", "quizás falta la variable"),
+         ("The test config is missing secret_key_base.",),
+         "A guess before a change is not what the change proved: the evidence is said instead."),
+)
+
+
+# --- the user saying where a failure shows: here too, or something else entirely --------------------------
+
+LOCAL_ROUTE: tuple[Rule, ...] = (
+    Rule("seen_locally",
+         _rx(r"\b(?:locally|on my (?:machine|laptop)|here too|reproduces? here|en local|localmente|lokaal|lokal|"
+             r"lokálně|lokalne)\b|로컬"),
+         ("fails locally AND on ci", "it breaks on CI and on my machine", "falla en local y en CI"),
+         ("only on CI", "CI is red, passes for me"),
+         "A failure the user also sees locally is proven gone by a local check."),
+)
+
+UNRELATED: tuple[Rule, ...] = (
+    Rule("moves_on",
+         _rx(r"^\W*(?:ok(?:ay)?|thanks|great|cool|nice)?[,.!\s]*(?:unrelated|another (?:one|thing|issue|problem|question)|"
+             r"(?:a )?new (?:issue|problem|task|question)|different (?:issue|problem|question)|separate(?:ly)?|next,|"
+             r"otra cosa|otro problema|autre chose|un autre problème|iets anders|ander probleem|etwas anderes|"
+             r"anderes problem|jiná věc|jiný problém|další věc|outra coisa|outro problema)\b|^\W*다른"),
+         ("ok unrelated, i moved the venv to 3.12", "another one, GET /routes/{id} blows up", "otra cosa: el login falla"),
+         ("no, that's not it", "still failing"),
+         "The user's next words open a new problem: what they paste is about that, not a rejection of the card."),
 )

@@ -29,11 +29,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memoir.cards.commands import added_text, changed_paths, command_key
+from memoir.cards.commands import added_text, chain_steps, changed_paths, command_key, target_stems
 from memoir.cards.cues import is_chatter, is_prompt_template
-from memoir.cards.loop import Loop, Run, fixed_loop, same_check, setting_change, walk
+from memoir.cards.loop import TEST_RUNNER, Loop, Run, fixed_loop, runner_of, same_check, setting_change, walk
 from memoir.cards.outcomes import verification
-from memoir.cards.phrasebook import DEPENDENCY_FIX, ENVIRONMENT, OTHER_ROUTE, PROBLEM_REPORTS, REJECTS, RETRACTS, first_rule
+from memoir.cards.phrasebook import DEPENDENCY_FIX, ENVIRONMENT, LOCAL_ROUTE, OTHER_ROUTE, UNRELATED, PROBLEM_REPORTS, REJECTS, RETRACTS, first_rule
 from memoir.cards.signatures import error_signature, is_error_output
 from memoir.cards.values import Turn
 
@@ -72,6 +72,7 @@ class Proof:
     check: str = ""  # the command that went red → green, for reading past the range
     signature: str = ""  # the error the fix cleared
     self_inflicted: bool = False
+    paths: tuple[str, ...] = ()  # the files the fix changed
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,11 +117,34 @@ def problem_in(turns: Sequence[Turn]) -> tuple[int, str] | None:
             if rule:
                 found.append((t.seq, rule))
                 break
-    return min(found) if found else None
+    # A failure reproduced here outranks the user's word for it: the check that reproduced it can prove it gone.
+    runs = [f for f in found if f[1] == "failing_run"]
+    return min(runs or found) if found else None
 
 
 def _short(path: str) -> str:
     return "/".join(p for p in path.replace("\\", "/").split("/") if p and p != ".")[-60:]
+
+
+def _family(command: str) -> frozenset[str]:
+    runner = _runner(command)
+    return next((langs for names, langs in _RUNNER_LANGUAGES if runner in names), frozenset())
+
+
+def _wider_suite(failed: str, command: str) -> bool:
+    """`npm test` after `npx vitest run test/retry.test.ts` failed: another test runner of the same language,
+    over the whole suite (no target), runs the failed test too. A linter or a build is no such suite."""
+    return (bool(TEST_RUNNER.search(command_key(failed))) and bool(TEST_RUNNER.search(command_key(command)))
+            and bool(_family(failed)) and _family(failed) == _family(command) and not target_stems(command))
+
+
+def _names_check(pasted: str, command: str) -> bool:
+    """Does the pasted failure name what `command` runs (`FareCalculatorTest`, `test_cart.py`), so the
+    check exercises the very test that failed for the user?"""
+    if same_check("", pasted, command):
+        return True
+    words = [w.strip("'\"") for w in command_key(command).split()[1:] if not w.startswith("-")]
+    return any(len(w) >= 6 and w.replace("_", "").replace(".", "").isalnum() and w in pasted for w in words)
 
 
 def self_inflicted(turns: Sequence[Turn], lp: Loop) -> bool:
@@ -152,7 +176,8 @@ def prove(turns: Sequence[Turn], *, confirmed_at: int | None, users_words: bool)
     if lp is not None and lp.fix is not None:
         check = lp.fix.check
         paths = [p for t in lp.fix.changes for p in changed_paths(t)]
-        sig = next((s for s in [lp.failure.signature] + [a.check.signature for a in lp.failed_attempts][::-1] if s), "")
+        # The error the last change cleared: a chain's earlier errors have their own cards (`draft.inner_lessons`).
+        sig = next((s for s in reversed([lp.failure.signature] + [a.check.signature for a in lp.failed_attempts]) if s), "")
         failing = next((r.call for r in walk(turns).runs if r.result.seq == lp.failure.seq), None)
         setting = setting_change(failing, check.call) if failing is not None and not lp.fix.setting else ""
         if setting and any(t is not check.call for t in lp.fix.changes):
@@ -163,7 +188,7 @@ def prove(turns: Sequence[Turn], *, confirmed_at: int | None, users_words: bool)
                          + ", ".join(sorted({p.rsplit('.', 1)[-1] for p in paths if '.' in p})) + " files",
                          lp.failure.seq, check.command, sig)
         return Proof("fix", f"t{check.result.seq}", f"failed at t{lp.failure.seq}, passed after the change at "
-                     f"t{check.result.seq}", lp.failure.seq, check.command, sig, self_inflicted(turns, lp))
+                     f"t{check.result.seq}", lp.failure.seq, check.command, sig, self_inflicted(turns, lp), tuple(paths))
     elsewhere = None  # a check that passed, but cannot prove a problem seen on another route
     fresh = verification(turns) if problem is not None else None
     if fresh is not None and fresh.failed_seq is None and problem is not None and fresh.seq > problem[0]:
@@ -174,27 +199,39 @@ def prove(turns: Sequence[Turn], *, confirmed_at: int | None, users_words: bool)
         paths = [p for i, t in w.changes if turns[i].seq > problem[0] and t.seq < fresh.command_seq
                  for p in changed_paths(t)]
         by_seq = {t.seq: t for t in turns}
-        route = first_rule(OTHER_ROUTE, by_seq[problem[0]].text[:3000]) if problem[1] == "pasted_error" else ""
-        if problem[1] == "failing_run":
+        said = by_seq[problem[0]].text[:3000]
+        other = first_rule(OTHER_ROUTE, said) if problem[1] == "pasted_error" and not first_rule(LOCAL_ROUTE, said) else ""
+        route = f"it was seen on another route ({other})" if other else ""
+        failed_cmd = next((r.command for r in w.runs if r.result.seq == problem[0]), "")
+        steps = chain_steps(command_key(fresh.command))
+        same_runner = bool(failed_cmd) and (runner_of(failed_cmd) in {runner_of(p) for p in steps}
+                                            or any(_wider_suite(failed_cmd, p) for p in steps))
+        if problem[1] == "failing_run" and not same_runner:
             # A check that failed here is proven fixed only by that check passing (the loop above); another
             # check passing says nothing of it.
-            route = "a failing check that never passed again"
-        elif problem[1] != "pasted_error":
-            route = "the user's own report"  # a behaviour the user saw is proven gone by the user, not by a suite
+            route = "the check that failed never passed again"
+        elif problem[1] != "pasted_error" and not (any(_TEST_FILE.search(p) for p in paths)
+                                                  or _names_check(by_seq[problem[0]].text[:3000], fresh.command)):
+            # A behaviour the user saw is proven gone by the user, or by a test written for it after they told of
+            # it; a suite that could not see it proves nothing.
+            route = "only the user saw it, and no test was written for it"
         if route:
-            elsewhere = Proof("unproven", "", f"the problem at t{problem[0]} was seen on another route ({route}); a "
-                              f"local `{fresh.command[:60]}` cannot prove it gone", problem[0])
-        elif not any(_TEST_FILE.search(p) for p in paths):
+            elsewhere = Proof("unproven", "", f"the problem at t{problem[0]}: {route}; `{fresh.command[:60]}` "
+                              "cannot prove it gone", problem[0])
+        elif not any(_TEST_FILE.search(p) for p in paths) and not _names_check(said, fresh.command):
             # The suite was green while the user's failure happened: green again says nothing unless a test
             # written or changed after the failure (a regression test for it) ran.
             elsewhere = Proof("unproven", "", f"the error the user pasted at t{problem[0]} was never reproduced: no "
                               f"test was written for it before `{fresh.command[:60]}` passed", problem[0])
         elif exercises(fresh.command, paths):
             return Proof("fix", f"t{fresh.seq}", f"{problem[1]} at t{problem[0]}; `{fresh.command[:60]}` had not "
-                         f"passed before the change and passed after it at t{fresh.seq}", problem[0], fresh.command)
+                         f"passed before the change and passed after it at t{fresh.seq}", problem[0], fresh.command,
+                         error_signature(said), paths=tuple(paths))
     if confirmed_at is not None and problem is not None:
+        seen = next((t for t in turns if t.seq == problem[0]), None)
+        said = error_signature(seen.text) if seen is not None and problem[1] in ("failing_run", "pasted_error") else ""
         return Proof("confirmed_answer", f"t{confirmed_at}", f"{problem[1]} at t{problem[0]}; the user confirmed "
-                     f"it worked at t{confirmed_at}", problem[0])
+                     f"it worked at t{confirmed_at}", problem[0], signature=said)
     if users_words:
         return Proof("decision", "", "the conclusion is the user's own words", problem[0] if problem else None)
     if elsewhere is not None:
@@ -205,23 +242,43 @@ def prove(turns: Sequence[Turn], *, confirmed_at: int | None, users_words: bool)
                  "did not confirm it", problem[0])
 
 
-def contradiction(proof: Proof, session: tuple[Turn, ...], after: int) -> Contradiction | None:
+def _about(proof: Proof, pasted: str) -> bool:
+    """Is an error the user pasted about this card: its own error, or a file its fix changed? A new error
+    about something else is the next problem, not a rejection of this one."""
+    if proof.signature and error_signature(pasted) == proof.signature:
+        return True
+    names = {p.replace("\\", "/").rsplit("/", 1)[-1] for p in proof.paths}
+    return any(len(n) > 3 and n in pasted for n in names) or not proof.paths and not proof.signature
+
+
+_NAMED = re.compile(r"`([^`\n]{3,80})`|\b([A-Za-z_][\w]*(?:[._/][\w]+)+)\b")
+
+
+def _shares_a_name(text: str, conclusion: str) -> bool:
+    """Does `text` name something the conclusion names (a quoted token, a dotted or snake_case name, a path)?"""
+    names = {a or b for a, b in _NAMED.findall(conclusion)}
+    return any(len(n) >= 3 and n in text for n in names)
+
+
+def contradiction(proof: Proof, session: tuple[Turn, ...], after: int, conclusion: str = "") -> Contradiction | None:
     """The first turn after index `after` of `session` that takes the card back, or None.
 
     Args:
         proof: the card's proof (its check and the error it cleared).
         session: the whole session's turns, in order.
         after: the index in `session` of the card's last turn.
+        conclusion: the card's conclusion: a later "that was not the cause" counts only when it names
+            something the conclusion names (another problem's retraction is about that problem).
     """
     later = session[after + 1:]
     if not later:
         return None
     first_user = next((t for t in later if t.role == "user" and t.kind == "text" and not is_chatter(t.text)), None)
-    if first_user is not None and not is_prompt_template(first_user.text):
+    if first_user is not None and not is_prompt_template(first_user.text) and not first_rule(UNRELATED, first_user.text[:300]):
         rule = first_rule(REJECTS, first_user.text[:600])
         if rule:
             return Contradiction(first_user.seq, first_user.line, f"the user's next words reject it ({rule})")
-        if is_error_output(first_user.text) and error_signature(first_user.text):
+        if is_error_output(first_user.text) and error_signature(first_user.text) and _about(proof, first_user.text):
             return Contradiction(first_user.seq, first_user.line, "the user's next message pastes an error: "
                                  f"`{error_signature(first_user.text)[:80]}`")
     sig = proof.signature
@@ -242,7 +299,7 @@ def contradiction(proof: Proof, session: tuple[Turn, ...], after: int) -> Contra
     for t in later[:RETRACTION_WINDOW]:
         if t.role == "assistant" and t.kind == "text":
             rule = first_rule(RETRACTS, t.text[:2000])
-            if rule:
+            if rule and (not conclusion or _shares_a_name(t.text[:2000], conclusion)):
                 return Contradiction(t.seq, t.line, f"a later turn says it was not the cause ({rule})")
     return None
 

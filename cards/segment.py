@@ -28,7 +28,7 @@ from memoir.cards.cues import (
     is_chatter, is_commit_output, is_interruption, is_tooling_error, pasted_signature, problem_signature, slash_command,
 )
 from memoir.cards.hosts.registry import LOOK_TOOLS, PLAN_ACCEPT_TOOLS, PLAN_TOOLS, commits_each_reply, opens_with_banner
-from memoir.cards.loop import walk
+from memoir.cards.loop import runs_check, walk
 from memoir.cards.outcomes import verification
 from memoir.cards.verdicts import is_failing, is_passing, shows_failure_summary
 from memoir.cards.signatures import error_signature
@@ -381,7 +381,7 @@ def iter_segments(turns: list[Turn] | tuple[Turn, ...], rules: SegmentRules,
                 b.signature = sig
                 b.resolved_since_signature = False
             b.red = True
-        elif turn.kind == "tool_result" and b.signature and is_passing(turn.text):
+        elif turn.kind == "tool_result" and b.signature and _green_check(b.turns, turn):
             # Only a green result settles an error: red → red → green inside one autonomous turn is one
             # loop, and cutting it at the second error makes the first half a false "still fails" card.
             b.resolved_since_signature = True
@@ -391,6 +391,14 @@ def iter_segments(turns: list[Turn] | tuple[Turn, ...], rules: SegmentRules,
             last_ts = turn.timestamp
     close("end")
     yield from b.out[emitted:]
+
+
+def _green_check(turns: list[Turn], result: Turn) -> bool:
+    """A result that passes the check its call ran (a check command, not a look or an edit)."""
+    call = next((t for t in reversed(turns) if t.kind == "tool_call"), None)
+    if call is None or not runs_check(command_of(call)):
+        return False
+    return is_passing(result.text) or not is_failing(result.text)
 
 
 def _observe(b: _Builder, turn: Turn) -> None:

@@ -50,11 +50,12 @@ def sync_experience(session: str = "s1") -> Experience:
     return Experience("claude", session, (
         T(1, "user", "text", "The nightly sync in src/sync/client.py hangs forever when the upstream API stalls. "
           "Can you find out why?", session),
-        T(2, "assistant", "tool_call", "grep -n timeout src/sync/client.py", session),
-        T(3, "tool", "tool_result", "12:    client = httpx.Client(timeout=None)", session),
+        T(2, "assistant", "tool_call", 'Bash {"command": "pytest tests/test_sync.py -q"}', session, tool="Bash"),
+        T(3, "tool", "tool_result", "FAILED tests/test_sync.py::test_stalled_upstream - Failed: Timeout >5.0s "
+          "(httpx.Client(timeout=None))\n1 failed, 2 passed in 5.3s", session, tool="Bash"),
         T(4, "assistant", "text", "The client is created with timeout=None, so a stalled upstream blocks the read "
           "forever. Setting timeout=30 makes the request raise httpx.ReadTimeout instead.", session),
-        # The change, then the check after it: a fresh check after a change verifies (issue 24).
+        # The check failed, the change, then the same check passes (issue 37: a check green before proves nothing).
         T(5, "assistant", "tool_call", 'Edit {"file_path": "src/sync/client.py", "old_string": "timeout=None", '
           '"new_string": "timeout=30"}', session, tool="Edit"),
         T(6, "tool", "tool_result", "The file src/sync/client.py has been updated.", session, tool="Edit"),
@@ -461,4 +462,6 @@ def test_a_model_card_over_an_unverified_answer_is_held_by_the_verification_gate
     out, _ = run([slots(conclusion="httpx.Client with timeout=30 raises httpx.ReadTimeout on a stalled upstream "
                                    "instead of blocking forever.")], pairs=[(exp, draft_card(exp))])
     card = out.cards[0]
-    assert (card.status, card.quality, card.gate) == ("candidate", "model", "verified_conclusion")
+    # A how-to nothing failed before is a work report (issue 37): held for that first, and nothing checked it either.
+    assert (card.status, card.quality, card.gate) == ("candidate", "model", "work_report")
+    assert "verified_conclusion" in {r.gate for r in out.verdicts[card.id].results if not r.passed}

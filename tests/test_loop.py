@@ -90,7 +90,7 @@ def test_with_no_qualifying_sentence_the_conclusion_is_the_evidence_what_failed_
     s.runs("pytest tests/test_cart.py").result("6 passed in 0.3s")
     text = choose_conclusion(s.turns).text
     assert text.startswith("`pytest tests/test_cart.py` fails with `KeyError")
-    assert "editing `app/cart.py` fixed it" in text and "passes at t6" in text
+    assert "changing `item['price']` to `item['unit_price']` in `app/cart.py` fixed it" in text and "passes at t6" in text
     card = _card(s)
     assert card.status == "active" and card.verified_by == "t6"
 

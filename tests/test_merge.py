@@ -17,15 +17,19 @@ def _locked_session(sid: str, day: float, fix: str):
               .error("Traceback (most recent call last):\n  File \"/srv/shop/sync.py\", line 9\n"
                      "sqlite3.OperationalError: database is locked")
               .says(fix)
+              .calls("Edit", '{"file_path": "/home/dev/shop/shop/db.py", "old_string": "a", "new_string": "b"}')
+              .got("Edit", "The file /home/dev/shop/shop/db.py has been updated.")
               .runs("python -m shop.sync").result("synced 120 orders OK"))
     (exp,) = segment_session(script.turns)
     return exp, draft_card(exp)
 
 
-def _drafted(n: int):
+def _drafted(n: int, causes: int = 2):
+    """n sessions of one failure; with two causes, each verified (a newer one supersedes: the rules'
+    own test), with one cause they all merge into one card."""
     fixes = ("The fix was setting `busy_timeout = 5000` in shop/db.py so writers wait for the lock.",
-             "The fix was closing the cursor in shop/sync.py before the commit, which released the lock.")
-    return [_locked_session(f"s-{i:03d}", i, fixes[i % 2]) for i in range(n)]
+             "The fix was closing the cursor in shop/sync.py before the commit, which released the lock.")[:causes]
+    return [_locked_session(f"s-{i:03d}", i, fixes[i % len(fixes)]) for i in range(n)]
 
 
 def test_folding_many_cards_with_the_memo_gives_the_card_folding_without_it_gives():
@@ -57,7 +61,7 @@ def test_a_memo_made_for_another_version_of_the_card_is_not_used():
 
 
 def test_every_experience_of_one_failure_lands_in_one_card_with_every_source():
-    drafted = _drafted(60)
+    drafted = _drafted(60, causes=1)
     plan = apply_rules(drafted, [])
     (card,) = plan.write
     assert [s.session_id for s in card.sources] == [f"s-{i:03d}" for i in range(60)]
@@ -66,7 +70,7 @@ def test_every_experience_of_one_failure_lands_in_one_card_with_every_source():
 
 
 def test_a_card_leaves_the_rules_with_plain_sources_and_sorted_keys_not_the_views_merges_held():
-    drafted = _drafted(12)
+    drafted = _drafted(12, causes=1)
     memo: dict = {}
     merged = drafted[0][1]
     for _, card in drafted[1:]:

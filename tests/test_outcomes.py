@@ -287,7 +287,7 @@ def test_attempts_that_did_not_help_and_the_error_the_fix_removed():
     assert failure_conditions(s.turns) == [
         FailureCondition(0, "saving fails with database is locked, only happens with --workers 6", "condition"),
         FailureCondition(6, f"tried `rm state/state.db-journal` → still `{LOCKED_SIG}`", "attempt"),
-        FailureCondition(10, f"tried editing `app/db.py` → still `{LOCKED_SIG}`", "attempt"),
+        FailureCondition(10, f"tried changing `timeout=5` to `timeout=30` in `app/db.py` → still `{LOCKED_SIG}`", "attempt"),
         FailureCondition(10, f"fails with `{LOCKED_SIG}` before the fix", "error"),
     ]
 

@@ -209,3 +209,46 @@ def test_problem_in_reads_failures_and_reports_but_not_a_feature_request():
 def test_prove_says_why_in_words_a_person_reads():
     proof = prove(tuple(_fixed_keyerror().turns), confirmed_at=None, users_words=False)
     assert proof.kind == "fix" and "failed at t" in proof.why and "passed after the change" in proof.why
+
+
+def test_each_error_a_chain_cleared_on_its_way_to_green_gets_its_own_card():
+    """red (A) → change → red (B) → change → green: the task's card is about B; A gets a card of its own."""
+    from memoir.cards.draft import with_inner_lessons
+
+    s = Script().user("add a review page with a LiveView test, yes to all")
+    _edit(s, "/home/dev/app/test/review_live_test.exs", "", "use ExUnit.Case\n")
+    s.runs("mix test test/review_live_test.exs").error(
+        "** (CompileError) test/review_live_test.exs:9: undefined function live/2")
+    s.says("The live/2 helper needs Phoenix.ConnTest imported in the test module.")
+    _edit(s, "/home/dev/app/test/review_live_test.exs", "use ExUnit.Case", "use ExUnit.Case\nimport Phoenix.ConnTest")
+    s.runs("mix test test/review_live_test.exs").error(
+        "** (RuntimeError) no :secret_key_base configuration found in App.Endpoint")
+    s.says("The test config has no secret_key_base for the endpoint.")
+    _edit(s, "/home/dev/app/config/test.exs", "import Config", "import Config\nconfig :app, App.Endpoint, secret_key_base: \"x\"")
+    s.runs("mix test test/review_live_test.exs").result("5 tests, 0 failures")
+    s.says("Added the review page; its LiveView tests pass.")
+    exp = Experience(s.host, s.session_id, tuple(s.turns))
+    drafted = with_inner_lessons(exp, draft_card(exp))
+    steps = [c for e, c in drafted if e.boundary == "inner_loop"]
+    assert [c.error_signature.split(":")[0] for c in steps] == ["CompileError"]
+    step = steps[0]
+    assert "Phoenix.ConnTest" in step.conclusion
+    assert step.extra["kind"] == "fix" and "is gone from the same check" in step.extra["proof"]
+    judged = decide_status(step, judge_card(step, EvidenceView.of(tuple(s.turns))), model_enabled=False, distilled=False)
+    assert judged.status == "active", judged.gate
+
+
+def test_a_guess_is_never_the_conclusion_of_a_step():
+    from memoir.cards.draft import with_inner_lessons
+
+    s = Script().user("build the release binary")
+    s.runs("cargo build --release").error("error: failed to run custom build command for `openssl-sys`")
+    s.says("The error suggests libssl-dev is probably missing on this machine.")
+    _edit(s, "/home/dev/app/Cargo.toml", 'reqwest = "0.12"', 'reqwest = { version = "0.12", default-features = false }')
+    s.runs("cargo build --release").error("error[E0433]: failed to resolve: use of undeclared crate `native_tls`")
+    _edit(s, "/home/dev/app/src/net.rs", "use native_tls::TlsConnector;", "")
+    s.runs("cargo build --release").result("Finished `release` profile [optimized] target(s) in 41.2s")
+    exp = Experience(s.host, s.session_id, tuple(s.turns))
+    steps = [c for e, c in with_inner_lessons(exp, draft_card(exp)) if e.boundary == "inner_loop"]
+    assert steps and all("suggests" not in c.conclusion for c in steps)
+    assert "cleared that error" in steps[0].conclusion

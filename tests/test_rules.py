@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import replace
 
@@ -39,26 +40,34 @@ def _run(drafted, library=()):
 # --- fixtures: one small session per situation ---------------------------------------------------------
 
 
+def _edits(s: Script, path: str, old: str = "a", new: str = "b") -> Script:
+    """The change the explanation before it describes: a fix is proven only by a change and the check again."""
+    args = json.dumps({"file_path": path, "old_string": old, "new_string": new})
+    return s.calls("Edit", args).got("Edit", f"The file {path} has been updated.")
+
+
 def checkout_session(sid: str = "s-1", day: int = 0, cwd: str = "/home/dev/shop") -> Script:
-    return (Script(sid, cwd=cwd).user("test_checkout fails with a stale cart total, can you fix it?", at=day * DAY)
-            .runs("pytest tests/test_checkout.py").error("AssertionError: cart total 30 != 20")
-            .says("The root cause is that the cart total is cached across requests; clearing it in add_item fixes test_checkout.")
-            .runs("pytest tests/").result("41 passed in 2.1s"))
+    s = (Script(sid, cwd=cwd).user("test_checkout fails with a stale cart total, can you fix it?", at=day * DAY)
+         .runs("pytest tests/test_checkout.py").error("AssertionError: cart total 30 != 20")
+         .says("The root cause is that the cart total is cached across requests; clearing it in add_item fixes test_checkout."))
+    return _edits(s, f"{cwd}/shop/cart.py").runs("pytest tests/").result("41 passed in 2.1s")
 
 
 def urllib3_session(sid: str, day: int, goal: str, fix: str) -> Script:
-    return (Script(sid).user(goal, at=day * DAY)
-            .runs("python -m shop.sync")
-            .error("Traceback (most recent call last):\n  File \"/srv/shop/sync.py\", line 3\n"
-                   "ImportError: cannot import name 'DEFAULT_CIPHERS' from 'urllib3.util.ssl_' (/venv/lib/urllib3/util/ssl_.py)")
-            .says(fix)
-            .runs("python -m shop.sync").result("synced 120 orders OK"))
+    s = (Script(sid).user(goal, at=day * DAY)
+         .runs("python -m shop.sync")
+         .error("Traceback (most recent call last):\n  File \"/srv/shop/sync.py\", line 3\n"
+                "ImportError: cannot import name 'DEFAULT_CIPHERS' from 'urllib3.util.ssl_' (/venv/lib/urllib3/util/ssl_.py)")
+         .says(fix))
+    return _edits(s, "/home/dev/shop/requirements.txt").runs("python -m shop.sync").result("synced 120 orders OK")
 
 
 def pool_session(sid: str, day: float, size: int, why: str, cwd: str = "/home/dev/shop") -> Script:
-    return (Script(sid, cwd=cwd).user("configure the database connection pool for the api server workers", at=day * DAY)
-            .runs("cat settings.toml").result("[db]\npool_size = 2")
-            .says(f"The fix is setting `pool_size = {size}` in settings.toml under [db]; {why}"))
+    s = (Script(sid, cwd=cwd).user("configure the database connection pool for the api server workers", at=day * DAY)
+         .runs("cat settings.toml").result("[db]\npool_size = 2")
+         .runs("pytest tests/test_pool.py").result("1 failed, 3 passed in 0.41s"))
+    return _edits(s, f"{cwd}/settings.toml").runs("pytest tests/test_pool.py").result("4 passed in 0.40s").says(
+        f"The fix is setting `pool_size = {size}` in settings.toml under [db]; {why}")
 
 
 # --- rule 1: dedup ---------------------------------------------------------------------------------------
@@ -73,7 +82,7 @@ def test_the_same_log_read_twice_yields_one_card():
 
 def test_a_resumed_session_that_replays_the_turns_yields_one_card_with_both_sources():
     original = _one(checkout_session("s-1"))
-    resumed = _one(checkout_session("s-2"))  # the host copied the earlier turns into a new session
+    resumed = _one(checkout_session("s-2", day=1))  # the host copied the earlier turns into a new session, later
     plan = apply_rules([original, resumed], [])
     assert len(plan.write) == 1
     (card,) = plan.write
@@ -88,7 +97,7 @@ def test_a_subagent_sidechain_that_repeats_the_parent_is_not_a_second_card():
     side_exp = replace(parent_exp, turns=side_turns)
     plan = apply_rules([(parent_exp, parent), (side_exp, draft_card(side_exp))], [])
     assert [c.id for c in plan.write] == [parent.id]
-    assert [s.turns for s in plan.write[0].sources] == [(0, 5), (100, 105)]
+    assert [s.turns for s in plan.write[0].sources] == [(0, 7), (100, 107)]
 
 
 def test_replayed_turns_with_the_same_host_uuids_dedup_even_when_text_was_rescrubbed():
@@ -99,7 +108,7 @@ def test_replayed_turns_with_the_same_host_uuids_dedup_even_when_text_was_rescru
         return exp, draft_card(exp)
 
     first = with_uuids(checkout_session("s-1"))
-    replay = with_uuids(checkout_session("s-2"), suffix=" [redacted]")
+    replay = with_uuids(checkout_session("s-2", day=1), suffix=" [redacted]")
     assert first[1].conclusion != replay[1].conclusion
     plan = apply_rules([first, replay], [])
     assert [c.id for c in plan.write] == [first[1].id]
@@ -135,14 +144,14 @@ def test_the_same_error_in_three_sessions_is_one_card_with_three_sources():
     assert card.id == drafted[0][1].id  # the oldest source keeps its id
     assert [s.session_id for s in card.sources] == ["s-a", "s-b", "s-c"]
     for sid in ("s-a", "s-b", "s-c"):
-        assert f"### claude-code session {sid}, turns 0–5" in card.evidence
+        assert f"### claude-code session {sid}, turns 0–7" in card.evidence
     assert sorted(reason for _, reason in plan.dropped) == [f"merged_into {card.id}"] * 2
 
 
 def test_the_newest_resolution_wins_and_the_older_one_becomes_a_counterexample_with_its_source():
     (card,) = apply_rules(_three_urllib3_sessions(), []).write
     assert card.conclusion.startswith("The fix was upgrading botocore to 1.31")
-    assert "earlier resolution (claude-code session s-b, turns 0–5)" in card.counterexamples
+    assert "earlier resolution (claude-code session s-b, turns 0–7)" in card.counterexamples
     assert "pinning `urllib3<2`" in card.counterexamples
     assert "Seen in 3 sessions with the same error signature." in card.background
 
@@ -213,12 +222,13 @@ def test_a_passing_run_without_a_change_confirms_nothing():
 
 
 def guess_then_fix() -> Script:
-    return (Script().user("test_checkout fails intermittently, can you fix it?")
-            .runs("pytest tests/test_checkout.py").error("AssertionError: expected 3 items, got 2")
-            .says("The issue is probably the Redis cache returning stale carts; clearing it in the fixture should fix it.")
-            .runs("pytest tests/test_checkout.py").error("AssertionError: expected 3 items, got 2")
-            .says("The root cause is that test_cart leaks an item into the shared session fixture; a function-scoped fixture fixes it.")
-            .runs("pytest tests/").result("41 passed"))
+    s = (Script().user("test_checkout fails intermittently, can you fix it?")
+         .runs("pytest tests/test_checkout.py").error("AssertionError: expected 3 items, got 2")
+         .says("The issue is probably the Redis cache returning stale carts; clearing it in the fixture should fix it.")
+         .runs("pytest tests/test_checkout.py").error("AssertionError: expected 3 items, got 2")
+         .says("The root cause is that test_cart leaks an item into the shared session fixture; a function-scoped fixture fixes it."))
+    return _edits(s, "/home/dev/shop/tests/conftest.py", '@pytest.fixture(scope="session")',
+                  '@pytest.fixture(scope="function")').runs("pytest tests/").result("41 passed")
 
 
 def test_a_guess_followed_by_the_same_failure_is_disproved_and_never_the_conclusion():

@@ -29,9 +29,11 @@ def test_debugging_experiences_with_a_visible_error_get_a_signature(reports, nam
     assert r.signature_labelled and r.signature_any >= 0.9 * r.signature_labelled, r.misses
 
 
-@pytest.mark.parametrize("name", sorted(SETS))
-def test_experiences_with_a_green_rerun_are_verified(reports, name):
-    r = reports[name]
+def test_experiences_with_a_green_rerun_are_verified(reports):
+    """Only the second set: its labels mark a red → change → green re-run. The real set's labels also
+    count a suite that was green after feature work with nothing failing before it, which issue 37
+    retired as proof (a work report verifies nothing); its cards are pinned by the snapshot instead."""
+    r = reports["second_set"]
     assert r.verified_labelled and r.verified_found >= 0.9 * r.verified_labelled, r.misses
 
 

@@ -173,8 +173,10 @@ def _ts(value: str) -> datetime | None:
 
 
 def is_resolution(card: Card) -> bool:
-    """A live card whose conclusion passed the integrity check: it can win, replace or be replaced."""
-    return card.status in LIVE and bool(card.conclusion.strip()) and not card.gate.startswith("conclusion_")
+    """A live card with a sound conclusion that its own facts (`cards.proof`) do not hold back: it can
+    win, replace or be replaced."""
+    held = card.extra.get("kind") in ("work_report", "unproven") or card.extra.get("contradicted_by")
+    return not (held or card.extra.get("self_inflicted")) and card.status in LIVE and bool(card.conclusion.strip()) and not card.gate.startswith("conclusion_")
 
 
 # --- merging, superseding, conflicts -------------------------------------------------------------
@@ -492,6 +494,6 @@ def can_refresh(on_disk: Card, redraft: Card) -> bool:
         and on_disk.quality == "rule"
         and len(on_disk.sources) == 1
         and "conclusion_from" not in on_disk.extra
-        and is_resolution(redraft)
+        and redraft.status in LIVE and bool(redraft.conclusion.strip()) and not redraft.gate.startswith("conclusion_")
         and _norm(on_disk.conclusion) != _norm(redraft.conclusion)
     )

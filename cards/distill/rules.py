@@ -25,8 +25,12 @@ from memoir.cards.spool import loaded
 from memoir.cards.values import Card, Experience
 
 
-def _order(card: Card) -> tuple[str, str]:
-    return (card.created, card.id)  # the order cards are read in: oldest first
+def _order(card: Card, first_seq: int | None = None) -> tuple[str, int, str]:
+    # The order cards are read in: oldest first, then earlier in its session (a subagent's copy of the
+    # parent's turns comes after them), the id last only to make a tie deterministic. A card waiting in
+    # the spool carries no sources: its experience's first turn is given.
+    first = first_seq if first_seq is not None else min((s.turns[0] for s in card.sources), default=0)
+    return (card.created, first, card.id)
 
 
 def _replaces(base: Card, card: Card) -> bool:
@@ -124,7 +128,7 @@ def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Ca
                 by_ident.setdefault((card.workspace, ident), []).append(card.id)
 
     fresh: list[Card] = []
-    for exp, card in sorted(drafted, key=lambda ec: _order(ec[1])):
+    for exp, card in sorted(drafted, key=lambda ec: _order(ec[1], ec[0].first_seq)):
         card = loaded(card)  # a draft waiting in the run's spool comes back one at a time
         # Rule 1 — re-read: every source of this card already belongs to a card on disk.
         if card.id in lib.original and card.id not in frozen and can_refresh(lib.get(card.id), card):
@@ -161,7 +165,8 @@ def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Ca
         # same fix, or anything the rules cannot order, merges into one card.
         # A card that proves nothing (`cards.proof`: a work report, an unproven answer) never merges into
         # or supersedes another: its signature is an error met on the way, not what it settled.
-        proven = card.extra.get("kind") in (None, "fix", "confirmed_answer", "decision")
+        proven = card.extra.get("kind") in (None, "fix", "confirmed_answer", "decision") and not (
+            card.extra.get("contradicted_by") or card.extra.get("self_inflicted"))
         sig = merge_signature(card) if proven else ""
         family = signature_family(card) if proven else ""
         base_id = by_signature.get((card.workspace, sig)) if sig else None
@@ -239,6 +244,13 @@ def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Ca
     return RulesPlan(write=write, dropped=dropped, conflicts=sorted(set(conflicts)), counters=counters)
 
 
+def _may_retract(card: Card) -> bool:
+    """A later card may take an earlier decision back even when nothing checked its own answer yet (a
+    reversal the user agreed to), unless the rest of its session contradicts it."""
+    return card.status in LIVE and bool(card.conclusion.strip()) and not card.extra.get("contradicted_by") \
+        and not card.gate.startswith("conclusion_")
+
+
 def _decisions_changed(lib: _Library, fresh: Sequence[str], frozen: frozenset[str], counters: Counter) -> None:
     """Rule 5: retractions (`cards.distill.decisions`) supersede the older cards they name.
 
@@ -259,10 +271,10 @@ def _decisions_changed(lib: _Library, fresh: Sequence[str], frozen: frozenset[st
     fresh_ids = set(fresh)
     saying = sorted((lib.get(cid) for ids in by_workspace.values() for cid in ids
                      if (cid in fresh_ids or lib.get(cid).created >= oldest[lib.get(cid).workspace])
-                     and is_resolution(lib.get(cid)) and retractions(lib.get(cid).conclusion)), key=_order)
+                     and _may_retract(lib.get(cid)) and retractions(lib.get(cid).conclusion)), key=_order)
     for card in saying:
         card = lib.get(card.id)
-        if not is_resolution(card):
+        if not _may_retract(card):
             continue  # superseded itself earlier in this loop
         # Scored against every older card it could name, the ones it already replaced included, so the
         # choice does not depend on which run read which session; only pairs with a new card change.
