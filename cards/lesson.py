@@ -186,12 +186,36 @@ def _agents_order(sentence: str, user_words: Sequence[str]) -> bool:
     return order is not None and not typed_by_user(commanding_part(sentence, order), user_words)
 
 
+# A sentence that says what caused it or what fixed it: kept first when the whole conclusion does not fit.
+_CAUSE_OR_FIX = re.compile(
+    r"(?i)\b(?:the (?:real )?fix|fixed (?:it )?by|the solution|root cause|caused by|because|instead of|switch(?:ed|ing)? to|"
+    r"replac(?:e|ed|ing)|now (?:uses|sets|calls|imports|passes)|(?:set|add|import|pin|move)(?:s|ed|ing)? `)"
+)
+_SENTENCES = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*(\[])|\n\n+")
+
+
 def within_budget(text: str, budget: int = CONCLUSION_BUDGET) -> str:
     """At most `budget` characters, cut after a whole paragraph or sentence (never inside a code
-    block), marked `[…]` when cut."""
+    block), marked `[…]` when cut. When it does not fit, the sentences that name the cause or the
+    fix are kept before the rest, in their order, so a cut never takes the fix and leaves the wrapper."""
     text = text.strip()
     if len(text) <= budget:
         return text
+    parts = [p.strip() for p in _SENTENCES.split(text) if p.strip()]
+    if len(parts) > 1 and "```" not in text:
+        room = budget - len(" […]")
+        keep = [i for i, p in enumerate(parts) if _CAUSE_OR_FIX.search(p)]
+        # Dropped first: what follows the last cause-or-fix sentence (results, offers), then from the end back.
+        last = keep[-1] if keep else len(parts)
+        order = [i for i in range(len(parts) - 1, -1, -1) if i not in keep]
+        order.sort(key=lambda i: i < last)
+        chosen = list(range(len(parts)))
+        for i in order:
+            if sum(len(parts[j]) + 1 for j in chosen) <= room:
+                break
+            chosen.remove(i)
+        if chosen and keep and keep[0] in chosen and sum(len(parts[j]) + 1 for j in chosen) <= room + 1:
+            return " ".join(parts[i] for i in sorted(chosen)) + (" […]" if len(chosen) < len(parts) else "")
     room = budget - len(" […]")
     cut = text[:room]
     stop = max(cut.rfind("\n\n"), cut.rfind(". "), cut.rfind(".\n"), cut.rfind("; "))

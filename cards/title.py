@@ -19,7 +19,7 @@ import re
 from memoir.cards.conclude import work_report_lead
 from memoir.cards.limits import scope_limits
 
-MAX_TITLE = 80
+MAX_TITLE = 110  # long enough for a cause → fix with its code span whole; a title list still reads
 
 _OPENER = re.compile(
     r"^(?:(?:ok(?:ay)?|so|alright|right|hey|hi|hello|yo|hmm+|um+|well|great|cool|thanks|thank you|nice|"

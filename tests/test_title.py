@@ -108,7 +108,7 @@ def test_a_drafted_card_is_titled_cause_then_fix_not_by_its_commit_subject_or_fi
            "fixes the start. Let me know if you want a CI job for the GUI.")
     (exp,) = segment_session(s.turns)
     card = draft_card(exp)
-    assert card.title == "`ImportError` → QAction lives in PySide6.QtGui since Qt 6, not in QtWidgets…"
+    assert card.title == "`ImportError` → QAction lives in PySide6.QtGui since Qt 6, not in QtWidgets; importing it from QtGui fixes…"
     assert "Let me know" not in card.conclusion
 
 
@@ -148,7 +148,7 @@ def test_an_evidence_title_names_the_fix_whole_and_not_the_check_that_confirmed_
                   "re-running it with `sandbox_permissions: require_escalated` fixed it: the same check "
                   "`scripts/new-feature.sh --json` passes at t28.")
     title = make_title(signature="fatal: cannot lock ref <str>: Unable to create", conclusion=conclusion, request="x")
-    assert title == "`fatal: cannot lock ref…` → Re-run with `sandbox_permissions: require_escalated`"
+    assert title == "`fatal: cannot lock ref …: Unable…` → Re-run with `sandbox_permissions: require_escalated`"
     edited = ("`pytest tests/test_gui.py` fails with `ImportError: cannot import name <str> from <str>` (t2); editing "
               "`ui/tabs.py` fixed it: the same check `pytest tests/test_gui.py` passes at t6.")
     assert make_title(signature="ImportError: cannot import name <str> from <str>", conclusion=edited,

@@ -245,8 +245,8 @@ def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Ca
 
 
 def _may_retract(card: Card) -> bool:
-    """A later card may take an earlier decision back even when nothing checked its own answer yet (a
-    reversal the user agreed to), unless the rest of its session contradicts it."""
+    """A card that may take an earlier decision back, or be taken back, even when nothing checked its answer
+    (a reversal the user agreed to; a decision nothing tested), unless the rest of its session contradicts it."""
     return card.status in LIVE and bool(card.conclusion.strip()) and not card.extra.get("contradicted_by") \
         and not card.gate.startswith("conclusion_")
 
@@ -279,7 +279,7 @@ def _decisions_changed(lib: _Library, fresh: Sequence[str], frozen: frozenset[st
         # Scored against every older card it could name, the ones it already replaced included, so the
         # choice does not depend on which run read which session; only pairs with a new card change.
         older = [other for cid in by_workspace[card.workspace] if cid != card.id
-                 and (is_resolution(other := lib.get(cid)) or other.superseded_by == card.id)
+                 and (_may_retract(other := lib.get(cid)) or other.superseded_by == card.id)
                  and newer_card(other, card) is card and not same_fix(other, card)]
         for old in retracted(card, older):
             if old.superseded_by or not (card.id in fresh_ids or old.id in fresh_ids):
