@@ -119,8 +119,9 @@ PROBLEM_REPORTS: tuple[Rule, ...] = (
     Rule("problem_en",
          _rx(r"\b(?:(?:does|did|is|was|are)(?:n't| not) (?:work|working|load|start|run|show|build|compile|pass)|"
              r"broken|crash(?:es|ed|ing)?|fails?|failing|failed|error|exception|traceback|bug|regress(?:ion|ed)|"
-             r"wrong|blank|hangs?|stuck|nothing happens|no longer|exits? (?:at once|immediately|right away)|(?:does|did)(?:n'?t| not) (?:open|appear|show up)|not (?:found|showing|shown|loading|working)|missing)\b"),
-         ("the page is blank after login", "it crashes on start", "why does this fail?", "got this error:"),
+             r"wrong|blank|hangs?|stuck|nothing happens|no longer|exits? (?:at once|immediately|right away)|(?:does|did)(?:n'?t| not) (?:open|appear|show up|reload|update|pick up)|not (?:found|showing|shown|loading|working|picked up)|missing|slow|too long|takes \d+(?:\.\d+)? ?(?:s|ms|sec|seconds|minutes)|overlap\w*|twice|duplicated?|flaky|intermittent(?:ly)?|full of|unexpected)\b"),
+         ("the page is blank after login", "it crashes on start", "why does this fail?", "got this error:",
+          "checkout takes 3 s", "page 2 and page 3 overlap", "uvicorn doesn't reload in docker"),
          ("add a settings dialog", "please write the README"),
          "The user telling of a failure is a problem even when no command showed it."),
     Rule("problem_other",
@@ -302,4 +303,18 @@ UNRELATED: tuple[Rule, ...] = (
          ("ok unrelated, i moved the venv to 3.12", "another one, GET /routes/{id} blows up", "otra cosa: el login falla"),
          ("no, that's not it", "still failing"),
          "The user's next words open a new problem: what they paste is about that, not a rejection of the card."),
+)
+
+
+# --- an error the compiler or type checker reports: any build of that code exercises it ------------------
+
+COMPILE_ERRORS: tuple[Rule, ...] = (
+    Rule("compile_error",
+         re.compile(r"\berror\[E\d{4}\]|\berror TS\d+|\bTS\d{4}:|\bCompileError\b|\bSyntaxError\b|\bcannot find (?:derive )?"
+                    r"(?:macro|type|value|function|module|symbol)\b|\bundefined (?:reference|function|method)\b|"
+                    r"\bcannot borrow\b|\bmismatched types\b|\bis not assignable to\b|\bundeclared\b|\bcannot compile\b"),
+         ("error[E0502]: cannot borrow `self.records` as mutable", "error: cannot find derive macro `Parser` in this scope",
+          "src/api.ts(12,5): error TS2339: Property 'json' does not exist"),
+         ("AssertionError: 3 != 4", "ConnectionRefusedError: [Errno 111]"),
+         "A compile-time error is exercised by any build or test run of that code: it either compiles now or not."),
 )

@@ -29,18 +29,19 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memoir.cards.commands import added_text, chain_steps, changed_paths, command_key, target_stems
+from memoir.cards.commands import added_text, chain_steps, changed_paths, command_key, is_test_or_build, target_stems
 from memoir.cards.cues import is_chatter, is_prompt_template
 from memoir.cards.loop import TEST_RUNNER, Loop, Run, fixed_loop, runner_of, same_check, setting_change, walk
 from memoir.cards.outcomes import verification
-from memoir.cards.phrasebook import DEPENDENCY_FIX, ENVIRONMENT, LOCAL_ROUTE, OTHER_ROUTE, UNRELATED, PROBLEM_REPORTS, REJECTS, RETRACTS, first_rule
+from memoir.cards.phrasebook import COMPILE_ERRORS, DEPENDENCY_FIX, ENVIRONMENT, LOCAL_ROUTE, OTHER_ROUTE, UNRELATED, PROBLEM_REPORTS, REJECTS, RETRACTS, first_rule
 from memoir.cards.signatures import error_signature, is_error_output
 from memoir.cards.values import Turn
 
 KINDS = ("fix", "confirmed_answer", "decision", "work_report", "unproven", "open")
 ACTIVE_KINDS = ("fix", "confirmed_answer", "decision")
 _TEST_FILE = re.compile(r"(?i)(?:^|/)(?:tests?|spec|__tests__)/|(?:^|/)test_[^/]+$|_(?:test|spec)\.\w+$|\.(?:test|spec)\.\w+$")
-RETRACTION_WINDOW = 60  # turns after a card's range in which the agent's "that was not the cause" counts
+RETRACTION_WINDOW = 60
+REPORT_LEAD = 400  # characters of a user's message read for a problem told in words  # turns after a card's range in which the agent's "that was not the cause" counts
 
 # Which files a check's runner can exercise, by the runner's first word(s). A runner not listed
 # (make, bazel, a script) may exercise anything.
@@ -113,7 +114,8 @@ def problem_in(turns: Sequence[Turn]) -> tuple[int, str] | None:
     found += [(t.seq, "pasted_error") for _, t, _ in w.pasted]
     for t in turns:
         if t.role == "user" and t.kind == "text" and not is_chatter(t.text) and not is_prompt_template(t.text):
-            rule = first_rule(PROBLEM_REPORTS, t.text[:4000])
+            # The user's framing words: a pasted spec or document that mentions "error" somewhere is no report.
+            rule = first_rule(PROBLEM_REPORTS, t.text[:REPORT_LEAD])
             if rule:
                 found.append((t.seq, rule))
                 break
@@ -218,7 +220,8 @@ def prove(turns: Sequence[Turn], *, confirmed_at: int | None, users_words: bool)
         if route:
             elsewhere = Proof("unproven", "", f"the problem at t{problem[0]}: {route}; `{fresh.command[:60]}` "
                               "cannot prove it gone", problem[0])
-        elif not any(_TEST_FILE.search(p) for p in paths) and not _names_check(said, fresh.command):
+        elif not any(_TEST_FILE.search(p) for p in paths) and not _names_check(said, fresh.command) \
+                and not (first_rule(COMPILE_ERRORS, said) and is_test_or_build(fresh.command)):
             # The suite was green while the user's failure happened: green again says nothing unless a test
             # written or changed after the failure (a regression test for it) ran.
             elsewhere = Proof("unproven", "", f"the error the user pasted at t{problem[0]} was never reproduced: no "
