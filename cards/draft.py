@@ -13,14 +13,13 @@ from datetime import datetime, timezone
 from memoir.cards.conclude import choose_conclusion
 from memoir.cards.lesson import within_budget, without_filler, without_orders, without_wrapper
 from memoir.cards.distill.extract import Disproval, find_disproved
-from memoir.cards.commands import command_key
 from memoir.cards.loop import LOOKS_AHEAD, Failure, Loop, loops, mentions, names_in, states_something, walk
 from memoir.cards.limits import limit_lines, restates_error, split_limits
 from memoir.cards.values import Card, Experience, Source, Turn
 from memoir.cards.evidence import Ending, ending, ends_cut, open_statement
 from memoir.cards.outcomes import Verification, failure_conditions, verification
 from memoir.cards.phrasebook import DECISIONS, HEDGES, first_rule
-from memoir.cards.proof import ACTIVE_KINDS, Proof, contradiction, prove
+from memoir.cards.proof import ACTIVE_KINDS, Proof, contradiction, prove, stepped
 from memoir.cards.quality_inputs import EvidenceView, typed_by_user
 from memoir.cards.cues import commit_subject, is_chatter, is_prompt_template
 from memoir.cards.signals import is_notable_result
@@ -403,9 +402,10 @@ def _steps(exp: Experience, lp: Loop, index: dict[int, int], min_conclusion_char
         return out
     before_sig, before_at = lp.failure.signature, lp.failure.seq
     by_seq = {t.seq: t for t in exp.turns}
+    own = stepped(lp)
     for attempt in lp.attempts[:-1]:
         sig = attempt.check.signature
-        if attempt.worked or not sig or sig == before_sig or not before_sig or before_sig.startswith("exit code"):
+        if before_sig not in own or attempt.worked or not sig or sig == before_sig:
             before_sig, before_at = sig, attempt.check.result.seq
             continue
         start = index.get(before_at, 0)
@@ -413,10 +413,6 @@ def _steps(exp: Experience, lp: Loop, index: dict[int, int], min_conclusion_char
         end = index[attempt.check.result.seq]
         sub = Experience(exp.host, exp.session_id, exp.turns[start:end + 1], boundary="inner_loop",
                          error_signature=before_sig, request=_goal(exp) or exp.request)
-        if attempt.setting or command_key(attempt.check.command) != command_key(lp.failure.command):
-            # A re-run with another setting that only moved the failure on was not kept: no lesson of its own;
-            before_sig, before_at = sig, attempt.check.result.seq
-            continue  # and when the check itself changed too (a new prefix or flag), which change cleared it is unknown
         failure = Failure(0, before_at, lp.failure.command, before_sig)
         said = [_without_next_steps(by_seq[q].text) for q in attempt.said]
         said = [t for t in said if states_something(t) and not first_rule(HEDGES, t)]

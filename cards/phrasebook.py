@@ -119,9 +119,10 @@ PROBLEM_REPORTS: tuple[Rule, ...] = (
     Rule("problem_en",
          _rx(r"\b(?:(?:does|did|is|was|are)(?:n't| not) (?:work|working|load|start|run|show|build|compile|pass)|"
              r"broken|crash(?:es|ed|ing)?|fails?|failing|failed|error|exception|traceback|bug|regress(?:ion|ed)|"
-             r"wrong|blank|hangs?|stuck|nothing happens|no longer|exits? (?:at once|immediately|right away)|(?:does|did)(?:n'?t| not) (?:open|appear|show up|reload|update|pick up)|not (?:found|showing|shown|loading|working|picked up)|missing|slow|too long|takes \d+(?:\.\d+)? ?(?:s|ms|sec|seconds|minutes)|overlap\w*|twice|duplicated?|flaky|intermittent(?:ly)?|full of|unexpected)\b"),
+             r"wrong|blank|hangs?|stuck|nothing happens|no longer|exits? (?:at once|immediately|right away)|(?:does|did)(?:n'?t| not) (?:open|appear|show up|reload|update|pick up)|not (?:found|showing|shown|loading|working|picked up)|missing|slow|too long|never (?:gets?|receives?|arrives?|shows?|fires?|runs?|sends?|loads?)|takes \d+(?:\.\d+)? ?(?:s|ms|sec|seconds|minutes)|overlap\w*|twice|duplicated?|flaky|intermittent(?:ly)?|full of|unexpected)\b"),
          ("the page is blank after login", "it crashes on start", "why does this fail?", "got this error:",
-          "checkout takes 3 s", "page 2 and page 3 overlap", "uvicorn doesn't reload in docker"),
+          "checkout takes 3 s", "page 2 and page 3 overlap", "uvicorn doesn't reload in docker",
+          "patients never get the check-in text"),
          ("add a settings dialog", "please write the README"),
          "The user telling of a failure is a problem even when no command showed it."),
     Rule("problem_other",
@@ -317,4 +318,36 @@ COMPILE_ERRORS: tuple[Rule, ...] = (
           "src/api.ts(12,5): error TS2339: Property 'json' does not exist"),
          ("AssertionError: 3 != 4", "ConnectionRefusedError: [Errno 111]"),
          "A compile-time error is exercised by any build or test run of that code: it either compiles now or not."),
+)
+
+
+# --- the user asking to know something: a question a checked answer settles ------------------------------
+
+QUESTIONS: tuple[Rule, ...] = (
+    Rule("asks_en",
+         _rx(r"^\W*(?:\w+\W+){0,3}?(?:how (?:do|does|can|should|would)|how to|why (?:does|do|is|are|did)|what(?:'s| is| are| does)|"
+             r"what \w+(?: \w+)? (?:do|does|should|is|are)|where (?:is|are|do|does)|which \w+ (?:do|does|should))\b[^\n]{0,300}"),
+         ("unrelated - how do i add a migration again?", "what driver name do I pass to sql.Open?",
+          "how does fetchr handle 429 Too Many Requests?"),
+         ("add a settings dialog", "can you fix the build?", "yes do that"),
+         "A question asks to know something; a request asks for a change."),
+    Rule("asks_other",
+         _rx(r"^\W*¿?(?:cómo|por qué|qué|dónde|cuál|comment|pourquoi|quel(?:le)?|où|hoe|waarom|wat|waar|welke|wie|warum|"
+             r"was|wo|welche|jak|proč|kde|který|como|onde|qual)\b|어떻게|왜"),
+         ("¿cómo agrego una migración?", "comment ajouter une migration ?", "jak přidám migraci?", "마이그레이션은 어떻게 추가하나요?"),
+         ("añade un botón",),
+         "The same questions outside English."),
+)
+
+
+# --- the user agreeing to what the assistant proposed ----------------------------------------------------
+
+GO_AHEAD: tuple[Rule, ...] = (
+    Rule("agrees",
+         _rx(r"^\W*(?:yes|yep|yeah|sure|ok(?:ay)?|agreed|approved|go ahead|go for it|do it|please do|sounds good|"
+             r"let'?s do (?:it|that)|sí|si|vale|dale|d'accord|oui|ja|jawel|prima|ano|jo|sim|pode|네|좋아요?|그렇게 해)\b"),
+         ("agreed, do it. fwiw the stuck upgrade was the reason", "yes do that", "sí, hazlo", "d'accord, vas-y",
+          "ano, udělej to", "네 그렇게 해주세요"),
+         ("why does it hang?", "add a button"),
+         "A go-ahead confirms the choice the assistant proposed; with a problem behind it and a reason, it is a decision."),
 )

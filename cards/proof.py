@@ -29,16 +29,17 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memoir.cards.commands import added_text, chain_steps, changed_paths, command_key, is_test_or_build, target_stems
+from memoir.cards.commands import added_text, chain_steps, changed_paths, command_key, is_test_or_build, only_looks, target_stems
+from memoir.cards.hosts.registry import EDIT_TOOLS
 from memoir.cards.cues import is_chatter, is_prompt_template
 from memoir.cards.loop import TEST_RUNNER, Loop, Run, fixed_loop, runner_of, same_check, setting_change, walk
 from memoir.cards.outcomes import verification
-from memoir.cards.phrasebook import COMPILE_ERRORS, DEPENDENCY_FIX, ENVIRONMENT, LOCAL_ROUTE, OTHER_ROUTE, UNRELATED, PROBLEM_REPORTS, REJECTS, RETRACTS, first_rule
+from memoir.cards.phrasebook import COMPILE_ERRORS, DEPENDENCY_FIX, GO_AHEAD, QUESTIONS, ENVIRONMENT, LOCAL_ROUTE, OTHER_ROUTE, UNRELATED, PROBLEM_REPORTS, REJECTS, RETRACTS, first_rule
 from memoir.cards.signatures import error_signature, is_error_output
 from memoir.cards.values import Turn
 
-KINDS = ("fix", "confirmed_answer", "decision", "work_report", "unproven", "open")
-ACTIVE_KINDS = ("fix", "confirmed_answer", "decision")
+KINDS = ("fix", "confirmed_answer", "decision", "checked_answer", "work_report", "unproven", "open")
+ACTIVE_KINDS = ("fix", "confirmed_answer", "decision", "checked_answer")
 _TEST_FILE = re.compile(r"(?i)(?:^|/)(?:tests?|spec|__tests__)/|(?:^|/)test_[^/]+$|_(?:test|spec)\.\w+$|\.(?:test|spec)\.\w+$")
 RETRACTION_WINDOW = 60
 REPORT_LEAD = 400  # characters of a user's message read for a problem told in words  # turns after a card's range in which the agent's "that was not the cause" counts
@@ -93,6 +94,21 @@ def _runner(command: str) -> str:
     return words[0] if words else ""
 
 
+def stepped(lp: Loop) -> set[str]:
+    """The errors of a chain that a change cleared on the way to green, each then met by another error on the
+    same check: each gets a card of its own (`draft.inner_lessons`). A re-run with another setting, or with
+    the check itself changed, proves no step."""
+    out: set[str] = set()
+    before = lp.failure.signature
+    for attempt in lp.attempts[:-1]:
+        sig = attempt.check.signature
+        if (not attempt.worked and sig and before and sig != before and not before.startswith("exit code")
+                and not attempt.setting and command_key(attempt.check.command) == command_key(lp.failure.command)):
+            out.add(before)
+        before = sig
+    return out
+
+
 def exercises(check: str, paths: Sequence[str]) -> bool:
     """Can `check` exercise edits to `paths`? False only when every path is code of a language the
     check's runner does not run (`go test` after editing only `app.js`); config, docs and unknown
@@ -126,6 +142,48 @@ def problem_in(turns: Sequence[Turn]) -> tuple[int, str] | None:
 
 def _short(path: str) -> str:
     return "/".join(p for p in path.replace("\\", "/").split("/") if p and p != ".")[-60:]
+
+
+_REASONED = re.compile(r"(?i)\b(?:because|since|so that|instead of|rather than|replaces?|reverses?|no longer|"
+                       r"the reason|why:|otherwise)\b")
+
+
+def _agreed_decision(turns: tuple[Turn, ...], problem: tuple[int, str] | None) -> Proof | None:
+    """A choice the user agreed to: the experience opens on the user's go-ahead ("agreed, do it") to what the
+    assistant proposed about a problem, the change follows, a check passes after it, and the closing words
+    give the reason. A go-ahead with no problem behind it ("yes to all") decides nothing worth recalling."""
+    first = next((t for t in turns if t.role == "user" and t.kind == "text" and not is_chatter(t.text)), None)
+    if first is None or problem is None or not first_rule(GO_AHEAD, first.text[:200]):
+        return None
+    fresh = verification(turns)
+    closing = next((t for t in reversed(turns) if t.role == "assistant" and t.kind == "text"), None)
+    if fresh is None or closing is None or not _REASONED.search(closing.text):
+        return None
+    return Proof("decision", f"t{fresh.seq}", f"the user agreed to it at t{first.seq}; `{fresh.command[:60]}` passed "
+                 f"after the change at t{fresh.seq}", problem[0], fresh.command)
+
+
+def _checked_answer(turns: tuple[Turn, ...]) -> Proof | None:
+    """A question the user asked, answered, and the answer run and passing before anything was edited
+    ("how do I add a migration?" … "try it with a no-op one": `migrate up` passes)."""
+    asked = next((t for t in turns if t.role == "user" and t.kind == "text" and not is_chatter(t.text)
+                  and not is_prompt_template(t.text) and first_rule(QUESTIONS, t.text[:REPORT_LEAD])), None)
+    if asked is None:
+        return None
+    answer = next((t for t in turns if t.seq > asked.seq and t.role == "assistant" and t.kind == "text"
+                   and len(t.text.strip()) >= 60), None)
+    if answer is None:
+        return None
+    w = walk(turns)
+    edits = [t.seq for _, t in w.changes if t.seq > answer.seq and t.tool_name.lower() in EDIT_TOOLS]
+    for run in w.runs:
+        if run.call.seq > answer.seq and (not edits or run.call.seq < edits[0]) and run.passed \
+                and not only_looks(run.command):
+            return Proof("checked_answer", f"t{run.result.seq}", f"question at t{asked.seq}, answered at t{answer.seq}; "
+                         f"`{run.command[:60]}` ran the answer and passed at t{run.result.seq}", asked.seq, run.command)
+        if run.call.seq > answer.seq and run.failed:
+            return None
+    return None
 
 
 def _family(command: str) -> frozenset[str]:
@@ -178,8 +236,10 @@ def prove(turns: Sequence[Turn], *, confirmed_at: int | None, users_words: bool)
     if lp is not None and lp.fix is not None:
         check = lp.fix.check
         paths = [p for t in lp.fix.changes for p in changed_paths(t)]
-        # The error the last change cleared: a chain's earlier errors have their own cards (`draft.inner_lessons`).
-        sig = next((s for s in reversed([lp.failure.signature] + [a.check.signature for a in lp.failed_attempts]) if s), "")
+        # The first error of the chain that has no card of its own (`stepped`: `draft.inner_lessons` cards them).
+        sigs = [x for x in [lp.failure.signature] + [a.check.signature for a in lp.failed_attempts] if x]
+        own = stepped(lp)
+        sig = next((x for x in sigs if x not in own), sigs[-1] if sigs else "")
         failing = next((r.call for r in walk(turns).runs if r.result.seq == lp.failure.seq), None)
         setting = setting_change(failing, check.call) if failing is not None and not lp.fix.setting else ""
         if setting and any(t is not check.call for t in lp.fix.changes):
@@ -231,10 +291,15 @@ def prove(turns: Sequence[Turn], *, confirmed_at: int | None, users_words: bool)
                          f"passed before the change and passed after it at t{fresh.seq}", problem[0], fresh.command,
                          error_signature(said), paths=tuple(paths))
     if confirmed_at is not None and problem is not None:
-        seen = next((t for t in turns if t.seq == problem[0]), None)
-        said = error_signature(seen.text) if seen is not None and problem[1] in ("failing_run", "pasted_error") else ""
+        # No signature: what the user confirmed is the outcome, not any one error pasted on the way to it.
         return Proof("confirmed_answer", f"t{confirmed_at}", f"{problem[1]} at t{problem[0]}; the user confirmed "
-                     f"it worked at t{confirmed_at}", problem[0], signature=said)
+                     f"it worked at t{confirmed_at}", problem[0])
+    decided = _agreed_decision(turns, problem)
+    if decided is not None:
+        return decided
+    checked = _checked_answer(turns)
+    if checked is not None and problem is None:
+        return checked
     if users_words:
         return Proof("decision", "", "the conclusion is the user's own words", problem[0] if problem else None)
     if elsewhere is not None:
