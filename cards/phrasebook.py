@@ -183,8 +183,10 @@ WRAPPER_LINES: tuple[Rule, ...] = (
          "A heading announces a section; the card keeps what the section says."),
     Rule("status_line",
          _rx(r"^(?=[^\n]{0,100}$)\s*(?:[-*•]\s*)?(?:[✅✔☑🎉🟢]|\(?(?:all )?(?:\d+ )?tests? (?:pass(?:ed|ing)?|green)\b|all (?:checks|tests) (?:pass|green)|"
-             r"(?:build|ci|lint|typecheck)\s*(?:passes|passed|is green|:\s*(?:ok|pass(?:ed)?|green))\b|committed (?:as|in)\b|pushed to\b)"),
-         ("✅ All tests pass", "- 18 tests passed", "Build: OK", "Committed as 2c6b7e0"),
+             r"(?:build|ci|lint|typecheck)\s*(?:passes|passed|is green|:\s*(?:ok|pass(?:ed)?|green))\b|committed (?:as|in)\b|pushed to\b|"
+             r"\d+ passed\b)"),
+         ("✅ All tests pass", "- 18 tests passed", "Build: OK", "Committed as 2c6b7e0",
+          "23 passed with -n 4, and the load test now takes 3 s instead of 10."),
          ("The test passes only with PYTHONPATH=. set",
           "Tests pass only when the fixture commits before the worker reads, because the worker opens its own connection"),
          "A status line says that it worked, which the Evidence already shows; the lesson is why."),

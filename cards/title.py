@@ -114,13 +114,13 @@ def _short_signature(signature: str, limit: int = 36) -> str:
     return f"`{sig}`"
 
 
-_CAUSE = re.compile(r"(?i)\b(?:root cause|because|caused|came from|means|meant|missed|missing|was|were|wasn'?t|isn'?t|"
+_CAUSE = re.compile(r"(?i), so\b|\b(?:root cause|because|caused|came from|means|meant|missed|missing|was|were|wasn'?t|isn'?t|without|"
                     r"doesn'?t|didn'?t|no longer|needs?|must|instead|moved|requires?|rejects?|returns?|due to|lost|lacks?|had no)\b")
 _FIXED = re.compile(r"(?i)\b(?:fix(?:es|ed)?|now|switched|changed|replaced|pinned|added|removed|imported|installed)\b")
 # Where the work landed ("I pushed all fixes to `main`", "Committed as 1a2b3c4") is history, not the lesson.
 _LANDED = re.compile(r"(?i)^(?:i(?:['’]ve| have)? |we(?:['’]ve| have)? |all (?:fixes|changes) (?:are|were) )?(?:pushed|committed|merged)\b")
 # A result restated ("`cargo tree -i x` now matches nothing", "the build now passes") is the proof, not the lesson.
-_NOW_RESULT = re.compile(r"(?i)\bnow (?:passes|pass|matches|works|finishes|builds|succeeds|runs|returns nothing|is green)\b")
+_NOW_RESULT = re.compile(r"(?i)\bnow (?:passes|pass|matches|works|finishes|builds|succeeds|runs|returns nothing|is green|takes)\b|^\d+ passed\b")
 _DONE_WORDS = re.compile(r"(?i)^(?:fixed|done|works now|all (?:set|good)|committed)\b[^.:`]{0,40}[.:,]\s*")
 # A narrative label the evidence conclusion puts before quoted words ("Said before the change: “…”"):
 # a title states the words, never the label.

@@ -81,7 +81,8 @@ QUERIES: tuple[Labelled, ...] = (
     # --- shorty (Codex, Go) ---------------------------------------------------------------------------
     Labelled("fatal error: concurrent map writes in the Go hit counter", ("concurrent map writes",), note="D1"),
     Labelled("http: superfluous response.WriteHeader call from handleRedirect", ("superfluous",), note="D2"),
-    Labelled("Go table test with t.Parallel only runs the last case", ("tc := tc",), note="D3"),
+    # Before Go 1.22 the fix is `tc := tc`; from 1.22 on, the `go` line in go.mod gives each iteration its own variable.
+    Labelled("Go table test with t.Parallel only runs the last case", ("tc := tc", "go 1.22"), note="D3"),
     Labelled("x509: certificate signed by unknown authority in a FROM scratch Docker image",
              ("ca bundle", "ca-certificates"), note="D4"),
     # --- logtally (aider, Rust) ----------------------------------------------------------------------
