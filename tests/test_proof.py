@@ -9,27 +9,18 @@ same card.
 
 from __future__ import annotations
 
-import json
-
 from memoir.cards.draft import draft_card, read_past_range
 from memoir.cards.proof import exercises, problem_in, prove
 from memoir.cards.quality_gates import decide_status, judge_card
 from memoir.cards.quality_inputs import EvidenceView
-from memoir.cards.values import Experience, Turn
-from tests.turns import T0, Script
+from memoir.cards.values import Experience
+from tests.turns import Script
 
 KEYERROR = "Traceback (most recent call last):\n  File \"/home/dev/shop/app/cart.py\", line 12, in total\nKeyError: 'price'\n"
 
 
 def _edit(s: Script, path: str, old: str, new: str) -> Script:
-    args = {"file_path": path, "old_string": old, "new_string": new}
-    s.turns.append(Turn(host=s.host, session_id=s.session_id, seq=len(s.turns), role="assistant", kind="tool_call",
-                        text="Edit " + json.dumps(args), timestamp=T0, tool_name="Edit", cwd=s.cwd,
-                        source_file=f"/logs/{s.session_id}.jsonl", line=len(s.turns) + 1))
-    s.turns.append(Turn(host=s.host, session_id=s.session_id, seq=len(s.turns), role="tool", kind="tool_result",
-                        text=f"The file {path} has been updated.", timestamp=T0, tool_name="Edit", cwd=s.cwd,
-                        source_file=f"/logs/{s.session_id}.jsonl", line=len(s.turns) + 1))
-    return s
+    return s.edits(path, old, new)
 
 
 def _settled(s: Script, upto: int | None = None):

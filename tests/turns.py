@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta, timezone
 
 from memoir.cards.values import Turn
@@ -48,6 +49,12 @@ class Script:
     def got(self, tool: str, text: str, at: float | None = None) -> Script:
         """What that tool gave back."""
         return self._add("tool", "tool_result", text, at, tool=tool)
+
+    def edits(self, path: str, old: str, new: str, at: float | None = None) -> Script:
+        """An `Edit` of `path` (old → new) and the host's confirmation."""
+        self._add("assistant", "tool_call", "Edit " + json.dumps({"file_path": path, "old_string": old, "new_string": new}),
+                  at, tool="Edit")
+        return self._add("tool", "tool_result", f"The file {path} has been updated.", None, tool="Edit")
 
     def error(self, text: str, at: float | None = None) -> Script:
         return self._add("tool", "error", text, at, tool="Bash")
