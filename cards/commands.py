@@ -290,12 +290,12 @@ def _what_changed(args: dict) -> str:
         return [line.strip().rstrip(",;") for line in text.splitlines() if line.strip().rstrip(",;")]
     was, now = norm(old), norm(new)
     added = [line for line in now if line not in set(was)]
-    shown = "; ".join(added)
-    if not added or len(shown) > MAX_SHOWN_EDIT or "`" in shown:
+    shown = "`, `".join(added)  # each line its own code span: each is a line the edit wrote, as it wrote it
+    if not added or len(shown) > MAX_SHOWN_EDIT or "`" in "".join(added):
         return "editing "
     removed = [line for line in was if line not in set(now)]
-    if removed and len("; ".join(removed)) <= MAX_SHOWN_EDIT and "`" not in "".join(removed):
-        return f"changing `{'; '.join(removed)}` to `{shown}` in "
+    if removed and len("`, `".join(removed)) <= MAX_SHOWN_EDIT and "`" not in "".join(removed):
+        return f"changing `{'`, `'.join(removed)}` to `{shown}` in "
     return f"adding `{shown}` to "
 
 

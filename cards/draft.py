@@ -13,7 +13,8 @@ from datetime import datetime, timezone
 from memoir.cards.conclude import choose_conclusion
 from memoir.cards.lesson import within_budget, without_filler, without_orders, without_wrapper
 from memoir.cards.distill.extract import Disproval, find_disproved
-from memoir.cards.loop import LOOKS_AHEAD, Failure, Loop, loops, mentions, names_in, states_something, walk
+from memoir.cards.commands import added_text, changed_paths
+from memoir.cards.loop import LOOKS_AHEAD, Failure, Loop, fixed_loop, loops, mentions, names_in, states_something, walk
 from memoir.cards.limits import limit_lines, restates_error, split_limits
 from memoir.cards.values import Card, Experience, Source, Turn
 from memoir.cards.evidence import Ending, ending, ends_cut, open_statement
@@ -267,6 +268,8 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40, ends_session: bo
     said_yes = view.confirming_turn(found.text) if found.settled and end is None else None
     proof = prove(exp.turns, confirmed_at=said_yes.seq if said_yes is not None else None,
                   users_words=found.settled and _users_choice(found.text, view.user_words))
+    if proof.kind == "fix" and found.settled and end is None:
+        conclusion = with_the_fix(conclusion, fixed_loop(exp.turns))
     verified = proof.verified_by if found.settled and end is None else ""
     if proof.kind != "confirmed_answer":
         said_yes = None
@@ -414,6 +417,7 @@ def _steps(exp: Experience, lp: Loop, index: dict[int, int], min_conclusion_char
         sub = Experience(exp.host, exp.session_id, exp.turns[start:end + 1], boundary="inner_loop",
                          error_signature=before_sig, request=_goal(exp) or exp.request)
         failure = Failure(0, before_at, lp.failure.command, before_sig)
+        stepped_loop = Loop(failure, (attempt,))
         said = [_without_next_steps(by_seq[q].text) for q in attempt.said]
         said = [t for t in said if states_something(t) and not first_rule(HEDGES, t)]
         named = [t for t in said if mentions(t, names_in(attempt, failure))]
@@ -422,7 +426,7 @@ def _steps(exp: Experience, lp: Loop, index: dict[int, int], min_conclusion_char
                     f"(it stopped at another error, fixed after) and passed at t{fix.check.result.seq}.")
         text = (named or said or [evidence])[0]
         card = draft_card(sub, min_conclusion_chars, ends_session=False)
-        conclusion = within_budget(without_wrapper(without_filler(text)))
+        conclusion = with_the_fix(within_budget(without_wrapper(without_filler(text))), stepped_loop)
         proof = (f"`{before_sig[:60]}` at t{before_at} is gone from the same check after the change (t"
                  f"{attempt.check.result.seq} stops at another error), and the check passed at t{fix.check.result.seq}")
         card = card.with_(
@@ -456,3 +460,20 @@ def _without_next_steps(text: str) -> str:
     while parts and LOOKS_AHEAD.match(parts[-1].strip()):
         parts.pop()
     return " ".join(parts).rstrip(":").strip()
+
+
+def with_the_fix(conclusion: str, lp: Loop | None) -> str:
+    """The conclusion, and the change that fixed it when the conclusion never names it (a cause stated,
+    the fix left to an edit nobody described): "The fix: adding `x` to `config/test.exs`."."""
+    attempt = lp.attempts[-1] if lp is not None and lp.attempts else None
+    if attempt is None or not conclusion.strip():
+        return conclusion
+    names = {p.replace("\\", "/").rsplit("/", 1)[-1] for t in attempt.changes for p in changed_paths(t)}
+    added = [line.strip() for t in attempt.changes for line in added_text(t).splitlines() if len(line.strip()) >= 8]
+    if any(n and n in conclusion for n in names) or any(a in conclusion for a in added[:5]) or attempt.setting \
+            and attempt.setting.split(":")[0] in conclusion:
+        return conclusion
+    said = attempt.tried()
+    if said.strip("`") in conclusion:
+        return conclusion
+    return within_budget(conclusion.rstrip() + f"\n\nThe fix: {said}.")

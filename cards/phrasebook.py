@@ -200,6 +200,11 @@ WRAPPER_LINES: tuple[Rule, ...] = (
          ("Committed the whole split as `0c7f3a2`.", "Pushed to main in 1a2b3c4d."),
          ("Committing inside the fixture released the lock.",),
          "Where the change landed is history, not the lesson."),
+    Rule("commit_subject",
+         re.compile(r"^(?:feat|fix|chore|docs|refactor|test|build|ci|perf|style)(?:\([\w./-]+\))?!?: [a-z`]"),
+         ("feat: add project-level review page for ongoing annotations (spotter-gqc.5)", "fix(cli): drop duplicate parser"),
+         ("Fix: added `_txlock=immediate` to the DSN", "**Fix:** the fixture commits"),
+         "A commit subject glued to the report is where the work landed, not what was learned."),
     Rule("prediction",
          _rx(r"\b(?:should (?:now )?(?:turn green|pass|work|be (?:fixed|green|good|resolved))|will (?:now )?(?:pass|work)|"
              r"ought to (?:pass|work))\b"),

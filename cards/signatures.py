@@ -315,6 +315,10 @@ def _error_lines(t: str, low: str) -> list[tuple[int, str, bool]]:
     return out
 
 
+# An exception whose message only points at errors printed before it.
+_WRAPPER_MESSAGE = re.compile(r"(?i)errors have been logged|see (?:the )?(?:errors? )?above|compilation failed")
+
+
 @functools.lru_cache(maxsize=8192)
 def _analyse(text: str) -> tuple[int, str, bool]:
     """(kind of the best failure line, its signature, whether it is an error rather than a mention)."""
@@ -322,11 +326,17 @@ def _analyse(text: str) -> tuple[int, str, bool]:
         return 0, "", False
     t, code = decode_output(text)
     exception, warning = _exceptions(t)
-    if exception:
-        return EXCEPTION, exception, True
     low = t.lower()
     if len(low) != len(t):  # a few characters lowercase to two; keep offsets shared
         low = "".join(c if len(c.lower()) != 1 else c.lower() for c in t)
+    if exception:
+        if _WRAPPER_MESSAGE.search(exception):
+            # "cannot compile module X (errors have been logged)": the logged error is what failed.
+            detail = next((b for _, b, strong in _error_lines(t, low) if strong and not _WRAPPER_MESSAGE.search(b)), "")
+            if detail:
+                detail = re.sub(r"(?i)^(?:error|fatal)\s*:\s*", "", detail)
+                return EXCEPTION, f"{exception.split(':', 1)[0]}: {_message(detail)}", True
+        return EXCEPTION, exception, True
     lines = _error_lines(t, low)
     sig = _diagnostics(t, lines)
     if sig:
