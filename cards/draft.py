@@ -7,6 +7,7 @@ section with nothing to copy stays empty, which is safer than an invented one.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 
@@ -269,7 +270,7 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40, ends_session: bo
     proof = prove(exp.turns, confirmed_at=said_yes.seq if said_yes is not None else None,
                   users_words=found.settled and _users_choice(found.text, view.user_words))
     if proof.kind == "fix" and found.settled and end is None:
-        conclusion = with_the_fix(conclusion, fixed_loop(exp.turns))
+        conclusion = with_the_fix(conclusion, fixed_loop(exp.turns), exp.turns)
     verified = proof.verified_by if found.settled and end is None else ""
     if proof.kind != "confirmed_answer":
         said_yes = None
@@ -426,7 +427,7 @@ def _steps(exp: Experience, lp: Loop, index: dict[int, int], min_conclusion_char
                     f"(it stopped at another error, fixed after) and passed at t{fix.check.result.seq}.")
         text = (named or said or [evidence])[0]
         card = draft_card(sub, min_conclusion_chars, ends_session=False)
-        conclusion = with_the_fix(within_budget(without_wrapper(without_filler(text))), stepped_loop)
+        conclusion = with_the_fix(within_budget(without_wrapper(without_filler(text))), stepped_loop, sub.turns)
         proof = (f"`{before_sig[:60]}` at t{before_at} is gone from the same check after the change (t"
                  f"{attempt.check.result.seq} stops at another error), and the check passed at t{fix.check.result.seq}")
         card = card.with_(
@@ -462,7 +463,7 @@ def _without_next_steps(text: str) -> str:
     return " ".join(parts).rstrip(":").strip()
 
 
-def with_the_fix(conclusion: str, lp: Loop | None) -> str:
+def with_the_fix(conclusion: str, lp: Loop | None, turns: Sequence[Turn] = ()) -> str:
     """The conclusion, and the change that fixed it when the conclusion never names it (a cause stated,
     the fix left to an edit nobody described): "The fix: adding `x` to `config/test.exs`."."""
     attempt = lp.attempts[-1] if lp is not None and lp.attempts else None
@@ -476,4 +477,10 @@ def with_the_fix(conclusion: str, lp: Loop | None) -> str:
     said = attempt.tried()
     if said.strip("`") in conclusion:
         return conclusion
+    seen = "\n".join(t.text for t in turns)
+    if any(span not in seen for span in re.findall(r"`([^`]+)`", said)):
+        # The edit as the log holds it (a JSON string escapes its quotes): name the files, invent nothing.
+        if not names:
+            return conclusion
+        said = "editing " + ", ".join(f"`{n}`" for n in sorted(names))
     return within_budget(conclusion.rstrip() + f"\n\nThe fix: {said}.")
