@@ -150,10 +150,12 @@ def tombstone_dir(store: CardStore) -> Path:
 
 
 def tombstone_path(store: CardStore, card_id: str) -> Path:
+    store.path_for(card_id)  # refuses an id that is a path, before any file is named by it
     return tombstone_dir(store) / f"{card_id}.md"
 
 
 def kept_path(store: CardStore, card_id: str) -> Path:
+    store.path_for(card_id)  # likewise
     return store.manifest_path.parent / TOMBSTONE_DIR / f"{card_id}.json"
 
 

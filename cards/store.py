@@ -45,6 +45,15 @@ FRONT_MATTER_ORDER = (
 )
 
 
+_CARD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def is_card_id(value: str) -> bool:
+    """An id a card file may carry: it names a file in the cards folder, so it can never be a path
+    (`../../tmp/x`) or hide one (`..`, a slash, a NUL). Card files are shared and merged: this is input."""
+    return bool(_CARD_ID.fullmatch(value)) and ".." not in value
+
+
 class CardFileError(CardsError):
     """A card file cannot be parsed; it says which file and what to fix."""
 
@@ -193,6 +202,9 @@ def parse_card(text: str, origin: str = "<card>") -> Card:
         raise CardFileError(f"{origin}: front matter is not valid YAML: {exc}") from exc
     if not isinstance(meta, dict) or not meta.get("id"):
         raise CardFileError(f"{origin}: front matter has no 'id'")
+    if not is_card_id(str(meta["id"])):
+        raise CardFileError(f"{origin}: id {str(meta['id'])[:80]!r} is not a card id (letters, digits, '.', '_' or '-', "
+                            "at most 128, no path): fix the id or remove the file")
     body = text[end + 4:]
     heading = _H1.search(body.split("\n## ", 1)[0])
     by_title = {v: k for k, v in SECTION_TITLES.items()}
@@ -248,6 +260,8 @@ class CardStore:
         self._manifest: dict[str, str] | None = None
 
     def path_for(self, card_id: str) -> Path:
+        if not is_card_id(card_id):
+            raise CardFileError(f"{card_id[:80]!r} is not a card id: a card's file is named by its id, never a path")
         return self.cards_dir / f"{card_id}.md"
 
     @property

@@ -79,3 +79,25 @@ def test_every_field_is_sanitized_again_when_the_card_is_written(tmp_path):
         assert raw not in data
     assert "/s-1.jsonl" in data and "## Evidence\n\n- [t1] ran `deploy`" in data
     assert store.write(card).action == "unchanged"  # the same card renders to the same bytes
+
+
+def test_a_card_file_whose_id_is_a_path_is_refused_and_no_file_is_named_by_it(tmp_path):
+    """Issue 42: a shared card file saying `id: ../../../../tmp/x` must not be listed, exported or forgotten
+    under that id: the id names a file, so it can never be a path."""
+    import pytest as _pytest
+
+    from memoir.cards.store import CardFileError, CardStore, is_card_id, parse_card
+
+    assert is_card_id("c-0123456789abcdef") and is_card_id("my-note_1.v2")
+    for bad in ("../../../../tmp/x", "a/b", "..", "x..y", "", "/etc/passwd", "a\x00b", "x" * 200):
+        assert not is_card_id(bad), bad
+    text = "---\nid: ../../../../tmp/x\nstatus: active\n---\n\n# t\n\n## Conclusion\n\nok\n"
+    with _pytest.raises(CardFileError, match="not a card id"):
+        parse_card(text)
+    store = CardStore(tmp_path / "cards", tmp_path / "state")
+    with _pytest.raises(CardFileError):
+        store.path_for("../outside")
+    (tmp_path / "cards").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "cards" / "c-evil.md").write_text(text, encoding="utf-8")
+    cards, problems = store.load_all()
+    assert cards == [] and problems and "not a card id" in str(problems[0])
