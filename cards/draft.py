@@ -430,9 +430,9 @@ def _steps(exp: Experience, lp: Loop, index: dict[int, int], min_conclusion_char
         conclusion = with_the_fix(within_budget(without_wrapper(without_filler(text))), stepped_loop, sub.turns)
         proof = (f"`{before_sig[:60]}` at t{before_at} is gone from the same check after the change (t"
                  f"{attempt.check.result.seq} stops at another error), and the check passed at t{fix.check.result.seq}")
+        problem = conclusion_problem(conclusion, min_conclusion_chars)
         card = card.with_(
-            status="incomplete" if conclusion_problem(conclusion, min_conclusion_chars) else "active",
-            gate=conclusion_problem(conclusion, min_conclusion_chars), verified_by=f"t{fix.check.result.seq}",
+            status="incomplete" if problem else "active", gate=problem, verified_by=f"t{fix.check.result.seq}",
             conclusion=conclusion, title=make_title(signature=before_sig, request=card.goal,
                                                     conclusion=conclusion if said else f"{attempt.tried()} cleared it"),
             follow_up="", extra={**card.extra, "kind": "fix", "proof": proof,

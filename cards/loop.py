@@ -138,8 +138,8 @@ _ROUTE = re.compile(
     r"(?:alembic|flyway|sqlx|diesel|goose|dbmate) \S*|prisma migrate|rails db:migrate|rake db:migrate|"
     r"(?:\S*manage\.py|django-admin) (?:migrate|showmigrations))\b"
 )
-_TEST_RUNNER = re.compile(r"\b(?:test|tests|pytest|jest|vitest|mocha|rspec|phpunit|unittest|ctest|tox|nox)\b")
-TEST_RUNNER = _TEST_RUNNER  # what runs tests, not a linter or a build (`mix test`, not `mix credo`)
+# What runs tests, not a linter or a build (`mix test`, not `mix credo`).
+TEST_RUNNER = re.compile(r"\b(?:test|tests|pytest|jest|vitest|mocha|rspec|phpunit|unittest|ctest|tox|nox)\b")
 
 
 def route_of(command: str) -> str:
@@ -182,7 +182,7 @@ def same_check(failed_command: str, pasted_text: str, command: str) -> bool:
             return True  # the user pasted what `terraform plan` printed; `… && terraform plan` passes now
     stems = target_stems(command)
     if not stems:  # a whole test suite covers a failing test the user pasted
-        return bool(_TEST_RUNNER.search(command_key(command))) and bool(failing_tests(pasted_text))
+        return bool(TEST_RUNNER.search(command_key(command))) and bool(failing_tests(pasted_text))
     return any(re.search(rf"(?<![a-z0-9]){re.escape(s)}(?![a-z0-9])", low) for s in stems)
 
 

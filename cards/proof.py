@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from memoir.cards.commands import added_text, chain_steps, changed_paths, command_key, is_test_or_build, only_looks, target_stems
 from memoir.cards.hosts.registry import EDIT_TOOLS
 from memoir.cards.cues import is_chatter, is_prompt_template
-from memoir.cards.loop import TEST_RUNNER, Loop, Run, fixed_loop, runner_of, same_check, setting_change, walk
+from memoir.cards.loop import TEST_RUNNER, Loop, fixed_loop, runner_of, same_check, setting_change, walk
 from memoir.cards.outcomes import verification
 from memoir.cards.phrasebook import COMPILE_ERRORS, DEPENDENCY_FIX, GO_AHEAD, QUESTIONS, ENVIRONMENT, LOCAL_ROUTE, OTHER_ROUTE, UNRELATED, PROBLEM_REPORTS, REJECTS, RETRACTS, first_rule
 from memoir.cards.signatures import error_signature, is_error_output
@@ -89,9 +89,12 @@ class Contradiction:
         return f"t{self.seq} (line {self.line}): {self.rule}"
 
 
-def _runner(command: str) -> str:
+def _languages(command: str) -> frozenset[str]:
+    """The file extensions the program a check starts can run (`go` → go files); empty when memoir cannot
+    tell (make, a script). The program only: `loop.runner_of` is the program and its subcommand."""
     words = command_key(command).split()
-    return words[0] if words else ""
+    tool = words[0] if words else ""
+    return next((langs for names, langs in _RUNNER_LANGUAGES if tool in names), frozenset())
 
 
 def stepped(lp: Loop) -> set[str]:
@@ -113,9 +116,8 @@ def exercises(check: str, paths: Sequence[str]) -> bool:
     """Can `check` exercise edits to `paths`? False only when every path is code of a language the
     check's runner does not run (`go test` after editing only `app.js`); config, docs and unknown
     runners never count against it."""
-    runner = _runner(check)
-    langs = next((langs for names, langs in _RUNNER_LANGUAGES if runner in names), None)
-    if langs is None:
+    langs = _languages(check)
+    if not langs:
         return True
     exts = {p.rsplit(".", 1)[-1].lower() for p in paths if "." in p.rsplit("/", 1)[-1]}
     code = exts & _CODE_EXTENSIONS
@@ -186,16 +188,11 @@ def _checked_answer(turns: tuple[Turn, ...]) -> Proof | None:
     return None
 
 
-def _family(command: str) -> frozenset[str]:
-    runner = _runner(command)
-    return next((langs for names, langs in _RUNNER_LANGUAGES if runner in names), frozenset())
-
-
 def _wider_suite(failed: str, command: str) -> bool:
     """`npm test` after `npx vitest run test/retry.test.ts` failed: another test runner of the same language,
     over the whole suite (no target), runs the failed test too. A linter or a build is no such suite."""
     return (bool(TEST_RUNNER.search(command_key(failed))) and bool(TEST_RUNNER.search(command_key(command)))
-            and bool(_family(failed)) and _family(failed) == _family(command) and not target_stems(command))
+            and bool(_languages(failed)) and _languages(failed) == _languages(command) and not target_stems(command))
 
 
 def _names_check(pasted: str, command: str) -> bool:
@@ -372,5 +369,5 @@ def contradiction(proof: Proof, session: tuple[Turn, ...], after: int, conclusio
     return None
 
 
-__all__ = ["ACTIVE_KINDS", "KINDS", "Contradiction", "Proof", "Run", "contradiction", "exercises", "problem_in",
-           "prove", "self_inflicted"]
+__all__ = ["ACTIVE_KINDS", "KINDS", "Contradiction", "Proof", "contradiction", "exercises", "problem_in",
+           "prove", "self_inflicted", "stepped"]
