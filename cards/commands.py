@@ -281,19 +281,27 @@ def describe_change(turn: Turn) -> str:
 MAX_SHOWN_EDIT = 90  # an edit this short is shown as it is: "changing `a` to `b` in x.py" says what the fix was
 
 
+_COMMENT = re.compile(r"^(?:#(?![!\[]|include|define|if|pragma|import|region)|//|--\s|/\*|\*\s|%\s|;)")
+
+
 def _what_changed(args: dict) -> str:
     """'changing `old` to `new` in ', 'adding `new` to ' or 'editing ': the edit itself when it is short."""
     old, new = args.get("old_string") or args.get("old_str") or "", args.get("new_string") or args.get("new_str") or ""
-    if not (isinstance(old, str) and isinstance(new, str)) or not new:
+    if not (isinstance(old, str) and isinstance(new, str)) or not (new or old):
         return "editing "
     def norm(text: str) -> list[str]:  # a comma added after a list item is no change of that item
         return [line.strip().rstrip(",;") for line in text.splitlines() if line.strip().rstrip(",;")]
     was, now = norm(old), norm(new)
-    added = [line for line in now if line not in set(was)]
+    # A comment the edit left behind is no part of what it did.
+    added = [line for line in now if line not in set(was) and not _COMMENT.match(line)]
+    removed = [line for line in was if line not in set(now) and not _COMMENT.match(line)]
+    if not added and removed:
+        gone = "`, `".join(removed)
+        return (f"removing `{gone}` from " if len(gone) <= MAX_SHOWN_EDIT and "`" not in gone
+                else f"removing {len(removed)} lines from ")
     shown = "`, `".join(added)  # each line its own code span: each is a line the edit wrote, as it wrote it
     if not added or len(shown) > MAX_SHOWN_EDIT or "`" in "".join(added):
         return "editing "
-    removed = [line for line in was if line not in set(now)]
     if removed and len("`, `".join(removed)) <= MAX_SHOWN_EDIT and "`" not in "".join(removed):
         return f"changing `{'`, `'.join(removed)}` to `{shown}` in "
     return f"adding `{shown}` to "

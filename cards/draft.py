@@ -7,14 +7,14 @@ section with nothing to copy stays empty, which is safer than an invented one.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 
 from memoir.cards.conclude import choose_conclusion
 from memoir.cards.lesson import within_budget, without_filler, without_orders, without_wrapper
 from memoir.cards.distill.extract import Disproval, find_disproved
-from memoir.cards.commands import added_text, changed_paths
+from memoir.cards.commands import changed_paths
+from memoir.cards.fix_line import with_the_fix
 from memoir.cards.loop import LOOKS_AHEAD, Failure, Loop, fixed_loop, loops, mentions, names_in, states_something, walk
 from memoir.cards.limits import limit_lines, restates_error, split_limits
 from memoir.cards.values import Card, Experience, Source, Turn
@@ -348,6 +348,11 @@ def read_past_range(session: tuple[Turn, ...], drafted: list[tuple[Experience, C
     at = {t.seq: i for i, t in enumerate(session)}
     out = []
     for exp, card in drafted:
+        if card.extra.get("kind") == "fix" and exp.first_seq in at and card.verified_by:
+            # Read before the range too: a check that was green before the failure the user pasted proves nothing.
+            again = prove(exp.turns, confirmed_at=None, users_words=False, before=session[:at[exp.first_seq]])
+            if again.kind != "fix" and prove(exp.turns, confirmed_at=None, users_words=False).kind == "fix":
+                card = card.with_(verified_by="", extra={**card.extra, "kind": again.kind, "proof": again.why})
         if card.extra.get("kind") in ACTIVE_KINDS and exp.last_seq in at:
             found = contradiction(prove(exp.turns, confirmed_at=None, users_words=False), session, at[exp.last_seq],
                                   card.conclusion)
@@ -461,26 +466,3 @@ def _without_next_steps(text: str) -> str:
     while parts and LOOKS_AHEAD.match(parts[-1].strip()):
         parts.pop()
     return " ".join(parts).rstrip(":").strip()
-
-
-def with_the_fix(conclusion: str, lp: Loop | None, turns: Sequence[Turn] = ()) -> str:
-    """The conclusion, and the change that fixed it when the conclusion never names it (a cause stated,
-    the fix left to an edit nobody described): "The fix: adding `x` to `config/test.exs`."."""
-    attempt = lp.attempts[-1] if lp is not None and lp.attempts else None
-    if attempt is None or not conclusion.strip():
-        return conclusion
-    names = {p.replace("\\", "/").rsplit("/", 1)[-1] for t in attempt.changes for p in changed_paths(t)}
-    added = [line.strip() for t in attempt.changes for line in added_text(t).splitlines() if len(line.strip()) >= 8]
-    if any(n and n in conclusion for n in names) or any(a in conclusion for a in added[:5]) or attempt.setting \
-            and attempt.setting.split(":")[0] in conclusion:
-        return conclusion
-    said = attempt.tried()
-    if said.strip("`") in conclusion:
-        return conclusion
-    seen = "\n".join(t.text for t in turns)
-    if any(span not in seen for span in re.findall(r"`([^`]+)`", said)):
-        # The edit as the log holds it (a JSON string escapes its quotes): name the files, invent nothing.
-        if not names:
-            return conclusion
-        said = "editing " + ", ".join(f"`{n}`" for n in sorted(names))
-    return within_budget(conclusion.rstrip() + f"\n\nThe fix: {said}.")

@@ -358,3 +358,31 @@ GO_AHEAD: tuple[Rule, ...] = (
          ("why does it hang?", "add a button"),
          "A go-ahead confirms the choice the assistant proposed; with a problem behind it and a reason, it is a decision."),
 )
+
+
+# --- a sentence that points back instead of saying what was learned ------------------------------------
+
+POINTERS: tuple[Rule, ...] = (
+    Rule("confirms_lead",
+         _rx(r"^(?:so\s+)?(?:that|this|which|it)\s+(?:confirms|proves|explains|shows|verifies)\b|"
+             r"^(?:that|this)(?:'s| is| was) (?:it|the (?:one|culprit))\b|"
+             r"^(?:eso|esto) (?:confirma|demuestra)|^isso (?:confirma|prova)|^(?:cela|ça|ceci) (?:confirme|prouve)|"
+             r"^dat bevestigt|^das (?:bestätigt|beweist)|^to potvrzuje|^(?:이것|그것)(?:이|은)? 확인"),
+         ("That confirms it was a Qt platform plugin issue.", "This proves the cache was stale.",
+          "Eso confirma que era el plugin.", "Das bestätigt den Verdacht."),
+         ("The cache was stale because the key ignored the locale.", "That flag must be set before import."),
+         "A sentence that confirms an earlier one names nothing on its own: a title is never made of it."),
+)
+
+# A lead that refers to another card or commit before the cause itself: cut, the cause after it stays.
+POINTER_LEADS: tuple[Rule, ...] = (
+    Rule("same_as_lead",
+         _rx(r"^(?:(?:the )?same (?:root )?(?:cause|issue|problem|bug|fix)(?: as [^:.]{1,80})?|as (?:before|suspected|expected)|"
+             r"(?:la )?misma causa(?: que [^:.]{1,80})?|(?:a )?mesma causa(?: que [^:.]{1,80})?|"
+             r"(?:la )?même cause(?: que [^:.]{1,80})?|dezelfde oorzaak(?: als [^:.]{1,80})?|"
+             r"(?:die )?gleiche ursache(?: wie [^:.]{1,80})?|stejná příčina(?: jako [^:.]{1,80})?)\s*[:,—–-]\s+"),
+         ("Same root cause as packages/ui (`3f9c2ab`): the config had no environment",
+          "As suspected: the lock was held", "Misma causa que antes: faltaba la variable"),
+         ("Same as the docs say, set it first", "The root cause: a stale lock"),
+         "\"Same root cause as X:\" points at another place; the cause it then states is the lesson."),
+)

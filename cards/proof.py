@@ -29,7 +29,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memoir.cards.commands import added_text, chain_steps, changed_paths, command_key, is_test_or_build, only_looks, target_stems
+from memoir.cards.commands import (added_text, chain_steps, changed_paths, command_key, is_test_or_build, only_looks,
+                                   same_target, target_stems)
 from memoir.cards.hosts.registry import EDIT_TOOLS
 from memoir.cards.cues import is_chatter, is_prompt_template
 from memoir.cards.loop import TEST_RUNNER, Loop, fixed_loop, runner_of, same_check, setting_change, walk
@@ -219,13 +220,26 @@ def self_inflicted(turns: Sequence[Turn], lp: Loop) -> bool:
     return bool(fixed) and fixed <= before
 
 
-def prove(turns: Sequence[Turn], *, confirmed_at: int | None, users_words: bool) -> Proof:
+def green_before(before: Sequence[Turn], command: str) -> int | None:
+    """The result seq of the last run of `command`'s check in the session before the experience, when it
+    passed: that check was green while the problem happened, so green again after the change says
+    nothing of the problem (unless a test written for it ran)."""
+    if not before:
+        return None
+    last = next((r for r in reversed(walk(tuple(before)).runs) if same_target(r.command, command)), None)
+    return last.result.seq if last is not None and last.passed else None
+
+
+def prove(turns: Sequence[Turn], *, confirmed_at: int | None, users_words: bool,
+          before: Sequence[Turn] = ()) -> Proof:
     """The card's kind from the experience's facts.
 
     Args:
         turns: the experience's turns.
         confirmed_at: the seq of the user's confirmation of the answer, if any (`EvidenceView.confirming_turn`).
         users_words: the conclusion is the user's own words.
+        before: the session's turns before the experience, when known (`read_past_range`): a check that
+            was green there before a failure the user pasted cannot prove that failure gone.
     """
     turns = tuple(turns)
     problem = problem_in(turns)
@@ -242,6 +256,11 @@ def prove(turns: Sequence[Turn], *, confirmed_at: int | None, users_words: bool)
         if setting and any(t is not check.call for t in lp.fix.changes):
             return Proof("unproven", "", f"the check was re-run with {setting} as well as after edits: which of them "
                          "fixed it is unknown", lp.failure.seq, check.command, sig)
+        was_green = green_before(before, check.command) if not lp.failure.command else None
+        if was_green is not None and not any(_TEST_FILE.search(p) for p in paths):
+            return Proof("unproven", "", f"the error pasted at t{lp.failure.seq}: `{check.command[:60]}` was already "
+                         f"green at t{was_green}, before it, so passing again cannot prove it gone", lp.failure.seq,
+                         check.command, sig)
         if not exercises(check.command, paths):
             return Proof("unproven", "", f"`{check.command[:60]}` cannot exercise edits to "
                          + ", ".join(sorted({p.rsplit('.', 1)[-1] for p in paths if '.' in p})) + " files",
@@ -274,6 +293,9 @@ def prove(turns: Sequence[Turn], *, confirmed_at: int | None, users_words: bool)
             # A behaviour the user saw is proven gone by the user, or by a test written for it after they told of
             # it; a suite that could not see it proves nothing.
             route = "only the user saw it, and no test was written for it"
+        was_green = green_before(before, fresh.command)
+        if not route and was_green is not None and not any(_TEST_FILE.search(p) for p in paths):
+            route = f"`{fresh.command[:60]}` was already green at t{was_green}, before it"
         if route:
             elsewhere = Proof("unproven", "", f"the problem at t{problem[0]}: {route}; `{fresh.command[:60]}` "
                               "cannot prove it gone", problem[0])

@@ -256,6 +256,9 @@ class _Support:
     SETTING = re.compile(r"^([\w.-]+): ([\w.-]+)$")
 
     def __init__(self, text: str):
+        # Tool calls are kept as JSON: a quote of an edit's line (`f("x", 4)`) stands there escaped.
+        if '\\"' in text:
+            text += "\n" + text.replace('\\"', '"').replace("\\n", "\n")
         self.text = text
         self.lower = text.lower()
 

@@ -28,9 +28,12 @@ MAX_MESSAGE = 150
 # lines cascade from it (a compiler's first error).
 EXIT, WARNING, GENERIC, TEST, INFRA, DIAGNOSTIC, EXCEPTION = range(1, 8)
 
+_ARITY = re.compile(r"[A-Za-z_][\w.]*[!?]?/\d{1,2}")
 _MASKS = (
     # Paths vary by machine; an npm scoped package (`@rollup/rollup-linux-x64-gnu`) names the failure.
-    (re.compile(r"(?:[A-Za-z]:)?(?:[\w.~-]*/)+[\w.-]+"), lambda m: m.group(0) if m.string[m.start() - 1:m.start()] == "@" else "<path>"),
+    # A function with its arity (`get/2`, `Phoenix.ConnTest.get/2` in Elixir and Erlang) is no path.
+    (re.compile(r"(?:[A-Za-z]:)?(?:[\w.~-]*/)+[\w.-]+"), lambda m: m.group(0) if (
+        m.string[m.start() - 1:m.start()] == "@" or _ARITY.fullmatch(m.group(0))) else "<path>"),
     (re.compile(r"\b[0-9a-f]{7,64}\b"), "<id>"),
     (re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"), "<id>"),
     (re.compile(r"0x[0-9a-fA-F]+"), "<hex>"),

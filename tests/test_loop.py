@@ -397,3 +397,22 @@ def test_an_output_the_assistant_reads_as_still_failing_is_a_failed_attempt():
     assert lp is not None and [a.worked for a in lp.attempts] == [False, True]
     v = verification(s.turns)
     assert (v.seq, v.failed_seq) == (10, 5)  # it clears the run read as still failing
+
+
+def test_an_edit_that_only_removes_lines_says_what_it_removed_and_a_comment_it_left_is_no_change():
+    s = Script()
+    _edit(s, "/home/dev/tool/cli.py", "# gcode tools\ngh = sub.add_parser('gcode-hooks')\n", "# gcode tools (defined below)\n")
+    assert describe_change(s.turns[-2]) == "removing `gh = sub.add_parser('gcode-hooks')` from `tool/cli.py`"
+
+
+def test_a_fix_too_long_to_show_whole_shows_the_lines_that_name_what_failed():
+    from memoir.cards.fix_line import with_the_fix
+    s = Script().user("mix test fails")
+    s.runs("mix test").error("** (RuntimeError) no :secret_key_base configuration found in MyApp.Endpoint.")
+    _edit(s, "/home/dev/app/config/test.exs", "import Config\n",
+          "import Config\n\nconfig :my_app, MyApp.Endpoint,\n  http: [port: 4002],\n  server: false,\n"
+          "  secret_key_base: String.duplicate(\"test_key_\", 8)\n")
+    s.runs("mix test").result("12 tests, 0 failures")
+    said = with_the_fix("The endpoint had no test configuration.", fixed_loop(tuple(s.turns)), tuple(s.turns))
+    assert "secret_key_base: String.duplicate(\"test_key_\", 8)" in said
+    assert "config :my_app, MyApp.Endpoint," in said and "editing" not in said

@@ -243,3 +243,41 @@ def test_a_guess_is_never_the_conclusion_of_a_step():
     steps = [c for e, c in with_inner_lessons(exp, draft_card(exp)) if e.boundary == "inner_loop"]
     assert steps and all("suggests" not in c.conclusion for c in steps)
     assert "cleared that error" in steps[0].conclusion
+
+
+def test_a_check_green_before_the_users_pasted_failure_cannot_prove_it_gone():
+    """The user pastes a failure from CI; the same local check had passed earlier in the session, before
+    the paste, so passing again after the change proves nothing: the card is not active."""
+    s = Script().user("add the export subcommand")
+    _edit(s, "/home/dev/tool/cli.py", "pass", "sub.add_parser('export')")
+    s.runs("pytest -q").result("36 passed in 0.4s")
+    s.says("The export subcommand is added and the suite passes.")
+    first = len(s.turns)
+    s.user("Run python -m pytest -q\nE   argparse.ArgumentError: argument cmd: conflicting subparser: export\n"
+           "FAILED tests/test_cli.py::test_export - argparse.ArgumentError")
+    _edit(s, "/home/dev/tool/cli.py", "sub.add_parser('export')\nsub.add_parser('export')", "sub.add_parser('export')")
+    s.runs("pytest -q").result("36 passed in 0.4s")
+    s.says("The failure came from registering the export subparser twice; the duplicate is removed.")
+    exp = Experience(s.host, s.session_id, tuple(s.turns[first:]))
+    alone = draft_card(exp)
+    assert alone.extra["kind"] == "fix"  # read alone, the experience looks proven
+    (exp, card), = read_past_range(tuple(s.turns), [(exp, alone)])
+    assert card.extra["kind"] == "unproven" and not card.verified_by
+    assert "already green" in card.extra["proof"]
+    card = decide_status(card, judge_card(card, EvidenceView.of_experience(exp)), model_enabled=False, distilled=False)
+    assert card.status != "active"
+
+
+def test_a_regression_test_written_after_the_paste_still_proves_it():
+    s = Script().user("add the export subcommand")
+    _edit(s, "/home/dev/tool/cli.py", "pass", "sub.add_parser('export')")
+    s.runs("pytest -q").result("36 passed in 0.4s")
+    first = len(s.turns)
+    s.user("Run python -m pytest -q\nE   argparse.ArgumentError: argument cmd: conflicting subparser: export")
+    _edit(s, "/home/dev/tool/cli.py", "sub.add_parser('export')\nsub.add_parser('export')", "sub.add_parser('export')")
+    _edit(s, "/home/dev/tool/tests/test_cli.py", "", "def test_parser_builds_on_3_12(): build_parser()")
+    s.runs("pytest -q").result("37 passed in 0.4s")
+    s.says("The failure came from registering the export subparser twice; a test now builds the parser.")
+    exp = Experience(s.host, s.session_id, tuple(s.turns[first:]))
+    (exp, card), = read_past_range(tuple(s.turns), [(exp, draft_card(exp))])
+    assert card.extra["kind"] == "fix" and card.verified_by

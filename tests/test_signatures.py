@@ -200,3 +200,9 @@ def test_an_error_headline_beats_a_generic_failed_line():
     out = ("failed to load config from /home/runner/work/app/vitest.config.ts\n"
            "Error: Cannot find module @rollup/rollup-linux-x64-gnu. npm has a bug related to optional dependencies")
     assert error_signature(out).startswith("Error: Cannot find module")
+
+
+def test_a_function_with_its_arity_is_named_not_masked_as_a_path():
+    sig = error_signature("** (CompileError) test/live_test.exs:12: undefined function get/2 (expected X to define "
+                          "such a function or for it to be imported, but none are available)")
+    assert "get/" in sig and "<path>:" in sig  # the file is a path, the function is not

@@ -180,3 +180,17 @@ def test_a_sentence_that_only_narrows_another_is_not_the_cause_a_title_names():
                   "so it survives reloads.\n\nThe `sessionStorage` hit is only the checkout step, which is per tab.")
     assert make_title(conclusion=conclusion, request="does the cart survive a page reload?").startswith(
         "The cart is a zustand store in `web/src/store/cart.ts`")
+
+
+def test_a_sentence_that_only_confirms_an_earlier_one_is_never_the_title():
+    title = make_title(conclusion="That confirms it was a Qt platform plugin issue.\n"
+                                  "Forcing QT_QPA_PLATFORM=xcb selects the X11 plugin and fixes the immediate exit.")
+    assert not title.startswith("That confirms")
+    assert "xcb" in title
+
+
+def test_a_lead_pointing_at_another_fix_is_cut_and_the_cause_after_it_names_the_card():
+    title = make_title(signature="ReferenceError: document is not defined",
+                       conclusion="Same root cause as packages/ui (`3f9c2ab`): `vitest.config.ts` had no `environment`, "
+                                  "so vitest ran in node and document was undefined.")
+    assert "Same root cause" not in title and "vitest.config.ts" in title
