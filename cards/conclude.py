@@ -423,7 +423,9 @@ def _held_to_the_fix(turns: tuple[Turn, ...], found: Conclusion) -> Conclusion:
     words = _short_reason(turns, dead, loop)
     if words:
         evidence = f"{evidence} Said before the change: “{words}”"
-    if found.settled and outcome in _AFTER_FIX and found.seq is not None and found.seq >= fix.check.call.seq:
-        # What the session said after the fix, which names nothing of it: kept below the evidence.
+    if found.settled and outcome in _AFTER_FIX and found.seq is not None and found.seq >= fix.check.call.seq \
+            and not work_report(found.text):
+        # What the session said after the fix, which names nothing of it: kept below the evidence (a change
+        # list of the task around the fix is no part of its lesson).
         return Conclusion(f"{evidence}\n\n{found.text}", found.seq, f"evidence+{outcome}", verified)
     return Conclusion(evidence, fix.check.result.seq, "evidence", verified)

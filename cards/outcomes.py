@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memoir.cards.commands import one_line, same_target, undoes
+from memoir.cards.phrasebook import PROBLEM_REPORTS, first_rule
 from memoir.cards.loop import Walk, fixed_loop, loops, runs_check, walk
 from memoir.cards.values import Turn, per_turns
 
@@ -185,6 +186,9 @@ def _attempts(turns: tuple[Turn, ...]) -> list[FailureCondition]:
     return out
 
 
+REPORT_LEAD = 400  # characters of a user's message read for a problem told in words
+
+
 def failure_conditions(turns: Sequence[Turn]) -> list[FailureCondition]:
     """What made the problem appear, one short line each, deduplicated, at most MAX_CONDITIONS, in turn order.
 
@@ -196,8 +200,11 @@ def failure_conditions(turns: Sequence[Turn]) -> list[FailureCondition]:
     the error a confirmed fix removed.
     """
     turns = tuple(turns)
+    # A condition is the user's only in a message that tells of a problem (its lead, or the sentence
+    # itself): a feature request's "only after X is Y shown" is a requirement, not when a failure shows.
     found = [FailureCondition(t.seq, s, "condition")
-             for t in turns if t.role == "user" and t.kind == "text" for s in _condition_sentences(t.text)]
+             for t in turns if t.role == "user" and t.kind == "text" for s in _condition_sentences(t.text)
+             if first_rule(PROBLEM_REPORTS, t.text[:REPORT_LEAD]) or first_rule(PROBLEM_REPORTS, s)]
     found += _attempts(turns)
     fix = verification(turns)
     cleared = None

@@ -386,3 +386,16 @@ POINTER_LEADS: tuple[Rule, ...] = (
          ("Same as the docs say, set it first", "The root cause: a stale lock"),
          "\"Same root cause as X:\" points at another place; the cause it then states is the lesson."),
 )
+
+# A sentence about a suspect cleared on the way: true, but not what the card teaches.
+RULED_OUT: tuple[Rule, ...] = (
+    Rule("cleared_suspect",
+         _rx(r"\b(?:can(?:'|no)?t|cannot|could(?:n'?t| not)|does(?:n'?t| not)|did(?:n'?t| not)|won'?t) (?:help|matter)\b|"
+             r"\bwas (?:applied|set|configured|in place) correctly\b|\b(?:was|is) (?:not|n't) (?:enough|sufficient)\b|"
+             r"\bruled out\b|\bno ayuda\b|\bnão ajuda\b|\bn'aide pas\b|\bhelpt niet\b|\bhilft nicht\b|\bnepomáhá\b|"
+             r"도움이 되지 않"),
+         ("the earlier fix was applied correctly on every pooled connection, but it can't help here",
+          "raising the timeout doesn't help", "subir el timeout no ayuda"),
+         ("busy_timeout now makes BEGIN wait", "this helps the cache hit rate"),
+         "A suspect the session checked and cleared is context, never the title of what was learned."),
+)

@@ -34,7 +34,7 @@ from memoir.cards.commands import (added_text, chain_steps, changed_paths, comma
 from memoir.cards.hosts.registry import EDIT_TOOLS
 from memoir.cards.cues import is_chatter, is_prompt_template
 from memoir.cards.loop import TEST_RUNNER, Loop, fixed_loop, runner_of, same_check, setting_change, walk
-from memoir.cards.outcomes import verification
+from memoir.cards.outcomes import REPORT_LEAD, verification
 from memoir.cards.phrasebook import COMPILE_ERRORS, DEPENDENCY_FIX, GO_AHEAD, QUESTIONS, ENVIRONMENT, LOCAL_ROUTE, OTHER_ROUTE, UNRELATED, PROBLEM_REPORTS, REJECTS, RETRACTS, first_rule
 from memoir.cards.signatures import error_signature, is_error_output
 from memoir.cards.values import Turn
@@ -42,8 +42,7 @@ from memoir.cards.values import Turn
 KINDS = ("fix", "confirmed_answer", "decision", "checked_answer", "work_report", "unproven", "open")
 ACTIVE_KINDS = ("fix", "confirmed_answer", "decision", "checked_answer")
 _TEST_FILE = re.compile(r"(?i)(?:^|/)(?:tests?|spec|__tests__)/|(?:^|/)test_[^/]+$|_(?:test|spec)\.\w+$|\.(?:test|spec)\.\w+$")
-RETRACTION_WINDOW = 60
-REPORT_LEAD = 400  # characters of a user's message read for a problem told in words  # turns after a card's range in which the agent's "that was not the cause" counts
+RETRACTION_WINDOW = 60  # turns after a card's range in which the agent's "that was not the cause" counts
 
 # Which files a check's runner can exercise, by the runner's first word(s). A runner not listed
 # (make, bazel, a script) may exercise anything.
@@ -265,7 +264,10 @@ def prove(turns: Sequence[Turn], *, confirmed_at: int | None, users_words: bool,
             return Proof("unproven", "", f"`{check.command[:60]}` cannot exercise edits to "
                          + ", ".join(sorted({p.rsplit('.', 1)[-1] for p in paths if '.' in p})) + " files",
                          lp.failure.seq, check.command, sig)
-        return Proof("fix", f"t{check.result.seq}", f"failed at t{lp.failure.seq}, passed after the change at "
+        # The turn that showed the card's own error (a chain's later step, when its first errors have cards of their own).
+        shown = next((a.check.result.seq for a in lp.failed_attempts if sig != lp.failure.signature
+                      and a.check.signature == sig), lp.failure.seq)
+        return Proof("fix", f"t{check.result.seq}", f"failed at t{shown}, passed after the change at "
                      f"t{check.result.seq}", lp.failure.seq, check.command, sig, self_inflicted(turns, lp), tuple(paths))
     elsewhere = None  # a check that passed, but cannot prove a problem seen on another route
     fresh = verification(turns) if problem is not None else None

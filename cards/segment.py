@@ -62,6 +62,7 @@ _TRACKER_CLOSE = re.compile(
 )
 _PR_CREATE = re.compile(r"\bgh pr create\b|\bglab mr create\b", re.I)
 # After a commit, these keep the wrap-up going; any other tool call starts the next piece of work.
+_COMMIT_STEPS = re.compile(r"\bgit (?:add|commit|stash)\b", re.I)  # the closed task's own commit follows its close
 _WRAP_COMMANDS = re.compile(
     r"\bgit (?:push|log|status|show|diff|tag)\b|\bgh (?:pr|issue) (?:create|close|comment|view)\b|\bbd (?:close|update|sync)\b",
     re.I,
@@ -164,6 +165,7 @@ class _Builder:
         self.wrapped = ""  # why the task is wrapped up: commit, tests_green, tracker_close, pr, said_done
         self.committed = False  # a commit landed: the next unrelated tool call is new work
         self.plan_accepted = False
+        self.tracker_closed = False  # a tracker command closed the task (`bd close`): the next task's call cuts
         self.pending_commit = False
         self.pending_plan = False
         self.red = False  # a check failed and nothing has passed since
@@ -362,6 +364,12 @@ def iter_segments(turns: list[Turn] | tuple[Turn, ...], rules: SegmentRules,
         elif b.turns and b.committed and turn.role == "assistant" and turn.kind == "text" \
                 and _MOVING_ON.match(turn.text):
             close(b.wrapped or "commit", mid_task=True)
+        elif b.turns and turn.kind == "tool_call" and b.tracker_closed and b.wrapped == "tracker_close" and not b.red \
+                and not _WRAP_COMMANDS.search(turn.text[:400]) and not _COMMIT_STEPS.search(turn.text[:400]) \
+                and not runs_check(command_of(turn) or ""):
+            # One autonomous turn through several tracked tasks: each its own (a check or the closed task's
+            # commit right after the close still belongs to it).
+            close("tracker_close", mid_task=True)
         elif b.turns and turn.kind == "tool_call" and (b.committed or b.plan_accepted):
             if b.plan_accepted or not _WRAP_COMMANDS.search(turn.text[:400]):
                 close("plan_accepted" if b.plan_accepted else b.wrapped or "commit", mid_task=True)
@@ -409,6 +417,7 @@ def _observe(b: _Builder, turn: Turn) -> None:
         head = turn.text[:2000]
         if _may_hold(head, _TRACKER_STEMS) and _TRACKER_CLOSE.search(head):
             b.wrapped = "tracker_close"
+            b.tracker_closed = True
         elif _may_hold(head, _PR_STEMS) and _PR_CREATE.search(head):
             b.wrapped = "pr"
         elif plan_completed(turn):

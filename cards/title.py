@@ -18,7 +18,7 @@ import re
 
 from memoir.cards.conclude import work_report_lead
 from memoir.cards.limits import scope_limits
-from memoir.cards.phrasebook import POINTER_LEADS, POINTERS, first_rule
+from memoir.cards.phrasebook import POINTER_LEADS, POINTERS, RETRACTS, RULED_OUT, first_rule
 
 MAX_TITLE = 110  # long enough for a cause → fix with its code span whole; a title list still reads
 
@@ -169,8 +169,8 @@ def _gist(conclusion: str, signature: str) -> str:
                 return f"Re-run with {rerun[1]}"  # the same command with another setting was the fix
             if _NARRATIVE.match(sentence):
                 sentence = _NARRATIVE.sub("", sentence).rstrip("”\"").strip()
-            if first_rule(POINTERS, sentence):
-                continue  # "That confirms it …" points back; the title is what it pointed at
+            if first_rule(POINTERS, sentence) or first_rule(RULED_OUT, sentence) or first_rule(RETRACTS, sentence):
+                continue  # "That confirms it …" points back, a cleared suspect is context: neither is the lesson
             if lead := next((r.pattern.match(sentence) for r in POINTER_LEADS if r.pattern.match(sentence)), None):
                 sentence = _capital(sentence[lead.end():])
             if _FAILED_TRY.search(sentence) or _ASIDE.match(sentence) or _AHEAD.match(sentence) or scope_limits(sentence) \

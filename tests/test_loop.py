@@ -280,6 +280,24 @@ def test_the_same_command_re_run_with_another_setting_is_the_change_that_worked(
     assert "re-running it with `sandbox_permissions: require_escalated`" in choose_conclusion(s.turns).text
 
 
+def test_a_change_list_said_after_a_fix_is_no_part_of_its_lesson():
+    """The task around the fix reports what it built; the fix's card keeps the fix, not the change list."""
+    s = Script(host="codex").user("write the spec for the startup readiness feature")
+    call = {"command": "./scripts/new-feature.sh --json", "workdir": "/home/dev/shop"}
+    for args, out, kind in ((call, "fatal: cannot lock ref 'refs/heads/001-x': Operation not permitted", "error"),
+                            ({**call, "sandbox_permissions": "require_escalated", "justification": "needs .git"},
+                             "Switched to a new branch '001-x'", "tool_result")):
+        s.turns.append(Turn(host="codex", session_id=s.session_id, seq=len(s.turns), role="assistant", kind="tool_call",
+                            text="shell_command " + json.dumps(args), timestamp=T0, tool_name="shell_command"))
+        s.turns.append(Turn(host="codex", session_id=s.session_id, seq=len(s.turns), role="tool", kind=kind,
+                            text=out, timestamp=T0, tool_name="shell_command"))
+    s.runs("pytest -q").result("12 passed in 0.1s")
+    s.says("Created the startup readiness specification and validated it against the quality checklist. "
+           "The spec is ready for planning.")
+    said = choose_conclusion(s.turns).text
+    assert "require_escalated" in said and "Created the startup readiness specification" not in said
+
+
 def test_words_too_short_for_a_conclusion_that_name_the_fix_are_kept_beside_the_evidence():
     s = Script().user("the cart total test fails")
     s.runs("pytest tests/test_cart.py").error(KEYERROR)

@@ -263,6 +263,12 @@ def test_user_sentences_that_state_conditions_are_kept():
                      "Since I bumped sqlalchemy to 2.0 it also shows up on CI."]
 
 
+def test_a_feature_requests_requirements_are_no_failure_conditions():
+    s = Script().user("Specify the embedded startup readiness feature. Only after the health endpoint answers "
+                      "will the chat UI be enabled. If that means server logs are kept until the UI starts, so be it.")
+    assert failure_conditions(s.turns) == []
+
+
 def test_a_request_without_conditions_gives_none():
     s = Script().user("Please fix the failing tests in the db module, I need to work with them today.")
     assert failure_conditions(s.turns) == []

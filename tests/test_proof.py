@@ -281,3 +281,4 @@ def test_a_regression_test_written_after_the_paste_still_proves_it():
     exp = Experience(s.host, s.session_id, tuple(s.turns[first:]))
     (exp, card), = read_past_range(tuple(s.turns), [(exp, draft_card(exp))])
     assert card.extra["kind"] == "fix" and card.verified_by
+

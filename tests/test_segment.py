@@ -140,6 +140,21 @@ def test_a_closed_tracker_item_and_a_completed_todo_list_end_tasks():
     assert [e.boundary for e in segment_session(todo.turns)] == ["start", "tracker_close"]
 
 
+def test_one_autonomous_turn_through_several_tracked_tasks_is_cut_at_each_close():
+    """Between two user messages the agent closes one bead and opens the next: two tasks, two experiences;
+    the closed task's own commit after its close stays with it."""
+    s = (Script().user("work through the ready beads of epic app-7")
+         .runs("bd show app-7.1").result("app-7.1: badge count").runs("apply_patch lib/badge.ex").result("Done")
+         .runs("mix test").result("12 tests, 0 failures").runs("bd close app-7.1").result("Closed app-7.1")
+         .says("Task app-7.1 done.").runs("bd show app-7.2").result("app-7.2: subagent links")
+         .runs("apply_patch lib/links.ex").result("Done").runs("mix test").result("14 tests, 0 failures"))
+    assert [e.boundary for e in segment_session(s.turns)] == ["start", "tracker_close"]
+    committed = (Script().user("finish app-7.1").runs("apply_patch lib/badge.ex").result("Done")
+                 .runs("bd close app-7.1").result("Closed app-7.1").runs('git add -A && git commit -m "badge"')
+                 .result("[main 1234567] badge"))
+    assert len(segment_session(committed.turns)) == 1
+
+
 def test_clear_and_compact_cut_and_are_not_content():
     s = (Script().user("explain the retry decorator").runs("cat net.py").says("It retries three times on ConnectionError.")
          .user("/clear").user("set up pre-commit with ruff").runs("pre-commit install").says("Installed pre-commit with ruff."))

@@ -194,3 +194,10 @@ def test_a_lead_pointing_at_another_fix_is_cut_and_the_cause_after_it_names_the_
                        conclusion="Same root cause as packages/ui (`3f9c2ab`): `vitest.config.ts` had no `environment`, "
                                   "so vitest ran in node and document was undefined.")
     assert "Same root cause" not in title and "vitest.config.ts" in title
+
+
+def test_a_suspect_the_session_cleared_is_never_the_title():
+    title = make_title(conclusion="The earlier fix (`busy_timeout(5000)`) was applied correctly on every pooled "
+                                  "connection, but it can't help here. Added `_txlock=immediate` to the DSN so every "
+                                  "BeginTx takes the write lock before the first read.")
+    assert "_txlock=immediate" in title and "busy_timeout" not in title
