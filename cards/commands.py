@@ -246,15 +246,21 @@ def undoes(turn: Turn) -> bool:
     return turn.kind == "tool_call" and bool(_UNDO.search(command_of(turn) or ""))
 
 
-def _short_path(path: str) -> str:
-    parts = [p for p in path.replace("\\", "/").split("/") if p]
+def _short_path(path: str, cwd: str = "") -> str:
+    """The file as a reader names it: under the session's folder, relative to it (`mix.exs`, not the
+    checkout's own folder name); elsewhere, its last two parts."""
+    path = path.replace("\\", "/")
+    root = cwd.replace("\\", "/").rstrip("/") + "/"
+    if len(root) > 1 and path.startswith(root):
+        path = path[len(root):]
+    parts = [p for p in path.split("/") if p]
     return "/".join(parts[-2:]) if parts else path
 
 
 def describe_change(turn: Turn) -> str:
     """`rm state/state.db-journal` or editing `app/db.py`: what a change did, in a few words."""
     if turn.kind == "tool_result" and turn.text.startswith("Applied edit to "):
-        return f"editing `{_short_path(turn.text[len('Applied edit to '):].strip())}`"
+        return f"editing `{_short_path(turn.text[len('Applied edit to '):].strip(), turn.cwd)}`"
     command = command_of(turn)
     patched = _PATCH_FILE.findall(command or turn.text)
     if patched:
@@ -262,8 +268,8 @@ def describe_change(turn: Turn) -> str:
         if len(files) == 1:
             body = command or turn.text
             removed = "\n".join(line[1:] for line in body.splitlines() if line.startswith("-") and not line.startswith("---"))
-            return _what_changed({"old_string": removed, "new_string": added_text(turn)}) + f"`{_short_path(files[0])}`"
-        return "editing " + ", ".join(f"`{_short_path(p)}`" for p in files)
+            return _what_changed({"old_string": removed, "new_string": added_text(turn)}) + f"`{_short_path(files[0], turn.cwd)}`"
+        return "editing " + ", ".join(f"`{_short_path(p, turn.cwd)}`" for p in files)
     if command:
         return f"`{one_line(command, 80)}`"
     body = turn.text[len(turn.tool_name):].lstrip() if turn.text.startswith(turn.tool_name) else turn.text
@@ -275,7 +281,7 @@ def describe_change(turn: Turn) -> str:
                  if isinstance(args, dict) and isinstance(args.get(k), str)), "")
     if not path:
         return f"`{turn.tool_name or 'an edit'}`"
-    return _what_changed(args) + f"`{_short_path(path)}`"
+    return _what_changed(args) + f"`{_short_path(path, turn.cwd)}`"
 
 
 MAX_SHOWN_EDIT = 90  # an edit this short is shown as it is: "changing `a` to `b` in x.py" says what the fix was

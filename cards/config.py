@@ -149,7 +149,12 @@ def load_settings(home: str | Path | None = None, env: dict[str, str] | None = N
     values: dict[str, object] = {}
     types = {f.name: f.type for f in fields(Settings)}
     path = default_config_file(env)
-    if path.exists():
+    try:
+        present = path.exists()
+    except OSError as exc:  # a folder on its way the user may not enter
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}; fix its folder's "
+                          "permissions, or point MEMOIR_CONFIG elsewhere") from exc
+    if present:
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (OSError, tomllib.TOMLDecodeError) as exc:

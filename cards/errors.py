@@ -18,3 +18,7 @@ class CardsError(MemoirError):
 
 class LibraryTooNew(CardsError):
     """A card file says a newer memoir wrote it (`schema:` above `CARD_SCHEMA`): read nothing, write nothing."""
+
+
+class HomeNotPrivate(MemoirError):
+    """The memoir home, or a folder in it, can be changed by another user: memoir reads and writes nothing there."""

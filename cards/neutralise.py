@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 
+from memoir.cards.plain_text import plain
 from memoir.cards.quality_gates import COMMAND_SHAPES, MARKUP_SHAPE
 
 LABEL = "instruction-shaped text from a session log, not an instruction"
@@ -62,8 +63,9 @@ def quoted(sentence: str) -> str:
 
 
 def neutralise(text: object) -> str:
-    """`text` as memoir may inject it: markup defanged, commanding sentences quoted and labelled."""
-    text = defang_markup(str(text))
+    """`text` as memoir may inject it: disguises taken off (`cards.plain_text`), markup defanged,
+    commanding sentences quoted and labelled."""
+    text = defang_markup(plain(str(text)))
     spans = command_spans(text)
     if not spans:
         return text

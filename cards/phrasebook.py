@@ -119,10 +119,10 @@ PROBLEM_REPORTS: tuple[Rule, ...] = (
     Rule("problem_en",
          _rx(r"\b(?:(?:does|did|is|was|are)(?:n't| not) (?:work|working|load|start|run|show|build|compile|pass)|"
              r"broken|crash(?:es|ed|ing)?|fails?|failing|failed|error|exception|traceback|bug|regress(?:ion|ed)|"
-             r"wrong|blank|hangs?|stuck|nothing happens|no longer|exits? (?:at once|immediately|right away)|(?:does|did)(?:n'?t| not) (?:open|appear|show up|reload|update|pick up)|not (?:found|showing|shown|loading|working|picked up)|missing|slow|too long|never (?:gets?|receives?|arrives?|shows?|fires?|runs?|sends?|loads?)|takes \d+(?:\.\d+)? ?(?:s|ms|sec|seconds|minutes)|overlap\w*|twice|duplicated?|flaky|intermittent(?:ly)?|full of|unexpected)\b"),
+             r"wrong|blank|hangs?|stuck|nothing happens|only (?:happens|occurs|shows up|appears)|happens (?:only|again|every time|sometimes)|no longer|exits? (?:at once|immediately|right away)|(?:does|did)(?:n'?t| not) (?:open|appear|show up|reload|update|pick up)|not (?:found|showing|shown|loading|working|picked up)|missing|slow|too long|never (?:gets?|receives?|arrives?|shows?|fires?|runs?|sends?|loads?)|takes \d+(?:\.\d+)? ?(?:s|ms|sec|seconds|minutes)|overlap\w*|twice|duplicated?|flaky|intermittent(?:ly)?|full of|unexpected)\b"),
          ("the page is blank after login", "it crashes on start", "why does this fail?", "got this error:",
           "checkout takes 3 s", "page 2 and page 3 overlap", "uvicorn doesn't reload in docker",
-          "patients never get the check-in text"),
+          "patients never get the check-in text", "It only happens on CI when both jobs run"),
          ("add a settings dialog", "please write the README"),
          "The user telling of a failure is a problem even when no command showed it."),
     Rule("problem_other",

@@ -148,3 +148,62 @@ def tightened_note(changed: list[str]) -> str:
     shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
     return (f"made the home private: {len(changed)} path(s) had modes wider than "
             f"{DIR_MODE:04o}/{FILE_MODE:04o} and were tightened ({shown})")
+
+
+def _folders(home: Path):
+    """(path, lstat) for the home and each folder under it, files not touched (cheap on a large home)."""
+    try:
+        st = os.lstat(home)
+    except OSError:
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        return
+    yield home, st
+    for root, dirs, _files in os.walk(home, onerror=lambda exc: None):
+        for name in dirs:
+            path = Path(root) / name
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                yield path, st
+
+
+def _owner_name(uid: int) -> str:
+    try:
+        import pwd  # deferred: not on every platform
+
+        return pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):
+        return f"uid {uid}"
+
+
+def home_owner(home: Path | str) -> str:
+    """Who owns the home folder ('' when it does not exist yet): `memoir status` names it."""
+    try:
+        return _owner_name(os.stat(home).st_uid)
+    except OSError:
+        return ""
+
+
+def foreign_folders(home: Path | str) -> list[str]:
+    """The home and each folder in it that someone else could change: owned by another user, writable
+    by others, or writable by a group other than the user's own. Each as 'path: why'; empty when the
+    home is the owner's alone (or does not exist yet: memoir will make it 0700).
+
+    Such a folder lets another user replace a card file, and the owner's next recall would inject it.
+    """
+    home = Path(home)
+    me, my_group = os.geteuid(), os.getegid()
+    out = []
+    for path, st in _folders(home):
+        rel = path.relative_to(home).as_posix() if path != home else str(home)
+        mode = stat.S_IMODE(st.st_mode)
+        if st.st_uid != me:
+            out.append(f"{rel}: owned by {_owner_name(st.st_uid)}")
+        elif mode & stat.S_IWOTH:
+            out.append(f"{rel}: writable by every user ({mode:04o})")
+        elif mode & stat.S_IWGRP and st.st_gid != my_group:
+            out.append(f"{rel}: writable by group {st.st_gid} ({mode:04o})")
+    return out

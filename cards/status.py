@@ -21,7 +21,7 @@ from pathlib import Path
 from memoir.cards.review import REJECTED
 from memoir.cards.values import STATUSES, Card
 from memoir.cards.sanitize.fields import sanitize_field, sanitize_value
-from memoir.cards.private import DIR_MODE, FILE_MODE, wider_modes
+from memoir.cards.private import DIR_MODE, FILE_MODE, foreign_folders, home_owner, wider_modes
 from memoir.cards.store import CardStore
 from memoir.cards.jsonl import append_jsonl, read_jsonl
 
@@ -366,13 +366,22 @@ SHOWN_WIDE_MODES = 5
 
 
 def privacy_section(home: Path) -> StatusSection:
-    """Paths under the home with modes wider than 0700 (folders) / 0600 (files); lines only when there are any."""
+    """Where the home is and who owns it; folders another user could change (memoir refuses such a home);
+    paths with modes wider than 0700 (folders) / 0600 (files)."""
     wide = wider_modes(home)
-    data = {"private": not wide, "dir_mode": f"{DIR_MODE:04o}", "file_mode": f"{FILE_MODE:04o}", "wider": wide}
+    foreign = foreign_folders(home)
+    owner = home_owner(home)
+    data = {"home": str(home), "owner": owner, "foreign": foreign, "private": not wide and not foreign,
+            "dir_mode": f"{DIR_MODE:04o}", "file_mode": f"{FILE_MODE:04o}", "wider": wide}
+    lines = [f"home       {home}" + (f" (owner {owner})" if owner else " (not made yet)")]
+    if foreign:
+        lines.append(f"privacy    REFUSED: {len(foreign)} folder(s) another user could change; every command but "
+                     "`status` refuses this home and the hook injects nothing (`--allow-shared-home` overrides)")
+        lines += [f"  shared   {f}" for f in foreign[:SHOWN_WIDE_MODES]]
     if not wide:
-        return StatusSection("privacy", data)
-    lines = [f"privacy    {len(wide)} path(s) under {home} wider than {DIR_MODE:04o}/{FILE_MODE:04o}: other "
-             f"users may read them; the next `memoir run` tightens them (or `chmod -R go-rwx {home}`)"]
+        return StatusSection("privacy", data, tuple(lines))
+    lines += [f"privacy    {len(wide)} path(s) under {home} wider than {DIR_MODE:04o}/{FILE_MODE:04o}: other "
+              f"users may read them; the next `memoir run` tightens them (or `chmod -R go-rwx {home}`)"]
     lines += [f"  wide     {w}" for w in wide[:SHOWN_WIDE_MODES]]
     if len(wide) > SHOWN_WIDE_MODES:
         lines.append(f"  wide     … and {len(wide) - SHOWN_WIDE_MODES} more (`memoir status --json`)")

@@ -26,7 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from memoir.cards.config import ConfigError, Settings, default_config_file, load_settings
-from memoir.cards.private import DIR_MODE, make_private_dir, private_umask
+from memoir.cards.private import DIR_MODE, foreign_folders, make_private_dir, private_umask
 from memoir.flows import hook_client
 from memoir.flows.errors import FlowError
 from memoir.index.errors import IndexFailure
@@ -42,6 +42,7 @@ REQUEST_SETTINGS = ("max_injected", "min_score", "min_conclusion_chars", "sync_t
 # QUERY_THREADS); concurrent requests are serialized on the model anyway (SerialEmbedder).
 SERVICE_THREADS = 1
 MAX_RECALLERS = 8  # distinct caller settings kept open at once (each holds an index connection)
+FOREIGN_RECHECK_S = 5.0  # how long a verdict on who may write the home stands (a walk of its folders)
 
 
 class ServiceError(FlowError):
@@ -142,10 +143,13 @@ class SerialEmbedder:
 class RecallService:
     """Answers recall and brief requests with a warm model and an open index, for any caller's settings."""
 
-    def __init__(self, settings: Settings, embedder):
+    def __init__(self, settings: Settings, embedder, allow_shared_home: bool = False):
         from memoir.index.recall import Recaller  # deferred: start-up (apsw)
 
         self.settings = settings
+        # Checked again on each request (a folder can change hands while the service runs), at most every few seconds.
+        self.allow_shared_home = allow_shared_home or os.environ.get("MEMOIR_ALLOW_SHARED_HOME", "") not in ("", "0")
+        self._foreign: dict[str, tuple[float, list[str]]] = {}
         self.embedder = SerialEmbedder(embedder)
         self.recaller = Recaller(settings, self.embedder)
         self._recallers: dict[tuple, object] = {}
@@ -164,6 +168,16 @@ class RecallService:
                 index.warm()
         except IndexFailure:
             pass  # the first request meets it again and says why in its answer
+
+    def _foreign_folders(self, settings: Settings) -> list[str]:
+        if self.allow_shared_home:
+            return []
+        home = str(settings.home)
+        now = time.monotonic()
+        seen = self._foreign.get(home)
+        if seen is None or now - seen[0] > FOREIGN_RECHECK_S:
+            seen = self._foreign[home] = (now, foreign_folders(home))
+        return seen[1]
 
     def settings_for(self, request: dict) -> Settings:
         """The caller's settings for this request; ValueError when it asks about another home."""
@@ -234,6 +248,11 @@ class RecallService:
             settings = self.settings_for(request)
         except (ValueError, TypeError) as exc:
             return {"ok": False, "error": str(exc)}
+        foreign = self._foreign_folders(settings)
+        if foreign and op in ("brief", "recall"):
+            # Another user could have replaced a card: inject nothing from this home (`memoir status` says why).
+            return {"ok": True, "context": "", "outcome": "empty",
+                    "reason": f"the home is not its owner's alone ({foreign[0]}): nothing injected"}
         recaller = self.recaller_for(settings)
         if op == "brief":
             workspace = str(request.get("workspace") or "")
@@ -387,7 +406,7 @@ def bind_socket(state_dir: Path) -> tuple[socket.socket, Path]:
 
 
 def serve(settings: Settings, embedder, *, idle_exit_s: float | None = None, on_ready=None,
-          lock_fd: int | None = None) -> int:
+          lock_fd: int | None = None, allow_shared_home: bool = False) -> int:
     """Warm up, then answer requests concurrently until SIGTERM/SIGINT or `idle_exit_s` of quiet.
 
     The socket appears only once the model is warm, so "the socket answers" means "warm"; the lock
@@ -396,10 +415,11 @@ def serve(settings: Settings, embedder, *, idle_exit_s: float | None = None, on_
     (the recall log, session files, the pid file) is private, whoever wrote the writer.
     """
     with private_umask():
-        return _serve(settings, embedder, idle_exit_s, on_ready, lock_fd)
+        return _serve(settings, embedder, idle_exit_s, on_ready, lock_fd, allow_shared_home)
 
 
-def _serve(settings: Settings, embedder, idle_exit_s: float | None, on_ready, lock_fd: int | None) -> int:
+def _serve(settings: Settings, embedder, idle_exit_s: float | None, on_ready, lock_fd: int | None,
+           allow_shared_home: bool = False) -> int:
     import signal  # deferred: start-up
 
     state_dir = Path(settings.state_dir)
@@ -418,7 +438,7 @@ def _serve(settings: Settings, embedder, idle_exit_s: float | None, on_ready, lo
     slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
     workers: list[threading.Thread] = []
     try:
-        service = RecallService(settings, embedder)
+        service = RecallService(settings, embedder, allow_shared_home)
         service.warm()
         # Handlers only now: a SIGTERM during the model load ends the process at once (the kernel
         # drops the lock; there is no socket yet), instead of after seconds of loading.

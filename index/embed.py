@@ -22,7 +22,10 @@ DIM = 384
 BATCH_SIZE = 64  # measured best-or-equal on 2 CPU cores for short retrieval texts
 RECENT_QUERIES = 256  # query vectors `encode_one` keeps (1.5 KB each)
 # Nothing may download at run time: the weights ship inside the package.
-OFFLINE_ENVIRONMENT = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+# Nothing leaves the machine either: the libraries' own telemetry is off (Hugging Face's, and the
+# `DO_NOT_TRACK` convention others honour); ONNX Runtime's is turned off in `embed_onnx`.
+OFFLINE_ENVIRONMENT = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+                       "HF_HUB_DISABLE_TELEMETRY": "1", "DO_NOT_TRACK": "1"}
 
 
 def _package_version() -> str:

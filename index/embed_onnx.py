@@ -18,11 +18,45 @@ import numpy as np
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
+def _onnxruntime():
+    """onnxruntime, imported so that nothing it writes lands in the user's home.
+
+    Importing it creates a telemetry store (`Microsoft/DeveloperTools/.onnxruntime`: a device id and an
+    event database) under `$XDG_CACHE_HOME`, else `~/.cache`, before any setting can turn telemetry
+    off. memoir imports it with `XDG_CACHE_HOME` pointed at a private temporary folder that goes when
+    the process ends, then turns its telemetry events off.
+    """
+    import sys
+
+    if "onnxruntime" not in sys.modules:
+        import atexit
+        import os
+        import shutil
+        import tempfile
+
+        scratch = tempfile.mkdtemp(prefix="memoir-ort-")
+        atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+        before = os.environ.get("XDG_CACHE_HOME")
+        os.environ["XDG_CACHE_HOME"] = scratch
+        try:
+            import onnxruntime  # noqa: F401 - deferred: start-up
+        finally:
+            if before is None:
+                os.environ.pop("XDG_CACHE_HOME", None)
+            else:
+                os.environ["XDG_CACHE_HOME"] = before
+    import onnxruntime as ort
+
+    if hasattr(ort, "disable_telemetry_events"):
+        ort.disable_telemetry_events()
+    return ort
+
+
 def onnx_forward(model, threads: int | None):
     """text -> unit vector through an ONNX Runtime session built from `model`'s transformer, mean-pooled
     like `model` pools; None when `model` declares another pipeline. Raises ImportError without
     onnxruntime and onnx, and whatever the export raises."""
-    import onnxruntime as ort  # deferred: start-up
+    ort = _onnxruntime()
     import torch  # deferred: start-up
 
     modules = list(model)

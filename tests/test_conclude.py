@@ -73,7 +73,7 @@ def test_a_work_report_is_what_was_built_and_a_reason_anywhere_makes_it_a_lesson
     assert not work_report("The cache key is the file's hash and the parser's version.")
 
 
-def test_a_work_report_after_a_fixed_loop_leads_with_the_loop_and_keeps_the_report_below():
+def test_a_work_report_after_a_fixed_loop_is_no_part_of_the_loops_lesson():
     s = (Script().user("add the filaments tab")
          .runs("pytest tests/test_gui.py").error("ImportError: cannot import name 'QAction' from 'PySide6.QtWidgets'"))
     _edit(s, "opk/ui/filaments_tab.py", "from PySide6.QtWidgets import QAction", "from PySide6.QtGui import QAction")
@@ -81,7 +81,8 @@ def test_a_work_report_after_a_fixed_loop_leads_with_the_loop_and_keeps_the_repo
          .says("Added a Filaments tab and wired it into the GUI, docs and tests. All changes are committed; tests pass."))
     found = choose_conclusion(s.turns)
     lead, _, rest = found.text.partition("\n\n")
-    # What failed, what changed and what passed, from the evidence; the report stays below it.
+    # What failed, what changed and what passed, from the evidence; the change list of the task around it
+    # teaches nothing and is left out (issue 37: what is injected says what was learned).
     assert "ImportError" in lead and "pytest tests/test_gui.py" in lead and "filaments_tab.py" in lead, found.text
-    assert rest == "Added a Filaments tab and wired it into the GUI, docs and tests. All changes are committed; tests pass."
+    assert rest == "" and "Added a Filaments tab" not in found.text
     assert found.verified_by == "t6"

@@ -20,7 +20,8 @@ from typing import NoReturn
 import click
 
 from memoir.cards.config import ConfigError, Settings, default_config_file, environment, load_settings
-from memoir.cards.errors import LibraryTooNew, MemoirError
+from memoir.cards.errors import HomeNotPrivate, LibraryTooNew, MemoirError
+from memoir.cards.private import foreign_folders
 from memoir.flows.errors import Busy, FlowError
 from memoir.index.errors import IndexBusy
 
@@ -36,6 +37,7 @@ EXIT_STALE = 6  # `index check`: rows behind the card files, or built for anothe
 EXIT_CORRUPT = 7  # `index check`: the file is damaged
 EXIT_INCIDENT = 8  # `run`: done and the cards are safe, but the model stage raised an incident (runbooks/alerts.md)
 EXIT_TOO_NEW = 9  # the card library was written by a newer memoir (card schema): upgrade memoir first
+EXIT_NOT_PRIVATE = 10  # the home, or a folder in it, belongs to another user or others may write it
 
 # `memoir index check`: each verdict has its own code, none shared with a failure of the check itself.
 CHECK_EXIT = {"healthy": EXIT_OK, "busy": EXIT_BUSY, "cannot_open": EXIT_CANNOT_OPEN, "missing": EXIT_MISSING,
@@ -60,6 +62,7 @@ ERROR_EXITS: tuple[tuple[type[Exception], int], ...] = (
     (IndexBusy, EXIT_BUSY),
     (CommandUsage, EXIT_USAGE),
     (LibraryTooNew, EXIT_TOO_NEW),
+    (HomeNotPrivate, EXIT_NOT_PRIVATE),
     (MemoirError, EXIT_FAILED),
 )
 FAILURES = tuple(cls for cls, _ in ERROR_EXITS)
@@ -89,6 +92,7 @@ class Context:
         self.home = home
         self.env = env
         self.warning = ""  # said once on stderr, and in every JSON object the command prints
+        self.allow_shared_home = False  # --allow-shared-home: the person trusts every user who can write the home
         self.config_error: ConfigError | None = None
         self._settings: Settings | None = None
         try:
@@ -121,6 +125,21 @@ class Context:
 
 
 pass_ctx = click.make_pass_decorator(Context)
+
+# `status` reports a shared home instead of refusing it; a hook never fails a prompt (it injects nothing
+# from such a home: `hook_main` asks `foreign_folders` itself).
+OWNER_CHECK_EXEMPT = frozenset({"status", "hook"})
+
+
+def refuse_foreign_home(home: str | os.PathLike) -> None:
+    """Raise HomeNotPrivate when another user owns or may write the home or a folder in it."""
+    foreign = foreign_folders(home)
+    if foreign:
+        shown = "; ".join(foreign[:3]) + (f"; and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise HomeNotPrivate(
+            f"the memoir home {home} is not yours alone ({shown}): another user could replace a card your agent "
+            f"is then handed. Use a home you own (`chmod 700` each folder, or `--home` elsewhere), or pass "
+            f"--allow-shared-home if you trust every user who can write there")
 
 # Commands that only read a library: run on a home that holds none (a mistyped --home), they would
 # show an empty library and exit 0, so they warn first.
@@ -215,15 +234,21 @@ class MemoirGroup(click.Group):
 @click.option("--home", type=click.Path(file_okay=False), envvar="MEMOIR_HOME",
               help="Where cards/, state/ and index/ live (default ~/.local/share/memoir). "
                    "Works before or after the subcommand.")
+@click.option("--allow-shared-home", is_flag=True, envvar="MEMOIR_ALLOW_SHARED_HOME",
+              help="Use a home that another user owns or may write to (refused otherwise: they could "
+                   "replace a card your agent is then handed).")
 @click.version_option(package_name="memoir")
 @click.pass_context
-def cli(ctx: click.Context, home: str | None) -> None:
+def cli(ctx: click.Context, home: str | None, allow_shared_home: bool) -> None:
     """memoir: experience cards from AI coding agents' session logs.
 
     Global options such as --home may be given before or after the subcommand
     (`memoir --home X status` or `memoir status --home X`).
     """
     ctx.obj = Context(home, environment())
+    ctx.obj.allow_shared_home = allow_shared_home
+    if ctx.invoked_subcommand not in OWNER_CHECK_EXEMPT and not allow_shared_home and ctx.obj.config_error is None:
+        refuse_foreign_home(ctx.obj.settings.home)
     if ctx.invoked_subcommand in LIBRARY_READERS and ctx.obj.config_error is None:
         ctx.obj.warning = no_library_warning(ctx.obj.settings.home)
         if ctx.obj.warning:

@@ -153,7 +153,8 @@ def serve_recall_cmd(ctx, idle_exit_s, lock_fd):
         click.echo(f"memoir recall service ready on {path} (pid {os.getpid()})", err=True)
 
     served = recall_service.serve(ctx.settings, Embedder(threads=recall_service.SERVICE_THREADS, query_backend="onnx"),
-                                  idle_exit_s=idle_exit_s, on_ready=ready, lock_fd=lock_fd)
+                                  idle_exit_s=idle_exit_s, on_ready=ready, lock_fd=lock_fd,
+                                  allow_shared_home=ctx.allow_shared_home)
     click.echo(f"memoir recall service stopped after {served} requests ({recall_service.socket_path(ctx.settings.state_dir)})",
                err=True)
 
