@@ -9,6 +9,8 @@ import json
 import os
 import re
 import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
@@ -57,6 +59,8 @@ class Settings:
     step_timeout_s: int = 1800
     run_lock_timeout_s: int = 0
     follow_symlinks: bool = False  # read log links that resolve outside the folders named
+    # Use a home another user owns or may write to (refused otherwise: they could replace a card).
+    allow_shared_home: bool = False
     # A host-log line longer than this is skipped unread (`bad_line_too_large`): decoding one
     # 200 MB line would take gigabytes. Pasted images stay well under it.
     max_line_bytes: int = 16 * 1024 * 1024
@@ -284,6 +288,21 @@ def environment(*names: str) -> dict[str, str]:
     if not names:
         return dict(os.environ)
     return {name: os.environ[name] for name in names if name in os.environ}
+
+
+@contextmanager
+def process_environment_set(name: str, value: str) -> Iterator[None]:
+    """`name` set to `value` in this process's environment for the block, then as it was: for a library
+    that reads a variable once, at import (onnxruntime's cache folder)."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
 
 
 def apply_process_environment(values: dict[str, str]) -> dict[str, str]:

@@ -172,7 +172,7 @@ def _folders(home: Path):
 
 def _owner_name(uid: int) -> str:
     try:
-        import pwd  # deferred: not on every platform
+        import pwd  # deferred: start-up (and not on every platform)
 
         return pwd.getpwuid(uid).pw_name
     except (ImportError, KeyError):

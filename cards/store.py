@@ -284,7 +284,18 @@ class CardStore:
 
     def read(self, card_id: str) -> Card:
         path = self.path_for(card_id)
-        return parse_card(path.read_text(encoding="utf-8"), origin=str(path))
+        return self.parse(card_id, path.read_text(encoding="utf-8"))
+
+    def parse(self, card_id: str, text: str) -> Card:
+        """The card in `text`, the file of `card_id`; CardFileError when it cannot be parsed or its front matter
+        names another id."""
+        path = self.path_for(card_id)
+        card = parse_card(text, origin=str(path))
+        if card.id != card_id:
+            # Two files claiming one id would let a shared file stand in for another card.
+            raise CardFileError(f"{path}: front matter id {card.id!r} does not match the file name; rename the "
+                                f"file to {card.id}.md or fix its id (the card is skipped until then)")
+        return card
 
     def read_text(self, card_id: str) -> str | None:
         try:

@@ -369,15 +369,6 @@ class Caller:
         return self.settings if self.settings is not None else _slow_path().resolve_settings()
 
 
-def _foreign_home(home: str) -> bool:
-    """Another user could change the home (`cards.private.foreign_folders`): a card there is not injected."""
-    if os.environ.get("MEMOIR_ALLOW_SHARED_HOME", "") not in ("", "0"):
-        return False
-    from memoir.cards.private import foreign_folders  # deferred: only a cold start reads cards itself
-
-    return bool(foreign_folders(home))
-
-
 def run_hook(payload: object, caller: Caller, started: float, host: str = "claude-code") -> tuple[str, str, str, str]:
     """(stdout, event, outcome, detail) for one host event; outcome '' when nothing was asked."""
     if not isinstance(payload, dict):
@@ -402,7 +393,8 @@ def run_hook(payload: object, caller: Caller, started: float, host: str = "claud
                       f"started the recall service in the background (pid {pid}; its log: {STATE_DIR}/{SERVICE_LOG})")
         except OSError as exc:
             detail = _scrubbed(f"cannot start the recall service: {exc}; run `memoir serve-recall` to see why")
-        if op == "brief" and workspace and not _foreign_home(caller.home):
+        shared = os.environ.get("MEMOIR_ALLOW_SHARED_HOME", "") not in ("", "0")  # a home another user may change:
+        if op == "brief" and workspace and (shared or not _slow_path().foreign_folders(caller.home)):  # no brief
             return hook_output(event, _slow_path().lexical_brief(caller.resolved(), workspace), host), event, "cold_start", detail
         return "", event, "cold_start", detail
     except UnsafeSocket as exc:

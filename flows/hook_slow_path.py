@@ -11,6 +11,7 @@ from __future__ import annotations
 import site
 
 from memoir.cards.config import Settings, default_config_file, load_settings
+from memoir.cards.private import foreign_folders  # noqa: F401 - the client asks it of a home before a cold brief
 
 
 def resolve_settings() -> Settings:

@@ -148,7 +148,7 @@ class RecallService:
 
         self.settings = settings
         # Checked again on each request (a folder can change hands while the service runs), at most every few seconds.
-        self.allow_shared_home = allow_shared_home or os.environ.get("MEMOIR_ALLOW_SHARED_HOME", "") not in ("", "0")
+        self.allow_shared_home = allow_shared_home or settings.allow_shared_home
         self._foreign: dict[str, tuple[float, list[str]]] = {}
         self.embedder = SerialEmbedder(embedder)
         self.recaller = Recaller(settings, self.embedder)
@@ -170,7 +170,7 @@ class RecallService:
             pass  # the first request meets it again and says why in its answer
 
     def _foreign_folders(self, settings: Settings) -> list[str]:
-        if self.allow_shared_home:
+        if self.allow_shared_home or settings.allow_shared_home:
             return []
         home = str(settings.home)
         now = time.monotonic()

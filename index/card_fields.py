@@ -10,6 +10,11 @@ a stored card another version of the card parser (cards/store.py, cards/values.p
 next sync stores every card again (after an upgrade every stored card is another parser's, and
 recall parsed every file: four times the cost of a stored card).
 
+Each stored card is sealed: the row keeps, beside the file hash, an HMAC of that hash and the blob
+under a key the index folder holds (`fields.key`, 0600, outside `index.db`). A row edited inside the
+database (another tool, a copied or tampered index) no longer matches its seal and is never used:
+recall parses the card file instead, so what is injected is always what the file says.
+
 Imports neither numpy nor sqlite-vec: the lexical-only recall reads it too.
 """
 
@@ -17,7 +22,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
 import json
+import os
 import zlib
 from collections.abc import Iterable
 from dataclasses import fields
@@ -40,10 +47,14 @@ _TUPLES = ("topics", "supersedes")
 MAX_BIND = 900  # SQLite's 999-variable limit, with room to spare
 
 
+KEY_NAME = "fields.key"
+KEY_BYTES = 32
+
+
 @functools.cache
 def parser_stamp() -> str:
     """Which card parser made a stored card: a changed parser may read the same file otherwise."""
-    h = hashlib.sha256()
+    h = hashlib.sha256(b"sealed rows\0")  # rows stored before seals existed are another parser's
     try:
         for module in (card_store, card_values):
             h.update(Path(module.__file__).read_bytes())
@@ -76,13 +87,64 @@ def card_blob(card: Card) -> bytes | None:
     return zlib.compress(text.encode("utf-8"), 1)
 
 
+@functools.lru_cache(maxsize=8)
+def _key_of(path: str, stamp: tuple[int, int]) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read(KEY_BYTES * 2)
+
+
+def field_key(index_dir: Path | str, *, create: bool = False) -> bytes | None:
+    """The index folder's sealing key (made, 0600, when `create` and missing); None when there is none
+    or it cannot be read: then nothing stored is trusted and recall parses the card files."""
+    path = os.path.join(os.fspath(index_dir), KEY_NAME)
+    if create and not os.path.exists(path):
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass  # another writer made it just now
+        except OSError:
+            return None
+        else:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(os.urandom(KEY_BYTES))
+    try:
+        st = os.stat(path)
+        key = _key_of(path, (st.st_mtime_ns, st.st_ino))
+    except OSError:
+        return None
+    return key if len(key) == KEY_BYTES else None
+
+
+def _conn_dir(conn) -> str | None:
+    name = getattr(conn, "filename", "") or ""
+    return os.path.dirname(name) if name else None
+
+
+def seal(key: bytes, file_hash: str, blob: bytes) -> str:
+    """`file_hash;mac`: what the row keeps, so a blob or hash edited inside the database is found out."""
+    mac = hmac.new(key, file_hash.encode() + b"\0" + blob, hashlib.sha256).hexdigest()[:32]
+    return f"{file_hash};{mac}"
+
+
+def unsealed(key: bytes | None, kept: str, blob: bytes) -> str | None:
+    """The file hash a sealed row names, or None when its seal does not match (or there is no key)."""
+    file_hash, _, mac = kept.partition(";")
+    if key is None or not mac:
+        return None
+    return file_hash if hmac.compare_digest(seal(key, file_hash, blob), kept) else None
+
+
 def put_fields(cur, n: int, card: Card, file_hash: str) -> None:
-    """Store `card` as parsed beside row `n` (or drop what was stored, when it cannot be stored exactly)."""
+    """Store `card` as parsed beside row `n`, sealed (or drop what was stored, when it cannot be stored
+    exactly, or the index folder can hold no key)."""
     blob = card_blob(card)
-    if blob is None:
+    where = _conn_dir(cur.connection)
+    key = field_key(where, create=True) if where else None
+    if blob is None or key is None:
         cur.execute("DELETE FROM card_fields WHERE n = ?", (n,))
     else:
-        cur.execute("INSERT OR REPLACE INTO card_fields (n, file_hash, fields) VALUES (?, ?, ?)", (n, file_hash, blob))
+        cur.execute("INSERT OR REPLACE INTO card_fields (n, file_hash, fields) VALUES (?, ?, ?)",
+                    (n, seal(key, file_hash, blob), blob))
 
 
 def card_of_blob(blob: bytes) -> Card:
@@ -107,12 +169,19 @@ def stored_cards(conn, ids: Iterable[str]) -> dict[str, tuple[str, bytes]]:
     table (written before it existed) or one another process is busy rewriting."""
     ids = list(dict.fromkeys(ids))
     out: dict[str, tuple[str, bytes]] = {}
+    where = _conn_dir(conn)
+    key = field_key(where) if where else None
+    if key is None:
+        return out  # nothing stored can be trusted: parse the files
     try:
         for start in range(0, len(ids), MAX_BIND):
             part = ids[start:start + MAX_BIND]
             sql = ("SELECT c.id, f.file_hash, f.fields FROM cards AS c JOIN card_fields AS f ON f.n = c.n "
                    f"WHERE c.id IN ({','.join('?' * len(part))})")
-            out.update((i, (h, b)) for i, h, b in conn.execute(sql, tuple(part)))
+            for i, kept, blob in conn.execute(sql, tuple(part)):
+                file_hash = unsealed(key, kept, bytes(blob))
+                if file_hash is not None:  # a row edited inside the database is left out: its file is read
+                    out[i] = (file_hash, blob)
     except apsw.Error:
         return {}  # no such table (an older index), or locked past the read timeout: parse the files
     return out

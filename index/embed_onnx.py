@@ -9,11 +9,17 @@ path and keeps torch's when onnxruntime or onnx is missing or the export fails.
 
 from __future__ import annotations
 
+import atexit
 import io
+import shutil
+import sys
+import tempfile
 import threading
 import warnings
 
 import numpy as np
+
+from memoir.cards.config import process_environment_set
 
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
@@ -26,26 +32,12 @@ def _onnxruntime():
     off. memoir imports it with `XDG_CACHE_HOME` pointed at a private temporary folder that goes when
     the process ends, then turns its telemetry events off.
     """
-    import sys
-
     if "onnxruntime" not in sys.modules:
-        import atexit
-        import os
-        import shutil
-        import tempfile
-
         scratch = tempfile.mkdtemp(prefix="memoir-ort-")
         atexit.register(shutil.rmtree, scratch, ignore_errors=True)
-        before = os.environ.get("XDG_CACHE_HOME")
-        os.environ["XDG_CACHE_HOME"] = scratch
-        try:
-            import onnxruntime  # noqa: F401 - deferred: start-up
-        finally:
-            if before is None:
-                os.environ.pop("XDG_CACHE_HOME", None)
-            else:
-                os.environ["XDG_CACHE_HOME"] = before
-    import onnxruntime as ort
+        with process_environment_set("XDG_CACHE_HOME", scratch):
+            import onnxruntime  # noqa: F401 # deferred: start-up (and its telemetry store, see above)
+    import onnxruntime as ort  # deferred: start-up
 
     if hasattr(ort, "disable_telemetry_events"):
         ort.disable_telemetry_events()

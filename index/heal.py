@@ -1,4 +1,5 @@
-"""A damaged index file is set aside, never deleted, before a run rebuilds the index from card files.
+"""A damaged index file is set aside, never deleted, before a run rebuilds the index from card files
+(a folder, link or pipe standing where the file belongs is set aside the same way).
 
 The file that failed its check is renamed beside the live one (`index.db.corrupt-<UTC time>`,
 its WAL with it) so whoever wonders why it broke can still look at it; only the newest
@@ -8,6 +9,7 @@ its WAL with it) so whoever wonders why it broke can still look at it; only the 
 from __future__ import annotations
 
 import os
+import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -29,7 +31,7 @@ def set_aside(index_dir: Path, now: datetime | None = None) -> Path | None:
     """
     index_dir = Path(index_dir)
     live = index_dir / INDEX_FILE
-    if not live.exists():
+    if not live.exists() and not live.is_symlink():
         return None
     target = index_dir / set_aside_name(now or datetime.now(timezone.utc))
     n = 1
@@ -53,6 +55,9 @@ def prune_set_aside(index_dir: Path, keep: int = KEEP_SET_ASIDE) -> list[Path]:
                   key=lambda p: p.name, reverse=True)
     gone = kept[keep:]
     for path in gone:
-        path.unlink(missing_ok=True)
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)  # a folder that stood where the index file belongs
+        else:
+            path.unlink(missing_ok=True)
         Path(f"{path}-wal").unlink(missing_ok=True)
     return gone

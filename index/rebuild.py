@@ -387,10 +387,15 @@ def ensure_index(store: CardStore, index_dir: Path, embedder, *, concurrency: in
     Raises:
         IndexFailure: the check or the rebuild failed.
     """
+    live = Path(index_dir) / INDEX_FILE
+    # A folder, a link or a pipe where the index file belongs is damage too: SQLite cannot open it, and a
+    # link could lead writes outside the home. It is moved aside like a corrupt file, never followed.
+    misplaced = live.is_symlink() or (live.exists() and not live.is_file())
     health = check_index(index_dir, store, embedder.model_id, embedder.dim, pending=pending)
-    if health.status == CORRUPT or health.model_mismatch:
-        why = "corrupt" if health.status == CORRUPT else "built for another model"
-        aside = set_aside(Path(index_dir), now) if health.status == CORRUPT else None
+    if misplaced or health.status == CORRUPT or health.model_mismatch:
+        why = ("not a file" if misplaced else "corrupt") if misplaced or health.status == CORRUPT \
+            else "built for another model"
+        aside = set_aside(Path(index_dir), now) if misplaced or health.status == CORRUPT else None
         report = rebuild_index(store, index_dir, embedder, concurrency, progress, pending)
         moved = f"; the damaged file was moved aside to {aside}" if aside else ""
         reason = (f"index was {why} ({'; '.join(health.problems[:2])}){moved}; rebuilt from "

@@ -136,7 +136,7 @@ def test_the_served_rebuild_flow_honours_rebuild_concurrency(tmp_path, prefect_h
     assert proc.returncode == 0, proc.stderr[-3000:]
     figures = json.loads(proc.stdout.strip().splitlines()[-1])
     assert figures["concurrency"] == 3 and figures["cards"] == 6 and figures["problems"] == []
-    assert sorted(p.name for p in (home / "index").iterdir()) == ["index.db"]  # verified, swapped, no .bak left
+    assert sorted(p.name for p in (home / "index").iterdir()) == ["fields.key", "index.db"]  # verified, swapped, no .bak left
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from memoir.cards.store import content_hash, render_card
+from memoir.index.card_fields import KEY_NAME
 from memoir.index.codes import Codes, quantize
 from memoir.index.db import SHARDS, open_index
 from memoir.index.files import INDEX_FILE
@@ -50,6 +51,7 @@ def built(tmp_path_factory, cards):
 def index(tmp_path, built):
     (tmp_path / "index").mkdir()
     shutil.copyfile(built, tmp_path / "index" / INDEX_FILE)
+    shutil.copyfile(built.parent / KEY_NAME, tmp_path / "index" / KEY_NAME)  # the seal key travels with its index
     ix = open_index(tmp_path / "index", CountingEmbedder())
     yield ix
     ix.close()

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from memoir.cards.store import CardStore
 from memoir.flows.cli.app import CHECK_EXIT
 from memoir.flows.cli.main import cli
+from memoir.index.card_fields import KEY_NAME
 from memoir.index.check import CORRUPT, HEALTHY, MISSING, STALE, check_index
 from memoir.index.db import open_index
 from memoir.index.files import INDEX_FILE
@@ -54,6 +55,7 @@ def home(memoir_home):
 def indexed(home, built):
     (home / "index").mkdir()
     shutil.copyfile(built, home / "index" / INDEX_FILE)
+    shutil.copyfile(built.parent / KEY_NAME, home / "index" / KEY_NAME)  # the seal key travels with its index
     assert check(home) == HEALTHY  # card files render to the same bytes, so the copy matches
     return home
 
@@ -91,7 +93,7 @@ def test_deleted_index_rebuilds_to_the_same_rows_and_neighbours(home, query_vect
     assert rows2 == rows and top2 == top
     assert all(np.array_equal(vectors[i], vectors2[i]) for i in vectors)  # same for any concurrency
     assert check(home) == HEALTHY
-    assert sorted(p.name for p in index_dir.iterdir()) == [INDEX_FILE]  # no .bak, .new or WAL left
+    assert sorted(p.name for p in index_dir.iterdir()) == [KEY_NAME, INDEX_FILE]  # no .bak, .new or WAL left
 
 
 def test_garbage_in_the_middle_reads_corrupt_and_a_rebuild_restores_it(indexed, query_vectors):

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -76,10 +77,12 @@ def _namespace_refused() -> str:
 
 
 @pytest.fixture
-def watched(tmp_path):
+def watched():
     refused = _namespace_refused()
     if refused:
         pytest.skip(refused)
+    # A short root: the recall service's socket path must fit AF_UNIX's 108 bytes.
+    tmp_path = Path(tempfile.mkdtemp(prefix="mnl-"))
     user_home = tmp_path / "user"
     memoir_home = user_home / "memoir-home"
     scratch = tmp_path / "tmp"
@@ -94,7 +97,8 @@ def watched(tmp_path):
     env.update(HOME=str(user_home), TMPDIR=str(scratch), PYTHONPATH=str(hooks),
                MEMOIR_AUDIT_LOG=str(audit), PREFECT_SERVER_ANALYTICS_ENABLED="false",
                MEMOIR_AUDIT_ALLOWED=os.pathsep.join([str(memoir_home), str(scratch), "/dev/", "/proc/self/"]))
-    return env, memoir_home, user_home, logs, audit
+    yield env, memoir_home, user_home, logs, audit
+    shutil.rmtree(tmp_path, ignore_errors=True)
 
 
 def _offline(args: list[str], env: dict, timeout: int = 600) -> subprocess.CompletedProcess:

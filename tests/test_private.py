@@ -126,9 +126,11 @@ def test_a_home_made_with_0755_and_0644_is_tightened_by_the_next_run_which_says_
     (note,) = [n for n in out["notes"] if "private" in n]
     assert f"{len(wide)} path(s)" in note and "tightened" in note
     assert too_wide(memoir_home) == []
-    assert json.loads(invoke("status", "--json").output)["privacy"] == {
-        "private": True, "dir_mode": "0700", "file_mode": "0600", "wider": []}
-    assert "privacy" not in invoke("status").output  # a private home adds no line
+    privacy = json.loads(invoke("status", "--json").output)["privacy"]
+    assert privacy == {"home": str(memoir_home), "owner": privacy["owner"], "foreign": [], "private": True,
+                       "dir_mode": "0700", "file_mode": "0600", "wider": []}
+    assert privacy["owner"]  # who owns the home is said
+    assert "privacy" not in invoke("status").output  # a private home adds no privacy line
 
 
 def test_tighten_home_keeps_owner_bits_follows_no_link_and_reports_what_it_changed(tmp_path):

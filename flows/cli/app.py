@@ -234,9 +234,9 @@ class MemoirGroup(click.Group):
 @click.option("--home", type=click.Path(file_okay=False), envvar="MEMOIR_HOME",
               help="Where cards/, state/ and index/ live (default ~/.local/share/memoir). "
                    "Works before or after the subcommand.")
-@click.option("--allow-shared-home", is_flag=True, envvar="MEMOIR_ALLOW_SHARED_HOME",
+@click.option("--allow-shared-home", is_flag=True,
               help="Use a home that another user owns or may write to (refused otherwise: they could "
-                   "replace a card your agent is then handed).")
+                   "replace a card your agent is then handed). Setting: allow_shared_home.")
 @click.version_option(package_name="memoir")
 @click.pass_context
 def cli(ctx: click.Context, home: str | None, allow_shared_home: bool) -> None:
@@ -246,9 +246,10 @@ def cli(ctx: click.Context, home: str | None, allow_shared_home: bool) -> None:
     (`memoir --home X status` or `memoir status --home X`).
     """
     ctx.obj = Context(home, environment())
-    ctx.obj.allow_shared_home = allow_shared_home
-    if ctx.invoked_subcommand not in OWNER_CHECK_EXEMPT and not allow_shared_home and ctx.obj.config_error is None:
-        refuse_foreign_home(ctx.obj.settings.home)
+    if ctx.obj.config_error is None:
+        ctx.obj.allow_shared_home = allow_shared_home or ctx.obj.settings.allow_shared_home
+        if ctx.invoked_subcommand not in OWNER_CHECK_EXEMPT and not ctx.obj.allow_shared_home:
+            refuse_foreign_home(ctx.obj.settings.home)
     if ctx.invoked_subcommand in LIBRARY_READERS and ctx.obj.config_error is None:
         ctx.obj.warning = no_library_warning(ctx.obj.settings.home)
         if ctx.obj.warning:

@@ -56,7 +56,7 @@ def cards_list(ctx, status, as_json):
 def cards_show(ctx, card_id, chain, raw):
     """Print one card for review: every field, all six sections and its supersession chain."""
     from memoir.cards.forget import tombstone_path  # deferred: start-up (yaml, jinja2)
-    from memoir.cards.store import CardFileError, CardStore, parse_card  # deferred: start-up (yaml, jinja2)
+    from memoir.cards.store import CardFileError, CardStore  # deferred: start-up (yaml, jinja2)
     from memoir.index.chain_links import CardsOnDisk  # deferred: start-up (yaml, jinja2)
     from memoir.index.containers import human_review  # deferred: start-up (jinja2)
 
@@ -77,7 +77,7 @@ def cards_show(ctx, card_id, chain, raw):
         click.echo(text, nl=False)
         return
     try:
-        card = parse_card(text, origin=str(store.path_for(card_id)))
+        card = store.parse(card_id, text)
     except CardFileError as exc:
         raise CommandError(f"{exc}; `memoir cards show --raw {card_id}` prints the file as it is") from exc
     click.echo(human_review(card, store), nl=False)
