@@ -8,6 +8,7 @@ moved, renamed, locked or touched. Per-file failures are counted by reason, neve
 from __future__ import annotations
 
 import bisect
+import errno
 import hashlib
 import os
 import re
@@ -106,9 +107,12 @@ class CollectReport:
         return ledger.commit(self.pending)
 
 
-def _open_ro(path: Path) -> int:
-    # O_NONBLOCK: a file swapped for a FIFO after its stat must not hang the run on open.
+def _open_ro(path: Path, nofollow: bool = False) -> int:
+    # O_NONBLOCK: a file swapped for a FIFO after its stat must not hang the run on open. O_NOFOLLOW: a
+    # file walked as a file and swapped for a link since is refused (ELOOP), never followed.
     flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+    if nofollow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     noatime = getattr(os, "O_NOATIME", 0)
     if noatime:
         try:
@@ -223,13 +227,18 @@ def _read_capped(fd: int, start: int, end: int, cap: int) -> _Capped:
 
 
 def collect_file(path: Path, host: str, ledger: Ledger | None, out: CollectReport,
-                 line_cap: int = DEFAULT_LINE_CAP) -> None:
+                 line_cap: int = DEFAULT_LINE_CAP, nofollow: bool = False) -> None:
     """Read one candidate file into `out` (turns, skip counts, pending ledger entry); never raises.
 
     Whatever one file does to a reader is counted as `file_error_<Exception>` and the batch goes
     on: memoir may not fix a host log, so a file that fails once would fail every run. A line
-    over `line_cap` bytes is counted as `bad_line_too_large` and never decoded.
+    over `line_cap` bytes is counted as `bad_line_too_large` and never decoded. `nofollow`: the file
+    was walked as a file, not a link (`log_files.iter_candidates`); a link in its place now is
+    counted `symlink_swapped` and not read.
     """
+    if nofollow and os.path.islink(path):
+        out.skipped["symlink_swapped"] += 1
+        return
     try:
         st = os.stat(path)
     except OSError:
@@ -245,9 +254,9 @@ def collect_file(path: Path, host: str, ledger: Ledger | None, out: CollectRepor
         out.skipped["empty"] += 1
         return
     try:
-        fd = _open_ro(path)
-    except OSError:
-        out.skipped["unreadable"] += 1
+        fd = _open_ro(path, nofollow)
+    except OSError as exc:
+        out.skipped["symlink_swapped" if nofollow and exc.errno == errno.ELOOP else "unreadable"] += 1
         return
     try:
         if not stat_mod.S_ISREG(os.fstat(fd).st_mode):
@@ -348,14 +357,15 @@ def _read_open_file(fd: int, path: str, fstat: FileStat, host: str, ledger: Ledg
     )
 
 
-def read_file(path: str, host: str, entry: LedgerEntry | None, line_cap: int, blob_cap: int) -> CollectReport:
+def read_file(path: str, host: str, entry: LedgerEntry | None, line_cap: int, blob_cap: int,
+              nofollow: bool = False) -> CollectReport:
     """One log file read (read-only) from where its ledger `entry` ends, on any process.
 
     Its turns leave sanitized and pickled (`spool.pack`), ready for the run's spool (`absorb`): a
     worker never hands raw log text back, and the run's process never sanitizes it again.
     """
     out = CollectReport(spool=Packer(blob_cap))
-    collect_file(Path(path), host, LedgerView({path: entry}), out, line_cap)  # type: ignore[arg-type]
+    collect_file(Path(path), host, LedgerView({path: entry}), out, line_cap, nofollow)  # type: ignore[arg-type]
     return out
 
 
@@ -374,9 +384,10 @@ def collect(paths: list[Path], host: str = "auto", ledger: Ledger | None = None,
     if host != "auto":
         reader_for(host)
     out = CollectReport()
-    for path in iter_candidates(paths, host, out.skipped, follow_symlinks):
+    links: set[str] = set()
+    for path in iter_candidates(paths, host, out.skipped, follow_symlinks, links):
         out.files_seen += 1
-        collect_file(path, host, ledger, out, line_cap)
+        collect_file(path, host, ledger, out, line_cap, nofollow=str(path) not in links)
     out.finish()
     return out
 

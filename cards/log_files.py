@@ -100,13 +100,16 @@ def _walk(root: str, host: str, skipped: Counter, roots: list[str], follow: bool
 
 
 def iter_candidates(paths: list[Path], host: str, skipped: Counter | None = None,
-                    follow_symlinks: bool = False) -> Iterator[Path]:
+                    follow_symlinks: bool = False, links: set[str] | None = None) -> Iterator[Path]:
     """Log files under `paths`, sorted, each once; a path given as a file is always a candidate.
 
     A directory that cannot be listed is counted in `skipped` as `unreadable_dir`. Symlinks found
     while walking are read only when they resolve inside one of `paths` (or `follow_symlinks`);
     the others are counted by reason. A file reached twice (a link beside its target) is read once.
-    A path that is not UTF-8 is counted as `non_utf8_name`.
+    A path that is not UTF-8 is counted as `non_utf8_name`. `links`, when given, gets each candidate
+    that may be read through a link (one found as a link and allowed, or a file the user named): any
+    other is opened without following links (`collect.collect_file`), so a file swapped for a link
+    after this walk is not read.
     """
     seen: set[str] = set()
     real_dirs: dict[str, str] = {}
@@ -118,7 +121,7 @@ def iter_candidates(paths: list[Path], host: str, skipped: Counter | None = None
         if _is_dir(root) and not (root.name.endswith(".jsonl") if host == "auto" else wants(root.name, host)):
             found = _walk(str(root), host, skipped, roots, follow_symlinks)
         else:
-            found = [(root, False)]  # named by the user: read wherever it points
+            found = [(root, True)]  # named by the user: read wherever it points
         for path, link in sorted(found):
             key = os.path.abspath(path)
             if not key.isascii() and not utf8_name(key):
@@ -133,6 +136,8 @@ def iter_candidates(paths: list[Path], host: str, skipped: Counter | None = None
                 real = os.path.join(real_dirs[folder], name)
             if real not in seen:
                 seen.add(real)
+                if link and links is not None:
+                    links.add(key)
                 yield Path(key)
 
 

@@ -23,14 +23,17 @@ from memoir.flows.distill_step import ask_batch
 
 
 def plan_files(paths: Sequence[Path], host: str, ledger: Ledger | None, follow_symlinks: bool,
-               reread: bool = False) -> tuple[list[tuple[str, LedgerEntry | None]], CollectReport]:
-    """Every candidate log file with its ledger entry (None with `reread`), in the order a run reads them."""
+               reread: bool = False) -> tuple[list[tuple[str, LedgerEntry | None, bool]], CollectReport]:
+    """Every candidate log file with its ledger entry (None with `reread`) and whether it is opened without
+    following a link (it was walked as a file), in the order a run reads them."""
     out = CollectReport()
-    files = list(iter_candidates(list(paths), host, out.skipped, follow_symlinks))
+    links: set[str] = set()
+    files = list(iter_candidates(list(paths), host, out.skipped, follow_symlinks, links))
     if host != "auto":
         reader_for(host)
     out.files_seen = len(files)
-    return [(str(f), None if reread or ledger is None else ledger.get(str(f))) for f in files], out
+    return [(str(f), None if reread or ledger is None else ledger.get(str(f)), str(f) not in links)
+            for f in files], out
 
 
 def ask_one(batch: Sequence[tuple[Experience, Card]], settings: Settings) -> BatchReport:

@@ -115,21 +115,23 @@ def collect_logs(paths: list[Path], host: str, ledger: Ledger | None, progress: 
     `use` adds up what they used.
     """
     out = CollectReport(spool=spool)
-    files = list(iter_candidates(paths, host, out.skipped, follow_symlinks))
+    links: set[str] = set()  # the candidates that may be read through a link; the rest open without following one
+    files = list(iter_candidates(paths, host, out.skipped, follow_symlinks, links))
     if host != "auto":
         reader_for(host)
     entries = [None if reread or ledger is None else ledger.get(str(f)) for f in files]
     out.workers = workers_for(workers, len(files), bytes_to_read(files, entries)) if spool is not None else 1
     with local_pool(out.workers) as pool:
         out.workers = out.workers if pool else 1
-        units = [(str(f), host, e, line_cap, spool.blob_cap) for f, e in zip(files, entries)] if pool else []
+        units = [(str(f), host, e, line_cap, spool.blob_cap, str(f) not in links)
+                 for f, e in zip(files, entries)] if pool else []
         parts = in_order(pool, read_file, units, _file_lost, use) if pool else None
         asked = LedgerView({str(f): e for f, e in zip(files, entries)})  # each file's entry, looked up once
         for i, path in enumerate(files):
             out.files_seen += 1
             if parts is None:
                 with one_unit():
-                    collect_file(path, host, asked, out, line_cap)  # type: ignore[arg-type]
+                    collect_file(path, host, asked, out, line_cap, str(path) not in links)  # type: ignore[arg-type]
             else:
                 out.absorb(next(parts))
             if progress:

@@ -77,8 +77,9 @@ def collect_fanned(run: Run, deadline: Deadline) -> None:
     collected.spool = Spool(settings.state_dir, settings.blob_cap)
     window = 2 * max(1, settings.rebuild_concurrency)  # finished files wait for the ones before them: bounded
     in_flight: deque[PrefectFuture] = deque()
-    for path, entry in files:
-        in_flight.append(collect_file_task.submit(path, run.host, entry, settings.max_line_bytes, settings.blob_cap))
+    for path, entry, nofollow in files:
+        in_flight.append(collect_file_task.submit(path, run.host, entry, settings.max_line_bytes, settings.blob_cap,
+                                                  nofollow))
         while len(in_flight) >= window:
             collected.absorb(in_flight.popleft().result())
             deadline.check()

@@ -213,3 +213,35 @@ def test_directory_named_like_a_log_given_explicitly_is_unreadable(tmp_path, led
     (tmp_path / "dir.jsonl").mkdir()
     r = collect([tmp_path / "dir.jsonl"], ledger=ledger)
     assert (r.files_seen, r.skipped["unreadable"]) == (1, 1)
+
+
+def test_a_log_swapped_for_a_link_after_the_walk_is_not_followed(tmp_path):
+    """Issue 42: a file walked as a file and replaced by a link before it is opened (to a file outside
+    the folders named) is counted `symlink_swapped` and not read; a link found as a link and allowed,
+    and a file the user named, are still read through."""
+    from collections import Counter
+
+    from memoir.cards.collect import CollectReport, collect_file
+    from memoir.cards.log_files import iter_candidates
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    line = {"type": "user", "sessionId": "s-1", "uuid": "u1", "timestamp": "2026-01-01T00:00:00Z",
+            "cwd": "/w", "message": {"role": "user", "content": "secret plans"}}
+    log = logs / "s-1.jsonl"
+    log.write_text(json.dumps(line) + "\n")
+    outside = tmp_path / "outside.jsonl"
+    outside.write_text(json.dumps({**line, "message": {"role": "user", "content": "outside the logs"}}) + "\n")
+    links: set[str] = set()
+    (walked,) = list(iter_candidates([logs], "auto", Counter(), links=links))
+    assert str(walked) not in links  # walked as a file: opened without following a link
+    log.unlink()
+    log.symlink_to(outside)  # the swap, between the walk and the read
+    out = CollectReport()
+    collect_file(walked, "auto", None, out, nofollow=str(walked) not in links)
+    assert out.skipped["symlink_swapped"] == 1 and not out.sessions
+    named: set[str] = set()
+    (given,) = list(iter_candidates([log], "auto", Counter(), links=named))
+    assert str(given) in named  # a file the user named is read wherever it points
+    report = collect([log])
+    assert report.sessions and report.skipped["symlink_swapped"] == 0

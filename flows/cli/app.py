@@ -11,6 +11,7 @@ below through `exit_with`.
 
 from __future__ import annotations
 
+import errno
 import importlib
 import json
 import os
@@ -66,6 +67,10 @@ ERROR_EXITS: tuple[tuple[type[Exception], int], ...] = (
     (MemoirError, EXIT_FAILED),
 )
 FAILURES = tuple(cls for cls, _ in ERROR_EXITS)
+
+
+# The errors a write meets on a read-only home, a full disk or a quota, said as one message, never a traceback.
+WRITE_REFUSED = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT})
 
 
 def exit_code_for(exc: Exception) -> int:
@@ -227,6 +232,16 @@ class MemoirGroup(click.Group):
         except FAILURES as exc:
             failure = click.ClickException(str(exc))  # printed as "Error: …" on stderr
             failure.exit_code = exit_code_for(exc)
+            raise failure from exc
+        except OSError as exc:
+            if exc.errno not in WRITE_REFUSED:
+                raise
+            # A read-only home, a full disk, a quota: what could not be written, and that nothing was lost.
+            failure = click.ClickException(
+                f"cannot write {exc.filename or 'under the memoir home'}: {exc.strerror} — nothing was lost: "
+                f"host logs are only read, and card files are replaced atomically; free space or fix the "
+                f"permissions, then run the command again")
+            failure.exit_code = EXIT_FAILED
             raise failure from exc
 
 
