@@ -136,18 +136,20 @@ def private_dir_problem(path: str, uid: int) -> str:
 
 
 def private_socket_dir(env, temp_dir: str | None = None, *, create: bool = False) -> str:
-    """`$XDG_RUNTIME_DIR/memoir` when the runtime dir is this user's and 0700, else `<temp dir>/memoir-<uid>`,
-    trusted only once checked (anyone can make a fixed name first in a shared temp dir). A missing folder
-    is returned as is when `create` is off (nothing listens there yet). Raises UnsafeSocket naming each refusal."""
+    """`$XDG_RUNTIME_DIR/memoir` when the runtime dir is this user's and 0700, else `<cache>/memoir-sockets` in
+    the user's own cache folder (no other user can make it first), else `<temp dir>/memoir-<uid>`, each trusted only
+    once checked. A missing folder is returned as is when `create` is off. Raises UnsafeSocket naming each refusal."""
     uid = os.getuid()
     refused, candidates = [], []
     runtime = env.get("XDG_RUNTIME_DIR") or ""
     if runtime:
         why = private_dir_problem(runtime, uid)
-        if why:
-            refused.append(f"XDG_RUNTIME_DIR {why}")
-        else:
-            candidates.append(os.path.join(runtime, "memoir"))
+        refused += [f"XDG_RUNTIME_DIR {why}"] if why else []
+        candidates += [] if why else [os.path.join(runtime, "memoir")]
+    cache = env.get("XDG_CACHE_HOME") or (os.path.join(env["HOME"], ".cache") if env.get("HOME") else "")
+    if cache and os.path.isdir(cache) and not os.path.islink(cache) and os.stat(cache).st_uid == uid \
+            and not os.stat(cache).st_mode & 0o022:  # the user's own, writable by no one else
+        candidates.append(os.path.join(cache, "memoir-sockets"))
     if temp_dir is None:
         import tempfile  # deferred: start-up
 
@@ -174,8 +176,7 @@ def private_socket_dir(env, temp_dir: str | None = None, *, create: bool = False
 
 
 def peer_uid(sock) -> int | None:
-    """The uid of the process at the other end of a connected unix socket; None where the platform
-    cannot say (no SO_PEERCRED: the private folder is the guard there)."""
+    """The uid at the other end of a connected unix socket; None without SO_PEERCRED (the private folder guards)."""
     option = getattr(_socket, "SO_PEERCRED", None)
     if option is None:
         return None
@@ -188,8 +189,7 @@ class NoService(Exception):
 
 
 def ask(state_dir: str, request: dict, timeout_s: float) -> dict:
-    """One request, one JSON answer, only from a server run by this user. Raises NoService,
-    UnsafeSocket (before the request is sent), TimeoutError, or OSError/ValueError."""
+    """One JSON answer, only from this user's server. Raises NoService, UnsafeSocket, TimeoutError, OSError/ValueError."""
     path = socket_path(state_dir)
     if timeout_s <= 0:
         raise TimeoutError("no time left to ask")

@@ -28,7 +28,7 @@ from memoir.cards.values import Card, Source
 from memoir.cards.sanitize import sanitize
 from memoir.cards.signatures import error_signature
 from memoir.cards.store import CardFileError, CardStore
-from memoir.index.apsw_errors import apsw, translate
+from memoir.index.apsw_errors import apsw
 from memoir.index.card_fields import stored_cards
 from memoir.index.candidates import (
     FTS_K, KNN_K, MAX_QUERY_INPUT, POOL, READ_BUSY_MS, RRF_K, LexicalIndex, fuse, lexical_coverage, query_terms,
@@ -117,17 +117,11 @@ class RecallResult:
 
 
 def brief_cards(recaller: Recaller, workspace: str, limit: int = BRIEF_CARDS) -> list[Card]:
-    """The cards a session brief for `workspace` draws on: through the index, or the files if none."""
+    """The cards a session brief for `workspace` draws on: through the index, or the files if it cannot serve."""
     try:
-        index = recaller.index()
-        try:
-            ids = recent_card_ids(index.conn, workspace, limit)
-        except apsw.Error as exc:  # an index that opens but cannot be read (a read-only home, damage)
-            raise translate(exc, recaller.settings.index_dir / INDEX_FILE) from exc
-    except (FileNotFoundError, IndexFailure):
-        # No index, or one that cannot serve: the brief is drawn from the card files themselves.
-        cards, _ = recaller.store.load_all()
-        return [c for c in cards if c.workspace and workspaces_near(workspace, c.workspace)]
+        ids = recent_card_ids(recaller.index().conn, workspace, limit)
+    except (FileNotFoundError, IndexFailure, apsw.Error):
+        return [c for c in recaller.store.load_all()[0] if c.workspace and workspaces_near(workspace, c.workspace)]
     out = []
     for card_id in ids:
         try:

@@ -166,16 +166,37 @@ def test_a_long_state_path_gets_a_socket_in_a_folder_only_we_reach(tmp_path):
 
 
 def test_the_hook_refuses_a_squatted_temp_folder_injects_nothing_and_says_why(tmp_path):
-    # The issue's case: the home's socket path is too long, and another user made the folder first.
+    # The issue's case: the home's socket path is too long, another user made the folder first, and the
+    # user has no private cache folder to fall back on either.
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     make_other_users(tmp / f"memoir-{os.getuid()}")
     home = tmp_path / ("h" * 110)
-    out = run_hook(home, {"TMPDIR": str(tmp), "XDG_RUNTIME_DIR": ""})
+    out = run_hook(home, {"TMPDIR": str(tmp), "XDG_RUNTIME_DIR": "", "XDG_CACHE_HOME": str(tmp_path / "no-cache")})
     assert out.returncode == 0 and out.stdout == "", out.stderr
     last = read_calls(str(home / "state"))[-1]
     assert last["outcome"] == "error" and "refused" in last["detail"] and "belongs to uid 65534" in last["detail"]
     assert not (home / "state" / hook_client.LOCK_NAME).exists()  # and no service was started into it
+
+
+def test_a_squatted_temp_folder_is_passed_over_for_the_users_own_cache_folder(tmp_path):
+    """Squatting the shared temp folder no longer denies recall: the socket goes to a folder in the user's
+    own cache, which no other user can make first; the client finds the same."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    make_other_users(tmp / f"memoir-{os.getuid()}")
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    os.chmod(cache, 0o700)
+    long_state = str(tmp_path / ("x" * 120) / "state")
+    env = {"XDG_CACHE_HOME": str(cache)}
+    path = hook_client.socket_path(long_state, env=env, temp_dir=str(tmp), create=True)
+    assert Path(path).parent == cache / "memoir-sockets"
+    assert hook_client.private_dir_problem(str(cache / "memoir-sockets"), os.getuid()) == ""
+    assert hook_client.socket_path(long_state, env=env, temp_dir=str(tmp)) == path
+    os.chmod(cache, 0o777)  # a cache folder others may write is no refuge: back to the (squatted) temp folder
+    with pytest.raises(hook_client.UnsafeSocket, match="belongs to uid 65534"):
+        hook_client.socket_path(long_state, env=env, temp_dir=str(tmp), create=True)
 
 
 # --- the peer's uid ---------------------------------------------------------------------------------------
