@@ -23,6 +23,7 @@ from memoir.cards.sanitize.scan import sanitize_with_report
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "secrets" / "corpus.jsonl"
 UNLISTED = CORPUS.with_name("unlisted.jsonl")  # shapes no provider table names
+PROVIDERS = CORPUS.with_name("providers.jsonl")  # provider formats and credential file shapes, bare
 
 PROSE = (
     "I'll look at the failing test first. The error says the token budget was exceeded when the "
@@ -138,7 +139,7 @@ def print_corpus(counts: CorpusCounts, label: str = "") -> None:
 
 def print_corpora() -> None:
     """Both corpora, before (the provider table alone) and after (with the provider-independent rules)."""
-    for path in (CORPUS, UNLISTED):
+    for path in (CORPUS, UNLISTED, PROVIDERS):
         for label, generic in (("before", False), ("after", True)):
             print_corpus(corpus_counts(path, generic), f"{path.name} {label}: ")
 

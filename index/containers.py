@@ -239,8 +239,12 @@ def export_cards(store: CardStore, dest: Path, statuses: Collection[str] | None 
                 tar.addfile(info, io.BytesIO(data))
         write_atomic(dest, buf.getvalue())
     else:
+        root = dest.resolve()
         for rel, data in files:
-            write_atomic(dest / rel, data, sync_dir=False)
+            target = dest / rel
+            if not target.resolve().is_relative_to(root):  # a topic or an id can never lead outside the export
+                raise OSError(f"{target} would be written outside {dest}")
+            write_atomic(target, data, sync_dir=False)
     return dest, len(files) - 1
 
 

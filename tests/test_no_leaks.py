@@ -32,11 +32,12 @@ from memoir.flows.cli.hook_settings import hook_command
 from memoir.flows.cli.main import cli
 from memoir.flows.recall_service import ask
 from memoir.flows.hook_calls import read_calls
-from tests.fixtures.secrets.build_sessions import CORPUS, UNLISTED, build_sessions, load_corpus, path_safe
+from tests.fixtures.secrets.build_sessions import CORPUS, PROVIDERS, UNLISTED, build_sessions, load_corpus, path_safe
 
 CAP = Settings.blob_cap  # the sanitizer takes the user's cap from its caller; the default one here
 
-ENTRIES = [*load_corpus(CORPUS), *load_corpus(UNLISTED)] if CORPUS.exists() and UNLISTED.exists() else []
+ENTRIES = ([*load_corpus(CORPUS), *load_corpus(UNLISTED), *load_corpus(PROVIDERS)]
+           if CORPUS.exists() and UNLISTED.exists() and PROVIDERS.exists() else [])
 SECRETS = [e for e in ENTRIES if "secret" in e]
 NEAR_MISSES = [e for e in ENTRIES if "near_miss" in e]
 PARTIAL = 16  # a run this long of a secret's own characters is a partial leak (a redaction cut short)
@@ -183,7 +184,8 @@ def _intact(after: str, near: str) -> bool:
     if after == near:
         return True
     cut = after.find("…")
-    return cut >= 0 and near.startswith(after[:cut])  # at 0: the card's line was cut right before it
+    # At 0 (or right after the `[` of a `[…]` mark): the card's line was cut right before it.
+    return cut >= 0 and near.startswith(after[:cut].removesuffix("["))
 
 
 @pytest.mark.parametrize("entry", NEAR_MISSES, ids=[f"{e['id']}-{e['shape']}" for e in NEAR_MISSES])

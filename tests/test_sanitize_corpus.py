@@ -26,6 +26,7 @@ CAP = Settings.blob_cap  # the sanitizer takes the user's cap from its caller; t
 
 CORPUS = Path(__file__).parent / "fixtures" / "secrets" / "corpus.jsonl"
 UNLISTED = CORPUS.with_name("unlisted.jsonl")
+PROVIDERS = CORPUS.with_name("providers.jsonl")  # issue 41: provider formats and file shapes, bare (make_providers.py)
 
 
 def _load(path: Path) -> list[dict]:
@@ -34,6 +35,9 @@ def _load(path: Path) -> list[dict]:
 
 LISTED = _load(CORPUS)
 UNLISTED_ENTRIES = _load(UNLISTED)
+# Checked for what is not stored (the secret gone, near-misses intact), not for the exact span: a webhook
+# loses its path's token, a PEM block goes whole, where the entry names the URL or one line.
+PROVIDER_ENTRIES = _load(PROVIDERS)
 ENTRIES = LISTED + UNLISTED_ENTRIES
 SECRETS = [e for e in ENTRIES if "secret" in e]
 NEAR_MISSES = [e for e in ENTRIES if "near_miss" in e]
@@ -91,3 +95,14 @@ def test_secret_is_replaced_and_nothing_around_it_is_eaten(entry: dict) -> None:
 def test_near_miss_line_survives_unchanged(entry: dict) -> None:
     assert entry["near_miss"] in entry["line"]
     assert sanitize(entry["line"], CAP) == entry["line"]
+
+
+def test_the_provider_corpus_holds_150_shapes_and_every_one_is_redacted_and_near_misses_survive():
+    """Issue 41: credentials in the formats providers issue them (a maintained rule set's providers and
+    memoir's own format rules), pasted bare, in exports and config lines, in several languages."""
+    secrets = [e for e in PROVIDER_ENTRIES if "secret" in e]
+    assert len({e["shape"] for e in secrets}) >= 150
+    leaked = [e["shape"] for e in secrets if e["secret"] in sanitize(e["line"], CAP)]
+    assert leaked == []
+    eaten = [e["shape"] for e in PROVIDER_ENTRIES if "near_miss" in e and sanitize(e["line"], CAP) != e["line"]]
+    assert eaten == []

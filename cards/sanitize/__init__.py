@@ -8,6 +8,9 @@ key word or `=`, as a tool's password flag, in a webhook path, or base64 that de
 The package, lowest first: `patterns` (the provider-prefix table, the regexes), `validators`
 (Luhn, IBAN mod 97, secret key names, documentation values), `generic` (the rules that need no
 provider table), `providers` (detect-secrets' rules for the few providers memoir has no row for),
+`shapes` (what a credential is wherever it stands: a prefix and a random body, a bare random token,
+the credential lines of known files, with the ids, hashes and public keys that must survive),
+`maintained` (Betterleaks' maintained provider rules, on the lines memoir's prefilter picks),
 `detect` (every sensitive span), `scan` (the one pass that finds spans and blobs and writes the
 markers: `sanitize`, `sanitize_with_report`, `find_secrets`, `contains_sensitive`) and `fields`
 (structured values and every field a writer stores).

@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from memoir.cards.sanitize.generic import generic_spans
+from memoir.cards.sanitize.maintained import maintained_spans
+from memoir.cards.sanitize.shapes import shape_spans
 from memoir.cards.sanitize.patterns import (
     ASCII_LOWER, ASSIGNMENT, AUTH_TOKEN, AWS_BARE_SECRET, AWS_GOOGLE, AWS_PAIR_WINDOW, AWS_SECRET_VALUE, BEARER,
     BY_SEPARATOR, CARD_SHAPE, CARD_WORD, CARD_WORD_WINDOW, COOKIE_VALUE, CURL_USER, DATE_IN_PHONE, DISCORD,
@@ -318,11 +320,12 @@ def _iban_at(text: str, start: int) -> Finding | None:
     return Finding("iban", start, pos) if iban_valid(compact) and compact not in DOCUMENTED_IBANS else None
 
 
-def find_spans(text: str, raw: bytes, runs: bytes, generic: bool = True) -> list[Finding]:
+def find_spans(text: str, raw: bytes, runs: bytes, generic: bool = True, maintained: bool = True) -> list[Finding]:
     """Every sensitive span in `text`, blobs excluded: each detector family, then markers and
     documentation values dropped. `raw` is `text` with one byte a character (so offsets carry
     over), `runs` marks token characters. `generic=False` leaves out the provider-independent
-    rules (`generic`): the detector as it was before them, which bench/sanitize.py measures."""
+    rules (`generic`): the detector as it was before them, which bench/sanitize.py measures;
+    `maintained=False` leaves out the maintained provider rules (`maintained`)."""
     found = list(_tokens(text))
     # Provider tokens are long unbroken runs; prose has none, and then their scans are skipped.
     long_run = TOKEN_RUN_NEEDLE in runs
@@ -347,6 +350,13 @@ def find_spans(text: str, raw: bytes, runs: bytes, generic: bool = True) -> list
     if generic:
         lower_ascii = lower if len(lower) == len(text) else text.translate(ASCII_LOWER)
         found.extend(Finding(kind, s, e) for kind, s, e in generic_spans(text, lower_ascii, runs, _holds_secret))
+        found.extend(Finding(kind, s, e) for kind, s, e in shape_spans(text, runs))
+    if long_run and maintained:
+        # memoir's own rules know what to keep around a secret (a URL's host, a key's name): the maintained
+        # rules add only what they found where memoir's found nothing.
+        own = [(f.start, f.end) for f in found]
+        found.extend(Finding(kind, s, e) for kind, s, e in maintained_spans(text, own, runs)
+                     if not any(s < b and a < e for a, b in own))
     if found and ("[REDACTED:" in text or "[BLOB " in text):
         found = _outside_markers(text, found)
     if found and ("EXAMPLE" in text or "wJalrXUt" in text or "AKIAIOSF" in text or "…" in text):

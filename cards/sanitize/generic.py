@@ -285,7 +285,7 @@ def _words_at(pattern: re.Pattern[str], lower: str, words: tuple[str, ...]) -> I
             pos = lower.find(word, pos + 1)
 
 
-def _runs(runs: bytes, min_len: int) -> Iterator[tuple[int, int]]:
+def token_runs(runs: bytes, min_len: int) -> Iterator[tuple[int, int]]:
     """(start, end) of every run of token characters at least `min_len` long (`runs`: RUN_TABLE'd text)."""
     needle = b"a" * min_len
     pos = runs.find(needle)
@@ -320,7 +320,7 @@ def token_values(text: str, lower: str, runs: bytes, inner) -> Iterator[tuple[st
     """
     if TOKEN_RUN_NEEDLE not in runs:
         return
-    for run_start, run_end in _runs(runs, TOKEN_MIN):
+    for run_start, run_end in token_runs(runs, TOKEN_MIN):
         if run_end - run_start >= 200:
             continue  # a blob: the blob rule replaces it whole
         run = text[run_start:run_end]

@@ -80,7 +80,8 @@ def _merge(found: list[Finding]) -> list[Finding]:
     for f in sorted(found, key=lambda f: (f.start, -f.end)):
         if merged and f.start < merged[-1].end:
             last = merged[-1]
-            kind = min(last.kind, f.kind, key=RANK.__getitem__)
+            # A maintained rule's own name (`github_pat`) ranks as a provider token.
+            kind = min(last.kind, f.kind, key=lambda k: RANK.get(k, RANK["provider_token"]))
             merged[-1] = Finding(kind, last.start, max(last.end, f.end))
         else:
             merged.append(f)
@@ -94,10 +95,10 @@ def _marker(kind: str, original: str) -> str:
     return f"[REDACTED:{kind}]"
 
 
-def _once(text: str, blob_cap: int, counts: Counter[str], generic: bool) -> tuple[str, bool]:
+def _once(text: str, blob_cap: int, counts: Counter[str], generic: bool, maintained: bool = True) -> tuple[str, bool]:
     raw = text.encode("ascii", "replace")  # non-ASCII becomes "?": one byte a character
     runs = raw.translate(RUN_TABLE)
-    found = find_spans(text, raw, runs, generic)
+    found = find_spans(text, raw, runs, generic, maintained)
     if len(text) >= BLOB_RUN_MIN:
         found.extend(_blob_runs(text, runs))
     cut = False
@@ -118,7 +119,7 @@ def _once(text: str, blob_cap: int, counts: Counter[str], generic: bool) -> tupl
     return "".join(out), cut
 
 
-def sanitize_with_report(text: str, blob_cap: int, generic: bool = True) -> Sanitized:
+def sanitize_with_report(text: str, blob_cap: int, generic: bool = True, maintained: bool = True) -> Sanitized:
     """Sanitize `text` and count the markers written, by kind.
 
     Args:
@@ -128,7 +129,7 @@ def sanitize_with_report(text: str, blob_cap: int, generic: bool = True) -> Sani
     """
     counts: Counter[str] = Counter()
     for _ in range(MAX_PASSES):
-        text, cut = _once(text, blob_cap, counts, generic)
+        text, cut = _once(text, blob_cap, counts, generic, maintained)
         if not cut:
             break
     return Sanitized(text, counts)
