@@ -148,8 +148,9 @@ def bare_tokens(text: str, runs: bytes | None = None) -> Iterator[tuple[str, int
                 or PUBLIC_AROUND.search(text[max(0, m.start() - 40):m.start()]) or any(a <= m.start() < b for a, b in public):
             continue  # a blob's, a Fernet token, an age recipient, an SSH or PEM public key, a made-up sequence
         mixed_case = re.search(r"[a-z]", value) and re.search(r"[A-Z]", value)
-        if not DIGIT.search(value) or not (mixed_case or len(value) >= 40) or len(value) < BARE_TOKEN_MIN:
-            continue  # without both cases only a long run counts (a lower case and digit key)
+        if not DIGIT.search(value) or not (mixed_case or (len(value) >= 40 and value.islower())) \
+                or len(value) < BARE_TOKEN_MIN:
+            continue  # without both cases only a long lower case key counts (upper case and digits: a request id)
         if all(c in "0123456789abcdefABCDEF" for c in value):
             continue  # hex: a hash or an id
         if entropy(value) < 4.2 or not random_looking(value) or HASH_PREFIX.search(text[max(0, m.start() - 10):m.start()]):
