@@ -5,6 +5,7 @@ printed twice, measured in the same run: "before" is the provider-table detector
 
 Run: .venv/bin/python bench/sanitize.py [megabytes]
      .venv/bin/python -m bench.sanitize --corpus
+     .venv/bin/python -m bench.sanitize --real [../shared/samples]
 """
 
 from __future__ import annotations
@@ -144,8 +145,38 @@ def print_corpora() -> None:
             print_corpus(corpus_counts(path, generic), f"{path.name} {label}: ")
 
 
+SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"
+
+
+def print_real(samples: Path = SAMPLES, rounds: int = 3) -> None:
+    """MB/s (CPU, best of `rounds`, same run) over the real samples' turn texts, for the rules before the
+    shape rules, with them (`cards/sanitize/shapes.py`), and with the maintained rules behind them."""
+    import memoir.cards.sanitize.detect as detect  # deferred: the bench swaps the shape rules out and back
+    from memoir.cards.collect import collect  # deferred: start-up
+
+    report = collect([samples])
+    texts = [t.text for turns in report.sessions.values() for t in turns]
+    size = sum(map(len, texts)) / 1e6
+    shapes, none = detect.shape_spans, (lambda *a, **k: iter(()))
+    best: dict[str, float] = {}
+    for _ in range(rounds):
+        for label, with_shapes, maintained in (("before (no shape rules, no Betterleaks)", False, False),
+                                               ("+ shape rules", True, False), ("+ shape rules + Betterleaks", True, True)):
+            detect.shape_spans = shapes if with_shapes else none
+            c0 = time.process_time()
+            for t in texts:
+                sanitize_with_report(t, Settings.blob_cap, True, maintained)
+            best[label] = max(best.get(label, 0.0), size / (time.process_time() - c0))
+    detect.shape_spans = shapes
+    print(f"real turn texts of {samples}: {size:.1f} MB, {len(texts)} turns (CPU MB/s, best of {rounds}, same run)")
+    for label, rate in best.items():
+        print(f"  {label:42s} {rate:5.1f} MB/s")
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--corpus"]:
         print_corpora()
+    elif sys.argv[1:2] == ["--real"]:
+        print_real(Path(sys.argv[2]) if len(sys.argv) > 2 else SAMPLES)
     else:
         main(float(sys.argv[1]) if len(sys.argv) > 1 else 50.0)
