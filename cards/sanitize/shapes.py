@@ -161,9 +161,15 @@ def bare_tokens(text: str, runs: bytes | None = None) -> Iterator[tuple[str, int
 
 
 # Credential lines of well-known files, by their own layout.
-PGPASS = re.compile(r"(?m)^[\w.*-]+:(?:\d{2,5}|\*):[\w.*-]+:[\w.*@-]+:(\S+)$")  # host:port:db:user:password
-PSK = re.compile(r"(?m)^\s*(?:psk|wep_key\d|sae_password|password)=\"?([^\s\"]{8,})\"?\s*$")  # wpa_supplicant.conf
-PUTTY_PRIVATE = re.compile(r"(?m)^Private-Lines: (\d{1,3})\r?\n")
+# A line starts at the text's start, after a newline, or after an escaped one (`\n` in a JSON string or a
+# quoted shell argument), or after a diff's or a quote's mark; it ends likewise, or at a closing quote.
+_LINE_START = r"(?:(?<=\n)|(?<=\\n)|^|(?<=[\s\"'+>-]))"  # `+`/`-`: a diff's added or removed line
+_LINE_END = r"(?=$|\n|\\n|[\"'\s])"
+# host:port:database:user:password; the host and the user hold a letter (a time or an IPv6 address does not).
+PGPASS = re.compile(_LINE_START + r"[\w.*-]*[A-Za-z*][\w.*-]*:(?:\d{2,5}|\*):[\w.*-]+:[\w.*@-]*[A-Za-z*][\w.*@-]*:"
+                    r"([^\s\"'\\:][^\s\"'\\]*)" + _LINE_END)
+PSK = re.compile(_LINE_START + r"[ \t]*(?:psk|wep_key\d|sae_password)=\\?\"?([^\s\"\\]{8,})")  # wpa_supplicant.conf
+PUTTY_PRIVATE = re.compile(r"Private-Lines: (\d{1,3})(?:\r?\n|(?:\\r)?\\n)")
 
 
 def credential_file_lines(text: str) -> Iterator[tuple[str, int, int]]:
@@ -175,9 +181,10 @@ def credential_file_lines(text: str) -> Iterator[tuple[str, int, int]]:
     if "Private-Lines:" in text:
         for m in PUTTY_PRIVATE.finditer(text):
             end = m.end()
+            newline = "\\n" if m.group(0).endswith("\\n") else "\n"  # the key file pasted raw, or escaped in JSON
             for _ in range(int(m.group(1))):
-                nl = text.find("\n", end)
-                end = len(text) if nl < 0 else nl + 1
+                nl = text.find(newline, end)
+                end = len(text) if nl < 0 else nl + len(newline)
             yield "pem_private_key", m.end(), end
 
 
