@@ -265,8 +265,8 @@ def test_a_settled_ending_is_not_unresolved():
     assert ending(s.turns) is None
 
 
-def test_the_same_command_re_run_with_another_setting_is_the_change_that_worked():
-    s = Script(host="codex").user("create the feature branch")
+def _escalated_rerun(s: Script) -> Script:
+    """Codex: a script that cannot write inside .git in the sandbox, then the same call escalated, which works."""
     call = {"command": "./scripts/new-feature.sh --json", "workdir": "/home/dev/shop"}
     for args, out, kind in ((call, "fatal: cannot lock ref 'refs/heads/001-x': Operation not permitted", "error"),
                             ({**call, "sandbox_permissions": "require_escalated", "justification": "needs .git"},
@@ -275,6 +275,12 @@ def test_the_same_command_re_run_with_another_setting_is_the_change_that_worked(
                             text="shell_command " + json.dumps(args), timestamp=T0, tool_name="shell_command"))
         s.turns.append(Turn(host="codex", session_id=s.session_id, seq=len(s.turns), role="tool", kind=kind,
                             text=out, timestamp=T0, tool_name="shell_command"))
+    return s
+
+
+def test_the_same_command_re_run_with_another_setting_is_the_change_that_worked():
+    s = Script(host="codex").user("create the feature branch")
+    _escalated_rerun(s)
     lp = fixed_loop(s.turns)
     assert lp is not None and lp.fix.setting == "sandbox_permissions: require_escalated"
     assert "re-running it with `sandbox_permissions: require_escalated`" in choose_conclusion(s.turns).text
@@ -283,14 +289,7 @@ def test_the_same_command_re_run_with_another_setting_is_the_change_that_worked(
 def test_a_change_list_said_after_a_fix_is_no_part_of_its_lesson():
     """The task around the fix reports what it built; the fix's card keeps the fix, not the change list."""
     s = Script(host="codex").user("write the spec for the startup readiness feature")
-    call = {"command": "./scripts/new-feature.sh --json", "workdir": "/home/dev/shop"}
-    for args, out, kind in ((call, "fatal: cannot lock ref 'refs/heads/001-x': Operation not permitted", "error"),
-                            ({**call, "sandbox_permissions": "require_escalated", "justification": "needs .git"},
-                             "Switched to a new branch '001-x'", "tool_result")):
-        s.turns.append(Turn(host="codex", session_id=s.session_id, seq=len(s.turns), role="assistant", kind="tool_call",
-                            text="shell_command " + json.dumps(args), timestamp=T0, tool_name="shell_command"))
-        s.turns.append(Turn(host="codex", session_id=s.session_id, seq=len(s.turns), role="tool", kind=kind,
-                            text=out, timestamp=T0, tool_name="shell_command"))
+    _escalated_rerun(s)
     s.runs("pytest -q").result("12 passed in 0.1s")
     s.says("Created the startup readiness specification and validated it against the quality checklist. "
            "The spec is ready for planning.")
