@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from memoir.cards.commands import added_text, changed_paths
 from memoir.cards.lesson import CONCLUSION_BUDGET, within_budget
 from memoir.cards.loop import Loop
+from memoir.cards.plain_text import json_unescaped
 from memoir.cards.values import Turn
 
 
@@ -29,7 +30,7 @@ def with_the_fix(conclusion: str, lp: Loop | None, turns: Sequence[Turn] = ()) -
     if said.strip("`") in conclusion:
         return conclusion
     seen = "\n".join(t.text for t in turns)
-    seen += "\n" + seen.replace('\\"', '"').replace("\\n", "\n")  # an edit's lines stand JSON-escaped in a call
+    seen += "\n" + json_unescaped(seen)  # an edit's lines stand JSON-escaped in a call
     if any(span not in seen for span in re.findall(r"`([^`]+)`", said)):
         # The edit as the log holds it (a JSON string escapes its quotes): name the files, invent nothing.
         if not names:

@@ -46,3 +46,9 @@ def plain(text: str) -> str:
     if text.isascii():
         return text
     return "".join(_folded(ch) for ch in text)
+
+
+def json_unescaped(text: str) -> str:
+    """`text` with a JSON string's escaped quotes and newlines read back: a tool call is kept as JSON, so
+    a line an edit wrote (`f("x", 4)`) stands there as `f(\\"x\\", 4)`."""
+    return text.replace('\\"', '"').replace("\\n", "\n")

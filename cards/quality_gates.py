@@ -20,7 +20,7 @@ from memoir.cards.quality_inputs import (
     typed_by_user,
 )
 from memoir.cards.gate_help import GATE_HELP
-from memoir.cards.plain_text import plain
+from memoir.cards.plain_text import json_unescaped, plain
 from memoir.cards.limits import stated_limits
 from memoir.cards.signatures import error_signature, mask
 from memoir.cards.values import Card
@@ -259,7 +259,7 @@ class _Support:
     def __init__(self, text: str):
         # Tool calls are kept as JSON: a quote of an edit's line (`f("x", 4)`) stands there escaped.
         if '\\"' in text:
-            text += "\n" + text.replace('\\"', '"').replace("\\n", "\n")
+            text += "\n" + json_unescaped(text)
         self.text = text
         self.lower = text.lower()
 

@@ -21,17 +21,14 @@ import functools
 import re
 from collections.abc import Iterator
 
-from memoir.cards.sanitize.generic import random_looking, token_runs
-from memoir.cards.sanitize.shapes import PUBLIC_AROUND, SSH_BLOB, orderly, random_letters
+from memoir.cards.sanitize.generic import DIGIT, UUID, random_looking, token_runs
+from memoir.cards.sanitize.shapes import HEX, PUBLIC_AROUND, SSH_BLOB, orderly, random_letters
 from memoir.cards.sanitize.validators import documented_value
 
 CANDIDATE_RUN = 16
 _RUN = re.compile(r"[A-Za-z0-9_\-+/=.~]{%d,}" % CANDIDATE_RUN)
-_HEX = re.compile(r"[0-9a-fA-F]+")
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
-_DIGIT = re.compile(r"\d")
 _MIXED_CASE = re.compile(r"[a-z][^A-Z]*[A-Z]|[A-Z][^a-z]*[a-z]")
 
 
@@ -39,14 +36,14 @@ _MIXED_CASE = re.compile(r"[a-z][^A-Z]*[A-Z]|[A-Z][^a-z]*[a-z]")
 def candidate(token: str) -> bool:
     """Could `token` be a credential a provider issued: letters and digits mixed, not hex, a UUID or a path."""
     token = token.strip("./=-_")
-    if len(token) < CANDIDATE_RUN or _HEX.fullmatch(token) or _UUID.search(token):
+    if len(token) < CANDIDATE_RUN or HEX.fullmatch(token) or UUID.search(token):
         return False
-    if not _DIGIT.search(token) and not _MIXED_CASE.search(token):
+    if not DIGIT.search(token) and not _MIXED_CASE.search(token):
         return False  # neither digits nor mixed case: a word or a name, never a token
     # Paths, module names and package pins are words joined by `/` and `.`: a credential has a long part
     # that mixes letters and digits as random text does (`generic.random_looking`).
     part = max(re.split(r"[/.]", token), key=len).replace("-", "").replace("_", "")
-    return len(part) >= CANDIDATE_RUN and not _HEX.fullmatch(part) and (random_looking(part) or random_letters(part))
+    return len(part) >= CANDIDATE_RUN and not HEX.fullmatch(part) and (random_looking(part) or random_letters(part))
 
 
 def candidate_lines(text: str, covered: list[tuple[int, int]] = (), runs: bytes | None = None) -> list[tuple[int, int]]:

@@ -26,6 +26,8 @@ from memoir.cards.sanitize.generic import (
 )
 from memoir.cards.sanitize.patterns import BLOB_RUN_MIN
 
+HEX = re.compile(r"[0-9a-fA-F]+")  # a hash or an id, whatever stands around it
+
 
 # A provider's token: a short prefix of one to three parts (`glpat-`, `sk_live_`, `dp.st.`, `pscale_tkn_`)
 # before a body of 20+ characters, with no key word needed before it.
@@ -97,7 +99,7 @@ def prefixed_tokens(text: str, runs: bytes | None = None) -> Iterator[tuple[str,
         # characters; a credential's body is longer. Hex after a prefix is a hash or an id (`exec-14f5…`).
         if len(whole) < PREFIXED_BODY_MIN or orderly(whole):
             continue
-        if all(c in "0123456789abcdefABCDEF" for c in whole):
+        if HEX.fullmatch(whole):
             # 40+ hex characters after a credential's prefix (`squ_`, `lin_oauth_`) are one; after a name for
             # a hash, a build or a queue, or shorter, a hash or an id.
             if len(whole) >= 40 and not HEX_ID_PREFIX.search(token[:m.start(1) - m.start()]):
@@ -151,7 +153,7 @@ def bare_tokens(text: str, runs: bytes | None = None) -> Iterator[tuple[str, int
         if not DIGIT.search(value) or not (mixed_case or (len(value) >= 40 and value.islower())) \
                 or len(value) < BARE_TOKEN_MIN:
             continue  # without both cases only a long lower case key counts (upper case and digits: a request id)
-        if all(c in "0123456789abcdefABCDEF" for c in value):
+        if HEX.fullmatch(value):
             continue  # hex: a hash or an id
         if entropy(value) < 4.2 or not random_looking(value) or HASH_PREFIX.search(text[max(0, m.start() - 10):m.start()]):
             continue
