@@ -144,7 +144,7 @@ def refuse_foreign_home(home: str | os.PathLike) -> None:
         raise HomeNotPrivate(
             f"the memoir home {home} is not yours alone ({shown}): another user could replace a card your agent "
             f"is then handed. Use a home you own (`chmod 700` each folder, or `--home` elsewhere), or pass "
-            f"--allow-shared-home if you trust every user who can write there")
+            f"--allow-shared-home if you trust every user who can write there (runbooks/home-not-private.md)")
 
 # Commands that only read a library: run on a home that holds none (a mistyped --home), they would
 # show an empty library and exit 0, so they warn first.
