@@ -312,6 +312,10 @@ def prove(turns: Sequence[Turn], *, confirmed_at: int | None, users_words: bool,
                          f"passed before the change and passed after it at t{fresh.seq}", problem[0], fresh.command,
                          error_signature(said), paths=tuple(paths))
     if confirmed_at is not None and problem is not None:
+        failed_at = confirmed_command_failed(turns, confirmed_at)
+        if failed_at is not None:
+            return Proof("unproven", "", f"the command the user confirmed at t{confirmed_at} had failed in their own "
+                         f"paste at t{failed_at}: what made it work in between is not what the answer names", problem[0])
         # No signature: what the user confirmed is the outcome, not any one error pasted on the way to it.
         return Proof("confirmed_answer", f"t{confirmed_at}", f"{problem[1]} at t{problem[0]}; the user confirmed "
                      f"it worked at t{confirmed_at}", problem[0])
@@ -329,6 +333,27 @@ def prove(turns: Sequence[Turn], *, confirmed_at: int | None, users_words: bool,
         return Proof("work_report", "", "nothing failed and nobody reported a problem before the change: a change list")
     return Proof("unproven", "", f"{problem[1]} at t{problem[0]}, but no check passed after the change and the user "
                  "did not confirm it", problem[0])
+
+
+MIN_CONFIRMED_COMMAND = 12
+_AFTER_COMMAND = 300  # characters after a command in a paste that hold its own output
+
+
+def confirmed_command_failed(turns: Sequence[Turn], confirmed_at: int) -> int | None:
+    """The seq of an earlier paste of the user's, in this experience, where the very command they now confirm
+    ("this worked: X=1 app") ran and printed an error. The answer credits what the command carries (a
+    setting, a flag), but the command failed with it before: something else changed in between."""
+    said = next((t.text for t in turns if t.seq == confirmed_at), "")
+    spans = {" ".join(part.split()) for line in said.splitlines() for part in (line, line.rsplit(":", 1)[-1])}
+    spans = {s for s in spans if len(s) >= MIN_CONFIRMED_COMMAND and " " in s and any(c in s for c in "=-/.")}
+    for t in turns:
+        if t.seq >= confirmed_at or t.role != "user" or t.kind != "text":
+            continue
+        for span in spans:
+            ran = re.search(r"\s+".join(map(re.escape, span.split())), t.text)
+            if ran is not None and is_error_output(t.text[ran.end():ran.end() + _AFTER_COMMAND]):
+                return t.seq
+    return None
 
 
 def _about(proof: Proof, pasted: str) -> bool:

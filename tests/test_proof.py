@@ -153,6 +153,24 @@ def test_a_problem_the_user_reports_is_proven_gone_by_the_user_not_by_a_suite():
     assert card.status == "active", card.gate
 
 
+def test_a_confirmed_command_that_failed_the_same_way_before_proves_nothing_it_carries():
+    """The user confirms `X=1 app`, which their own earlier paste shows failing: the setting the answer
+    credits was there when it failed, so something else (a reinstall in between) made it work."""
+    s = Script().user("The GUI exits immediately when I start it:\n$ QT_QPA_PLATFORM=xcb DEBUG=1 shop-gui\n"
+                      "shop-gui: command not found\n$")
+    s.says("Forcing the xcb platform plugin fixes it; reinstall the package so the entry point exists: pip install -e .")
+    s.user("OK, this worked: QT_QPA_PLATFORM=xcb DEBUG=1 shop-gui")
+    s.says("That confirms it was a Qt platform plugin issue: xcb selects the X11 plugin.")
+    card = _settled(s)
+    assert card.extra["kind"] == "unproven" and "had failed in their own paste" in card.extra["proof"]
+    assert card.status != "active"
+    fresh = Script().user("The GUI exits immediately when I start it:\n$ DEBUG=1 shop-gui\n$")
+    fresh.says("Force the xcb platform plugin: QT_QPA_PLATFORM=xcb DEBUG=1 shop-gui")
+    fresh.user("OK, this worked: QT_QPA_PLATFORM=xcb DEBUG=1 shop-gui")
+    fresh.says("That confirms it was a Qt platform plugin issue: xcb selects the X11 plugin.")
+    assert _settled(fresh).extra["kind"] == "confirmed_answer"
+
+
 TRANSLATIONS = {
     "en": ("the cart total test fails, can you fix it?", "no, that is not what I wanted, revert it",
            "OK, this worked, thanks"),
