@@ -79,7 +79,7 @@ def test_reject_keeps_a_candidate_out_of_review_and_recall_for_good():
 
 def test_reject_keeps_the_reason_without_a_secret_pasted_into_it():
     done = reject(card(1, status="candidate"), why="leaks ghp_abcdefghijklmnopqrstuvwxyz0123456789AB again")
-    assert done.extra["why"] == "leaks [REDACTED:github_token] again"
+    assert done.extra["why"] == "leaks [REDACTED:github_token:42] again"
 
 
 def test_every_gate_a_card_can_be_held_by_says_what_would_clear_it():

@@ -144,7 +144,7 @@ def test_secret_shape_is_replaced_by_a_marker_naming_it(text: str, secret: str, 
     assert contains_sensitive(text)
     out = sanitize(text, CAP)
     assert secret not in out
-    assert f"[REDACTED:{kind}]" in out
+    assert re.search(rf"\[REDACTED:{kind}:\d+\]", out)
     assert not contains_sensitive(out)
     assert sanitize(out, CAP) == out
 
@@ -162,31 +162,31 @@ def test_near_miss_survives_byte_for_byte(text: str) -> None:
 
 def test_only_the_password_of_a_url_is_replaced() -> None:
     out = sanitize("postgres://admin:S3cr3tPass@db.example.com:5432/app", CAP)
-    assert out == "postgres://admin:[REDACTED:url_password]@db.example.com:5432/app"
+    assert out == "postgres://admin:[REDACTED:url_password:10]@db.example.com:5432/app"
 
 
 def test_assignment_keeps_its_key() -> None:
-    assert sanitize('export DB_PASSWORD="p4ss word"', CAP) == 'export DB_PASSWORD="[REDACTED:secret_assignment]"'
+    assert sanitize('export DB_PASSWORD="p4ss word"', CAP) == 'export DB_PASSWORD="[REDACTED:secret_assignment:9]"'
 
 
 def test_ip_keeps_its_port() -> None:
-    assert sanitize("GET http://10.0.0.12:8080/x", CAP) == "GET http://[REDACTED:private_ipv4]:8080/x"
+    assert sanitize("GET http://10.0.0.12:8080/x", CAP) == "GET http://[REDACTED:private_ipv4:9]:8080/x"
 
 
 def test_overlapping_shapes_merge_into_the_most_specific_marker() -> None:
     out = sanitize("GITHUB_TOKEN=ghp_" + ALNUM36, CAP)
-    assert out == "GITHUB_TOKEN=[REDACTED:github_token]"
+    assert out == "GITHUB_TOKEN=[REDACTED:github_token:40]"
 
 
 @pytest.mark.parametrize(
     "marker_text",
     [
-        "[REDACTED:github_token] and [BLOB len=12345 sha=1a2b3c4d]",
+        "[REDACTED:github_token:40] and [BLOB len=12345 sha=1a2b3c4d]",
         "password=[REDACTED:secret_assignment]",
         '"api_key": "[REDACTED:secret_assignment]"',
         "Authorization: Bearer [REDACTED:jwt]",
         "Cookie: [REDACTED:cookie]",
-        "https://admin:[REDACTED:url_password]@[REDACTED:internal_host]/x",
+        "https://admin:[REDACTED:url_password:9]@[REDACTED:internal_host]/x",
         "ssh root@[REDACTED:private_ipv4]",
     ],
     ids=["bare", "env", "json", "bearer", "cookie", "url", "ssh"],
@@ -330,7 +330,7 @@ def iban(country: str, bban: str) -> str:
 def test_provider_prefix_is_redacted_whole_and_named(text: str, token: str, kind: str) -> None:
     assert token in text
     out = sanitize(text, CAP)
-    assert out == text.replace(token, f"[REDACTED:{kind}]", 1)
+    assert out == text.replace(token, f"[REDACTED:{kind}:{len(token)}]", 1)
 
 
 @pytest.mark.parametrize(
@@ -348,10 +348,10 @@ def test_prefix_look_alikes_survive(text: str) -> None:
 
 
 def test_email_and_private_address_inside_a_path_keep_the_folders_around_them() -> None:
-    assert sanitize("/home/x/jane.doe@corp.com/settings.py", CAP) == "/home/x/[REDACTED:email]/settings.py"
-    assert sanitize('"cwd": "/mnt/10.42.7.19/proj"', CAP) == '"cwd": "/mnt/[REDACTED:private_ipv4]/proj"'
+    assert sanitize("/home/x/jane.doe@corp.com/settings.py", CAP) == "/home/x/[REDACTED:email:17]/settings.py"
+    assert sanitize('"cwd": "/mnt/10.42.7.19/proj"', CAP) == '"cwd": "/mnt/[REDACTED:private_ipv4:10]/proj"'
     assert sanitize("https://lists.example.org/archive/jane.doe@corp.com/msg1.html", CAP) == (
-        "https://lists.example.org/archive/[REDACTED:email]/msg1.html"
+        "https://lists.example.org/archive/[REDACTED:email:17]/msg1.html"
     )
 
 
@@ -359,7 +359,7 @@ def test_url_userinfo_is_not_an_email_and_documentation_domains_survive() -> Non
     for text in ("ssh://deploy@build.example.net/srv", "mail user@example.com or ops@mail.example.org"):
         assert sanitize(text, CAP) == text
     # Reserved TLDs stand for real people in fixtures: they go.
-    assert sanitize("ADMIN_EMAIL=marta.k@shop-demo.example", CAP) == "ADMIN_EMAIL=[REDACTED:email]"
+    assert sanitize("ADMIN_EMAIL=marta.k@shop-demo.example", CAP) == "ADMIN_EMAIL=[REDACTED:email:25]"
 
 
 @pytest.mark.parametrize(
@@ -378,7 +378,7 @@ def test_url_userinfo_is_not_an_email_and_documentation_domains_survive() -> Non
     ],
 )
 def test_internal_host_is_redacted_and_its_neighbours_stay(text: str, host: str) -> None:
-    assert sanitize(text, CAP) == text.replace(host, "[REDACTED:internal_host]")
+    assert sanitize(text, CAP) == text.replace(host, f"[REDACTED:internal_host:{len(host)}]")
 
 
 @pytest.mark.parametrize(
@@ -407,9 +407,9 @@ def test_internal_host_look_alikes_survive(text: str) -> None:
 def test_card_number_needs_luhn_an_issuer_and_grouping_or_a_card_word() -> None:
     visa = luhn_complete("453914880343646")
     grouped = " ".join(visa[i : i + 4] for i in range(0, 16, 4))
-    assert sanitize(f"card {grouped}, exp 09/29", CAP) == "card [REDACTED:card_number], exp 09/29"
+    assert sanitize(f"card {grouped}, exp 09/29", CAP) == f"card [REDACTED:card_number:{len(grouped)}], exp 09/29"
     assert sanitize(f"seed {visa}", CAP) == f"seed {visa}"  # ungrouped, no card word: an id
-    assert sanitize(f'{{"card_number": "{visa}"}}', CAP) == '{"card_number": "[REDACTED:card_number]"}'
+    assert sanitize(f'{{"card_number": "{visa}"}}', CAP) == '{"card_number": "[REDACTED:card_number:16]"}'
     bad = visa[:-1] + str((int(visa[-1]) + 1) % 10)
     for text in (
         "card " + " ".join(bad[i : i + 4] for i in range(0, 16, 4)),  # fails Luhn
@@ -423,8 +423,8 @@ def test_card_number_needs_luhn_an_issuer_and_grouping_or_a_card_word() -> None:
 def test_iban_needs_its_country_length_and_the_mod97_check() -> None:
     de = iban("DE", "370400440532013111")
     spaced = " ".join(de[i : i + 4] for i in range(0, len(de), 4))
-    assert sanitize(f"IBAN {spaced} by Friday", CAP) == "IBAN [REDACTED:iban] by Friday"
-    assert sanitize(f"iban={de}", CAP) == "iban=[REDACTED:iban]"
+    assert sanitize(f"IBAN {spaced} by Friday", CAP) == f"IBAN [REDACTED:iban:{len(spaced)}] by Friday"
+    assert sanitize(f"iban={de}", CAP) == f"iban=[REDACTED:iban:{len(de)}]"
     wrong_check = de[:2] + f"{(int(de[2:4]) + 1) % 97:02d}" + de[4:]
     for text in (f"IBAN {wrong_check}", "ZZ" + de[2:], "GB29NWBK60161331926819", de + "9"):
         assert sanitize(text, CAP) == text
@@ -441,7 +441,7 @@ def test_iban_needs_its_country_length_and_the_mod97_check() -> None:
     ],
 )
 def test_phone_number_is_redacted(text: str, phone: str) -> None:
-    assert sanitize(text, CAP) == text.replace(phone, "[REDACTED:phone_number]")
+    assert sanitize(text, CAP) == text.replace(phone, f"[REDACTED:phone_number:{len(phone)}]")
 
 
 @pytest.mark.parametrize(
@@ -460,12 +460,12 @@ def test_phone_look_alikes_survive(text: str) -> None:
 
 def test_aws_secret_after_its_key_goes_on_the_same_or_next_line_only() -> None:
     key = "AKIA" + UPPER16
-    assert sanitize(f"{key} {B64_40}", CAP) == "[REDACTED:aws_access_key] [REDACTED:aws_secret_key]"
-    assert sanitize(f"{key}\n{B64_40}", CAP) == "[REDACTED:aws_access_key]\n[REDACTED:aws_secret_key]"
+    assert sanitize(f"{key} {B64_40}", CAP) == f"[REDACTED:aws_access_key:{len(key)}] [REDACTED:aws_secret_key:40]"
+    assert sanitize(f"{key}\n{B64_40}", CAP) == f"[REDACTED:aws_access_key:{len(key)}]\n[REDACTED:aws_secret_key:40]"
     two_lines_down = f"{key}\nnothing here\n{B64_40}"
     assert B64_40 in sanitize(two_lines_down, CAP)
     sha = "4f1c2a9e8b7d6c5f4a3b2c1d0e9f8a7b6c5d4e3f"
-    assert sanitize(f"{key} fixed in {sha}", CAP) == f"[REDACTED:aws_access_key] fixed in {sha}"
+    assert sanitize(f"{key} fixed in {sha}", CAP) == f"[REDACTED:aws_access_key:{len(key)}] fixed in {sha}"
 
 
 def test_aws_documentation_example_pair_survives_in_every_form() -> None:
@@ -482,33 +482,43 @@ def test_aws_documentation_example_pair_survives_in_every_form() -> None:
 
 def test_netrc_password_goes_and_a_reference_stays() -> None:
     assert sanitize("machine h.example.com login u password Tr0ub4dor-x9", CAP) == (
-        "machine h.example.com login u password [REDACTED:netrc_password]"
+        "machine h.example.com login u password [REDACTED:netrc_password:12]"
     )
     assert sanitize("machine h.example.com\n  login u\n  password Tr0ub4dor-x9\n", CAP) == (
-        "machine h.example.com\n  login u\n  password [REDACTED:netrc_password]\n"
+        "machine h.example.com\n  login u\n  password [REDACTED:netrc_password:12]\n"
     )
     assert sanitize("machine h.example.com login u password $NETRC_PW", CAP) == "machine h.example.com login u password $NETRC_PW"
 
 
 def test_auth_token_words_make_32_hex_a_secret() -> None:
-    assert sanitize(f"The Twilio auth token is {HEX32}; rotate it", CAP) == "The Twilio auth token is [REDACTED:auth_token]; rotate it"
+    assert sanitize(f"The Twilio auth token is {HEX32}; rotate it", CAP) == "The Twilio auth token is [REDACTED:auth_token:32]; rotate it"
 
 
 def test_kubeadm_bootstrap_token_is_a_literal_not_code() -> None:
-    assert sanitize("    token: kx9abc.w7e2f0a1b2c3d4e5", CAP) == "    token: [REDACTED:secret_assignment]"
+    assert sanitize("    token: kx9abc.w7e2f0a1b2c3d4e5", CAP) == "    token: [REDACTED:secret_assignment:23]"
 
 
 def test_offsets_hold_after_text_that_is_not_ascii() -> None:
     visa = luhn_complete("453914880343646")
     grouped = " ".join(visa[i : i + 4] for i in range(0, 16, 4))
     text = f"café ☕ 日本 card {grouped} and +1 628 304 7719 — fine"
-    assert sanitize(text, CAP) == "café ☕ 日本 card [REDACTED:card_number] and [REDACTED:phone_number] — fine"
+    assert sanitize(text, CAP) == f"café ☕ 日本 card [REDACTED:card_number:{len(grouped)}] and [REDACTED:phone_number:15] — fine"
 
 
 def test_an_unquoted_value_in_json_rendered_text_ends_at_an_escaped_line_break() -> None:
     rendered = '{"command":"cat > .env <<EOF\\npassword = Hunter2zzQ\\nThe docs say so\\nEOF"}'
-    assert sanitize(rendered, CAP) == '{"command":"cat > .env <<EOF\\npassword = [REDACTED:secret_assignment]\\nThe docs say so\\nEOF"}'
+    assert sanitize(rendered, CAP) == '{"command":"cat > .env <<EOF\\npassword = [REDACTED:secret_assignment:10]\\nThe docs say so\\nEOF"}'
 
 
 def test_a_value_in_markdown_inline_code_keeps_its_closing_backtick() -> None:
-    assert sanitize("ran `export API_TOKEN=Zz9xQw8vUu7t` first", CAP) == "ran `export API_TOKEN=[REDACTED:secret_assignment]` first"
+    assert sanitize("ran `export API_TOKEN=Zz9xQw8vUu7t` first", CAP) == "ran `export API_TOKEN=[REDACTED:secret_assignment:12]` first"
+
+
+def test_a_marker_keeps_the_kind_and_the_length_of_what_it_replaced() -> None:
+    """A reader of a card sees what stood there and how long it was; a marker written before lengths
+    were kept (`[REDACTED:kind]`) is still a marker, never re-detected."""
+    for secret in ("Tr0ub4dor-x9", "Tr0ub4dor-x9Tr0ub4dor-x9Q"):
+        assert sanitize(f"DB_PASSWORD={secret}", CAP) == f"DB_PASSWORD=[REDACTED:secret_assignment:{len(secret)}]"
+    out = sanitize_with_report("key ghp_" + ALNUM36 + " and ghp_" + ALNUM36[:30] + "x" * 6, CAP)
+    assert out.text.count("[REDACTED:github_token:40]") == 2 and out.counts["github_token"] == 2
+    assert sanitize("password: [REDACTED:secret_assignment]", CAP) == "password: [REDACTED:secret_assignment]"

@@ -30,7 +30,7 @@ def test_a_value_nested_as_deep_as_json_allows_does_not_exhaust_the_stack():
     clean = sanitize_value(deep)
     for _ in range(5000):
         clean = clean[0]
-    assert clean == "password: [REDACTED:secret_assignment]"
+    assert clean == f"password: [REDACTED:secret_assignment:{len(PASSWORD)}]"
 
 
 def test_json_output_is_rewritten_only_when_a_leaf_held_a_secret():
@@ -69,8 +69,8 @@ def test_the_claude_code_folder_named_after_a_private_cwd_is_sanitized_with_it()
 
 def test_a_value_under_a_secret_key_is_redacted_as_the_assignment_it_is():
     clean = sanitize_value({"password": PASSWORD, "max_tokens": "4096", "env": [{"api_key": "abcDEF123456ghi"}]})
-    assert clean == {"password": "[REDACTED:secret_assignment]", "max_tokens": "4096",
-                     "env": [{"api_key": "[REDACTED:secret_assignment]"}]}
+    assert clean == {"password": f"[REDACTED:secret_assignment:{len(PASSWORD)}]", "max_tokens": "4096",
+                     "env": [{"api_key": "[REDACTED:secret_assignment:15]"}]}
 
 
 def test_terminal_control_sequences_never_reach_a_stored_turn():

@@ -41,7 +41,7 @@ def _kinds(text: str) -> dict[str, int]:
 def test_a_password_given_to_a_tool_as_a_flag_is_redacted_and_the_command_kept(command, password):
     out = sanitize(command, CAP)
     assert password not in out
-    assert out == command.replace(password, "[REDACTED:command_password]")
+    assert out == command.replace(password, f"[REDACTED:command_password:{len(password)}]")
 
 
 @pytest.mark.parametrize("command", [
@@ -123,9 +123,9 @@ def test_base64_that_decodes_to_a_credential_goes_and_base64_of_ordinary_text_st
 
 def test_a_webhook_url_loses_its_token_and_keeps_its_host_and_id():
     out = sanitize("curl -X POST https://discord.com/api/webhooks/123456789012345678/aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5bC7dE9f", CAP)
-    assert out == "curl -X POST https://discord.com/api/webhooks/123456789012345678/[REDACTED:webhook_token]"
+    assert out == "curl -X POST https://discord.com/api/webhooks/123456789012345678/[REDACTED:webhook_token:43]"
     out = sanitize("https://chat.example.com/hooks/7g3kq9xz1m5b2n8c4v6f0d2s9a", CAP)
-    assert out == "https://chat.example.com/hooks/[REDACTED:webhook_token]"
+    assert out == "https://chat.example.com/hooks/[REDACTED:webhook_token:26]"
     for kept in ("https://github.com/acme/app/settings/hooks/new", "chmod +x .git/hooks/pre-commit",
                  "https://github.com/acme/app/settings/hooks/481516234",
                  "https://github.com/acme/tool/blob/main/examples/hooks/bash_command_validator_example.py"):
@@ -134,9 +134,9 @@ def test_a_webhook_url_loses_its_token_and_keeps_its_host_and_id():
 
 def test_a_url_signature_and_a_token_as_url_user_are_redacted():
     out = sanitize("https://acct.blob.core.windows.net/b/db.bak?sv=2022-11-02&sig=Kq8Xr2Lm9Vt3Wn7Yp1Zs5Bd4Fh6Jc0", CAP)
-    assert out.endswith("&sig=[REDACTED:url_token]")
+    assert out.endswith("&sig=[REDACTED:url_token:30]")
     out = sanitize("curl https://Zk81mPq0xW3yTr5v:@api.example.com/v1", CAP)
-    assert out == "curl https://[REDACTED:url_token]:@api.example.com/v1"
+    assert out == "curl https://[REDACTED:url_token:16]:@api.example.com/v1"
 
 
 def test_detect_secrets_provider_rules_cover_providers_memoir_has_no_row_for():
@@ -193,6 +193,6 @@ def test_sanitizing_twice_changes_nothing_more():
 
 def test_a_password_in_a_command_given_as_an_argument_list_is_redacted():
     argv = ["mysql", "-uroot", "-pQp4vX9kTz2", "shop"]
-    assert sanitize_value({"command": argv}) == {"command": ["mysql", "-uroot", "-p[REDACTED:command_password]", "shop"]}
+    assert sanitize_value({"command": argv}) == {"command": ["mysql", "-uroot", "-p[REDACTED:command_password:10]", "shop"]}
     assert "Qp4vX9kTz2" not in tool_call_text("shell", {"command": argv})
     assert sanitize_value(["ssh", "-p", "2222", "web1"]) == ["ssh", "-p", "2222", "web1"]

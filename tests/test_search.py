@@ -200,7 +200,7 @@ def test_search_turns_reads_ledgered_logs_read_only_and_sanitizes_every_turn(mem
     assert result.turns
     text = json.dumps(result.to_json())
     assert "AKIA" not in text and "whsec_" not in text
-    assert "[REDACTED:aws_access_key]" in text
+    assert "[REDACTED:aws_access_key:" in text
     hit = result.turns[0]
     assert Path(hit.file) == SHOPAPI_LOG and hit.line > 0 and hit.session_id
     assert (SHOPAPI_LOG.stat().st_mtime_ns, SHOPAPI_LOG.read_bytes()) == before

@@ -16,8 +16,9 @@ markers: `sanitize`, `sanitize_with_report`, `find_secrets`, `contains_sensitive
 (structured values and every field a writer stores).
 
 Rules (each decision pinned by tests/test_sanitize.py and the corpus in tests/test_sanitize_corpus.py):
-- A secret becomes `[REDACTED:<kind>]`; only the secret part is replaced (`password=` keeps its
-  key, `scheme://user:[REDACTED:url_password]@host` keeps user and host).
+- A secret becomes `[REDACTED:<kind>:<length>]` (kind and length, so a card that held one still
+  reads); only the secret part is replaced (`password=` keeps its key,
+  `scheme://user:[REDACTED:url_password:9]@host` keeps user and host).
 - Loopback (127/8, ::1) and 0.0.0.0 survive: they name no network. RFC 1918, CGNAT 100.64/10,
   link-local 169.254/16, ULA fc00::/7 and link-local fe80::/10 are redacted. Only a full dotted
   quad is an address: "version 10.0.0" and "v10.0.0.1" survive, a bare "10.0.0.1" does not.

@@ -84,7 +84,7 @@ def sanitize_value(value: object, counts: Counter | None = None, blob_cap: int =
 def _argv_redacted(argv: list[str], counts: Counter) -> list[str]:
     """`argv` with the credentials its words give a tool (`["mysql", "-pX"]`) replaced by markers."""
     for i, start, end in sorted(argv_credentials(argv), reverse=True):
-        argv[i] = argv[i][:start] + "[REDACTED:command_password]" + argv[i][end:]
+        argv[i] = argv[i][:start] + f"[REDACTED:command_password:{end - start}]" + argv[i][end:]
         counts["command_password"] += 1
     return argv
 
@@ -142,7 +142,7 @@ def sanitize_path(path: str, cwd: str = "") -> str:
 
 def marker_counts(text: str) -> Counter:
     """Markers already in `text`, by kind: what a reader redacted before the pipeline's pass."""
-    return Counter(m.group(0)[10:-1] for m in MARKER_RE.finditer(text) if m.group(0).startswith("[REDACTED:"))
+    return Counter(m.group(0)[10:-1].split(":")[0] for m in MARKER_RE.finditer(text) if m.group(0).startswith("[REDACTED:"))
 
 
 def sanitize_id(text: str) -> str:

@@ -9,7 +9,7 @@ take, and that is not a shape memoir keeps on purpose (a hash in hex, a UUID, a 
 name). Prose, paths, hashes and ordinary code never reach it, and only the lines that hold a
 candidate are scanned, so the run stays fast (bench/sanitize.py prints MB/s with and without it).
 
-Findings become `[REDACTED:<rule>]` spans, every occurrence of the secret in the text; a value the
+Findings become `[REDACTED:<rule>:<length>]` spans, every occurrence of the secret in the text; a value the
 documentation publishes (`validators.documented_value`) survives as it does everywhere else. Without
 the package (a platform with no wheel) memoir's own rules still run, and the run says nothing
 worse than it did before.

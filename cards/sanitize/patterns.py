@@ -18,7 +18,7 @@ BLOB_TAIL = 40
 SHA_CHARS = 8
 MAX_PASSES = 3  # a cut long line can expose a new boundary; one more pass always settles it
 
-MARKER_RE = re.compile(r"\[REDACTED:[a-z0-9_]+\]|\[BLOB len=\d+ sha=[0-9a-f]{%d}\]" % SHA_CHARS)
+MARKER_RE = re.compile(r"\[REDACTED:[a-z0-9_]+(?::\d+)?\]|\[BLOB len=\d+ sha=[0-9a-f]{%d}\]" % SHA_CHARS)
 _NOT_MARKER = r"(?!\[REDACTED:|\[BLOB )"
 
 # Every detector starts with a literal (lookbehinds come after it) because CPython's `re` only

@@ -92,7 +92,7 @@ def _marker(kind: str, original: str) -> str:
     if kind == "blob":
         sha = hashlib.sha256(original.encode("utf-8", "surrogatepass")).hexdigest()[:SHA_CHARS]
         return f"[BLOB len={len(original)} sha={sha}]"
-    return f"[REDACTED:{kind}]"
+    return f"[REDACTED:{kind}:{len(original)}]"  # kind and length: the card still reads
 
 
 def _once(text: str, blob_cap: int, counts: Counter[str], generic: bool, maintained: bool = True) -> tuple[str, bool]:
