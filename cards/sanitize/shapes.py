@@ -11,15 +11,17 @@
 What must survive is stated as rules too: an object's id (`msg_…`, `toolu_…`, `req_…`: a prefix and a
 body of about two dozen characters), hex after a hash's or an id's name, a made-up sequence, a public
 key (a `pub`/`pk` prefix, an SSH or PEM public key, an age recipient), a Fernet token, a line of a
-wrapped base64 dump, base64 of ordinary text, paths and names. Each rule is pinned by the corpora in
-tests/fixtures/secrets/ (providers.jsonl: 172 provider formats and file shapes, bare).
+wrapped base64 dump, base64 of ordinary text, paths and names. Each rule is a row of `SHAPE_RULES` with
+the texts it must and must not find a secret in (tests/test_sanitize_shapes.py runs them), and is pinned
+by the corpora in tests/fixtures/secrets/ (providers.jsonl: 172 provider formats and file shapes, bare).
 """
 
 from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from memoir.cards.sanitize.generic import (
     DIGIT, HASH_PREFIX, UUID, VOWELS, decoded_text, entropy, random_looking, token_runs,
@@ -170,16 +172,24 @@ _LINE_END = r"(?=$|\n|\\n|[\"'\s])"
 # host:port:database:user:password; the host and the user hold a letter (a time or an IPv6 address does not).
 PGPASS = re.compile(_LINE_START + r"[\w.*-]*[A-Za-z*][\w.*-]*:(?:\d{2,5}|\*):[\w.*-]+:[\w.*@-]*[A-Za-z*][\w.*@-]*:"
                     r"([^\s\"'\\:][^\s\"'\\]*)" + _LINE_END)
-PSK = re.compile(_LINE_START + r"[ \t]*(?:psk|wep_key\d|sae_password)=\\?\"?([^\s\"\\]{8,})")  # wpa_supplicant.conf
+PSK = re.compile(_LINE_START + r"[ \t]*(?:psk|wep_key\d|sae_password)=\\?\"?([^\s\"\\$][^\s\"\\]{7,})")  # wpa_supplicant.conf
 PUTTY_PRIVATE = re.compile(r"Private-Lines: (\d{1,3})(?:\r?\n|(?:\\r)?\\n)")
 
 
-def credential_file_lines(text: str) -> Iterator[tuple[str, int, int]]:
-    """`.pgpass` passwords, `wpa_supplicant.conf` keys, and a PuTTY key file's private lines."""
+def pgpass_lines(text: str) -> Iterator[tuple[str, int, int]]:
+    """`.pgpass` lines: host:port:database:user:password."""
     if text.count(":") >= 4:
         yield from (("secret_assignment", m.start(1), m.end(1)) for m in PGPASS.finditer(text))
+
+
+def psk_lines(text: str) -> Iterator[tuple[str, int, int]]:
+    """`wpa_supplicant.conf` keys; a reference (`psk=$WIFI_PSK`) is no key."""
     if "psk=" in text or "wep_key" in text or "sae_password=" in text:
         yield from (("secret_assignment", m.start(1), m.end(1)) for m in PSK.finditer(text))
+
+
+def putty_private_lines(text: str) -> Iterator[tuple[str, int, int]]:
+    """A PuTTY key file's private lines, as many as its `Private-Lines:` says, pasted raw or JSON-escaped."""
     if "Private-Lines:" in text:
         for m in PUTTY_PRIVATE.finditer(text):
             end = m.end()
@@ -188,6 +198,58 @@ def credential_file_lines(text: str) -> Iterator[tuple[str, int, int]]:
                 nl = text.find(newline, end)
                 end = len(text) if nl < 0 else nl + len(newline)
             yield "pem_private_key", m.end(), end
+
+
+def credential_file_lines(text: str) -> Iterator[tuple[str, int, int]]:
+    """`.pgpass` passwords, `wpa_supplicant.conf` keys, and a PuTTY key file's private lines."""
+    yield from pgpass_lines(text)
+    yield from psk_lines(text)
+    yield from putty_private_lines(text)
+
+
+@dataclass(frozen=True, slots=True)
+class ShapeRule:
+    """One named shape: the finder that detects it, texts it must find a secret in (`hits`) and texts it
+    must leave alone (`misses`), and why. tests/test_sanitize_shapes.py runs every row. The values are
+    made up for the table (random draws), never anyone's credential."""
+
+    name: str
+    find: Callable[[str], Iterator[tuple[str, int, int]]]
+    hits: tuple[str, ...]
+    misses: tuple[str, ...]
+    why: str
+
+
+SHAPE_RULES: tuple[ShapeRule, ...] = (
+    ShapeRule("prefixed_token", prefixed_tokens,
+              ("export TOKEN_X=zq_u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL", "clone with acme-8dKLzdocJ2isAjIhKtJ0RlgLKOmxgJTeKdNn now",
+               "key hx.ab.FRIBXuDL7DxtpYlSXpfKtHF4vUCsMehGAkWvj7FA", "sk_12aabfe228f219e9cb0eb53f16947ccf25ec84d8dbc7"),
+              ("msg_01jfljoQoaF1LlqsajAIxNKu", "test_refresh_token_is_rotated_when_the_session_expires",
+               "sha256_41ecccc3fc1626e53a13043b026c48bbf33feff9243a8f506b40928b5b7a767c",
+               "pk_live_VZomHFwUbbYrEqmSM9wCZ7Uw9xfogoEmvn", "exec-f0fb23c6f5da2cec255404e4fb440034d6608697"),
+              "Providers give their tokens a short prefix and a long random body; nobody can list every prefix, "
+              "so the shape is the rule. An object's id (a body of two dozen), a hash after its name, a public "
+              "key's prefix and a name made of words are not credentials."),
+    ShapeRule("bare_token", bare_tokens,
+              ("the token is WLuqIA1id6Vw5DQL05HA064GiIjHGb3CXlMaXZjl ok", "jENUhJduRHHJEYXg4JdpmrcXgGCJbW56eCuN"),
+              ("commit 68ef786e4d3cea27d26934b484e73cf575dcad6b", "01HZX3K8M2Q9T7V4W6Y0B5C1D8",
+               "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", "SomeVeryLongFunctionNameThatGoesOnAndOn2"),
+              "A secret pasted with no key word before it is still random: 32+ characters mixing cases and digits "
+              "with a random text's entropy. Hashes (hex), ULIDs, made-up sequences and long names are not."),
+    ShapeRule("pgpass_line", pgpass_lines,
+              ("db.example.com:5432:shop:app:ufUxbvJDCTbyvH", "+localhost:5432:*:postgres:NsG9eh6Yo4gf"),
+              ("12:30:45:00:ab:cd", "fe80::1:2:3:4", "at 10:15:30:45 the job ran"),
+              "A `.pgpass` line holds its password last, with no key word; a time or an IPv6 address has no letter "
+              "where the host and the user stand."),
+    ShapeRule("wpa_psk_line", psk_lines,
+              ('\\n  psk="qrc5XlrWi0B26R08"', "network={\n  psk=Zr8sQ2wvLm0Yk3Tq\n}"),
+              ("  psk=$WIFI_PSK", "the psk= line is missing"),
+              "`wpa_supplicant.conf` keeps the network key as `psk=`; a reference to a variable is no key."),
+    ShapeRule("putty_private_lines", putty_private_lines,
+              ("Private-Lines: 1\nqzjI6GKFSufrdZSlB5er8bOfZqfM2oeq3hDavJA76rN\nPrivate-MAC: 00",),
+              ("PuTTY-User-Key-File-3: ssh-ed25519\nPublic-Lines: 2\nGRlrwZbqcAAAAC3NzaC1", "Private-Lines: none"),
+              "A PuTTY key file is no PEM block: its private part is the lines its `Private-Lines:` header counts."),
+)
 
 
 def shape_spans(text: str, runs: bytes) -> Iterator[tuple[str, int, int]]:
