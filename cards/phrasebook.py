@@ -172,6 +172,43 @@ RETRACTS: tuple[Rule, ...] = (
           "no era la causa real"),
          ("the cause was the missing index", "this fixes the issue"),
          "A later finding that the cause was something else takes the card's conclusion back."),
+    Rule("called_unnecessary",
+         _rx(r"\b(?:the|that|this|my|our|earlier|previous) (?:\w+ )?(?:change|fix|commit|edit|workaround|step) "
+             r"(?:was|is|turned out to be) (?:unnecessary|not needed|not necessary|pointless|useless)\b"),
+         ("The earlier change was unnecessary, so revert it", "that commit is not needed after all"),
+         ("an unnecessary change to the README", "this step is needed because the cache is cold"),
+         "A later finding that the change did nothing useful takes back the card that credits it."),
+    Rule("retracts_es_pt",
+         _rx(r"\bno (?:era|fue) (?:realmente )?(?:la causa|el problema|la solución)|"
+             r"\bno (?:lo )?(?:arregló|resolvió|solucionó) (?:nada|el problema)|"
+             r"\b(?:el|la) (?:arreglo|cambio|solución|corrección) (?:anterior )?(?:era|fue|es) (?:incorrect[oa]|erróne[oa]|"
+             r"innecesari[oa])|"
+             r"\bnão (?:era|foi) (?:realmente )?(?:a causa|o problema|a solução)|\bnão (?:resolveu|corrigiu) (?:nada|o problema)|"
+             r"\b(?:a correção|a mudança|o ajuste) (?:anterior )?(?:era|foi|estava) (?:errad[oa]|incorret[oa]|desnecessári[oa])"),
+         ("Hacer commit en seed_orders no era la causa real", "el cambio anterior era innecesario",
+          "não era a causa do travamento", "a correção anterior estava errada"),
+         ("la causa era el índice que faltaba", "a correção resolveu o problema"),
+         "Spanish and Portuguese: a later finding that the cause or the fix was something else."),
+    Rule("retracts_fr_nl_de",
+         _rx(r"\bn'(?:était|est) pas (?:vraiment )?(?:la (?:vraie )?cause|le (?:vrai )?problème|la solution)|"
+             r"\bn'a (?:rien|pas) (?:résolu|corrigé)|\b(?:le correctif|la correction|le changement) (?:précédent |d'avant )?"
+             r"(?:était|est) (?:faux|fausse|incorrect|inutile)|"
+             r"\bwas niet (?:de (?:echte )?oorzaak|het probleem)|\bloste (?:het|niets) niet op|"
+             r"\bde (?:eerdere|vorige) (?:fix|oplossing|wijziging) was (?:fout|onjuist|onnodig|overbodig)|"
+             r"\bwar nicht (?:die (?:eigentliche )?ursache|das problem)|\bhat (?:es|nichts) nicht (?:behoben|gelöst)|"
+             r"\b(?:der|die) (?:frühere|vorherige) (?:fix|änderung|lösung) war (?:falsch|unnötig|überflüssig)"),
+         ("Committer dans seed_orders n'était pas la vraie cause", "de eerdere fix was onnodig",
+          "Das Committen in seed_orders war nicht die eigentliche Ursache"),
+         ("la cause était l'index manquant", "de oorzaak was de ontbrekende index", "die Ursache war der Index"),
+         "French, Dutch and German: a later finding that the cause or the fix was something else."),
+    Rule("retracts_cs_ko",
+         _rx(r"(?:nebyl[ao]?|není) (?:skutečn(?:á|ou) )?příčin|nic nevyřešil|(?:předchozí|dřívější) (?:oprava|změna) "
+             r"(?:byla|je) (?:špatná|chybná|zbytečná)|원인이 아니|(?:이전|앞선) (?:수정|변경)(?:은|이)? (?:잘못|불필요)|"
+             r"해결(?:되지|하지) (?:않았|못했)"),
+         ("commit v seed_orders nebyl skutečnou příčinou", "předchozí oprava byla zbytečná",
+          "seed_orders의 커밋은 원인이 아니었습니다", "이전 수정은 불필요했습니다"),
+         ("příčinou byl chybějící index", "원인은 누락된 인덱스였습니다"),
+         "Czech and Korean: a later finding that the cause or the fix was something else."),
 )
 
 

@@ -8,9 +8,11 @@ survivors, so two cards with opposite advice are never injected together; the ag
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Protocol
 
 from memoir.cards.distill.decisions import retractions, shared_subject, subject_terms
+from memoir.cards.values import Card
 
 
 class Advice(Protocol):
@@ -114,3 +116,34 @@ def retraction(older: Advice, newer: Advice) -> str:
         if not r.pointer and shared_subject(r, older.conclusion):
             return f"takes back {', '.join(sorted(r.subject & subject_terms(older.conclusion))[:3])}"
     return ""
+
+
+MAX_PAIR_BUCKET = 50  # cards that share one advised key; a key every card names (`tests`) pairs nothing
+
+
+def contradicting_pairs(cards: Sequence[Card]) -> list[tuple[str, str, str]]:
+    """(id, id, why) for the active cards of one workspace whose advice disagrees (`contradiction`), or
+    whose newer card takes the older one's back (`retraction`) while both stay active: what `memoir
+    status` lists for review. Only cards that advise about one key are compared (a hash map by key),
+    so the cost stays near-linear in the library."""
+    by_key: dict[tuple[str, str], list[Card]] = {}
+    for card in cards:
+        if card.status != "active":
+            continue
+        keys = {*assignments(card.conclusion), *polarities(card.conclusion), *subject_terms(card.conclusion)}
+        for key in keys:
+            by_key.setdefault((card.workspace, key), []).append(card)
+    out: dict[tuple[str, str], str] = {}
+    for bucket in by_key.values():
+        if len(bucket) > MAX_PAIR_BUCKET:
+            continue
+        for i, a in enumerate(bucket):
+            for b in bucket[i + 1:]:
+                pair = tuple(sorted((a.id, b.id)))
+                if pair in out:
+                    continue
+                old, new = (a, b) if (a.created, a.id) <= (b.created, b.id) else (b, a)
+                why = contradiction(a, b) or retraction(old, new)
+                if why:
+                    out[pair] = why  # type: ignore[index]
+    return sorted((a, b, why) for (a, b), why in out.items())

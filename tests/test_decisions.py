@@ -153,3 +153,49 @@ def test_ordinary_sentences_are_no_retraction():
                  "What was wrong: `pool_size` was 2 in settings.toml, so the worker waited for a connection.",
                  "Nothing was wrong with the DSN; the test reused a closed handle."):
         assert retractions(text) == [], text
+
+
+RETRACTIONS_BY_LANGUAGE = {
+    "en": "Committing in `seed_orders` was not the real cause: the fixture's second connection `audit_conn` kept "
+          "the write lock; closing `audit_conn` releases the lock.",
+    "es": "Hacer commit en `seed_orders` no era la causa real: la segunda conexión `audit_conn` del fixture "
+          "retenía el bloqueo; cerrar `audit_conn` lo libera.",
+    "fr": "Committer dans `seed_orders` n'était pas la vraie cause : la seconde connexion `audit_conn` gardait "
+          "le verrou ; fermer `audit_conn` le libère.",
+    "de": "Das Committen in `seed_orders` war nicht die eigentliche Ursache: die zweite Verbindung `audit_conn` "
+          "hielt die Sperre; `audit_conn` zu schließen gibt sie frei.",
+    "cs": "Commit v `seed_orders` nebyl skutečnou příčinou: druhé spojení `audit_conn` drželo zámek; zavření "
+          "`audit_conn` ho uvolní.",
+}
+
+
+def _locked_session(sid: str, day: int, fix_path: str, old: str, new: str, conclusion: str,
+                    error: str = "E   sqlite3.OperationalError: database is locked") -> Script:
+    return (Script(sid, cwd=SHOP)
+            .user("test_orders hangs or fails again, please fix", at=day * DAY)
+            .runs("pytest tests/test_orders.py")
+            .error(error)
+            .edits(f"{SHOP}/{fix_path}", old, new)
+            .runs("pytest tests/test_orders.py").result("9 passed in 0.7s")
+            .says(conclusion))
+
+
+def test_a_later_session_that_calls_the_earlier_cause_wrong_supersedes_it_in_any_language():
+    """The earlier card credits a commit in the fixture; weeks later, the same failure's real cause is found
+    and the later conclusion says, in the agent's language, that the commit was not the cause. The errors
+    differ (the signature rules cannot pair them): only what the later card says can."""
+    for lang, said in RETRACTIONS_BY_LANGUAGE.items():
+        old = _drafts(_locked_session("s-commit", 0, "tests/conftest.py", "    yield orders",
+                                      "    db.commit()\n    yield orders",
+                                      "Committing inside the `seed_orders` fixture releases the write lock before "
+                                      "the worker reads, so the test no longer sees database is locked."))
+        new = _drafts(_locked_session(f"s-close-{lang}", 30, "tests/conftest.py", "    yield orders",
+                                      "    yield orders\n    audit_conn.close()", said,
+                                      error="E   TimeoutError: the worker waited 5.0 s for the orders table"))
+        plan = apply_rules(old + new, [])
+        by_id = {c.id: c for c in plan.write}
+        older = next(c for _, c in old if "Committing inside" in c.conclusion)
+        newer = next(c for _, c in new if "audit_conn" in c.conclusion)
+        assert by_id[older.id].status == "superseded", (lang, by_id[older.id].status, plan.counters)
+        assert by_id[older.id].superseded_by == newer.id, lang
+        assert by_id[newer.id].status != "superseded", lang

@@ -4,7 +4,8 @@ Two sessions about one decision rarely share an error signature (the first met a
 on the way, the second has none at all), so the signature rules cannot see that storage moved from
 A to B. What the later card says can: "this replaces the September env-var flags", "the earlier fix
 (`busy_timeout`) can't help here", "moved the flags from env vars to a table", "X is no longer used".
-Such a sentence names its subject; the older card of the same workspace that is about that subject
+So does a finding in any language the rule table `cards.phrasebook.RETRACTS` states ("no era la causa",
+"war nicht die Ursache", "the earlier change was unnecessary"). Such a sentence names its subject; the older card of the same workspace that is about that subject
 is superseded. Only one card (or the cards tied for best) per sentence: supersession is per
 experience, and the rest of the older session stays valid.
 """
@@ -15,6 +16,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from memoir.cards.phrasebook import RETRACTS, first_rule
 from memoir.cards.values import Card
 
 # Phrases that say an earlier decision, fix or judgment no longer holds. Each is a whole shape,
@@ -102,7 +104,7 @@ def retractions(conclusion: str) -> list[Retraction]:
     out: list[Retraction] = []
     for sentence in _SENTENCE.split(conclusion):
         shape = _FROM_TO.search(sentence)
-        said = _RETRACTION.search(sentence)
+        said = _RETRACTION.search(sentence) or first_rule(RETRACTS, sentence)
         if not (shape or said):
             continue
         moved = subject_terms((shape.group("a") or shape.group("r")) if shape else "")
