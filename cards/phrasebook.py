@@ -212,6 +212,29 @@ RETRACTS: tuple[Rule, ...] = (
 )
 
 
+# --- an answer that undoes the change the evidence shows worked -----------------------------------
+
+REVERSES: tuple[Rule, ...] = (
+    Rule("undo_the_change",
+         _rx(r"\b(?:revert|undo|roll back|back out|remove|drop|take out)\s+(?:the |that |this |your |my )?"
+             r"(?:\w+ )?(?:change|commit|fix|edit|call|line)s?\b|\bso revert it\b|"
+             r"\b(?:should|must|can) (?:stay|remain|be left) without\b|"
+             r"\brevertir (?:el|ese|este) cambio|\breverter (?:a|essa|esta) (?:mudança|alteração)|"
+             r"\bannuler (?:le|ce) changement|\bmaak (?:de|deze) wijziging ongedaan|\b(?:die|diese) änderung rückgängig"),
+         ("the change was unnecessary, so revert it", "The fixture should stay without a commit",
+          "Remove the commit from the fixture", "revertir el cambio en conftest.py"),
+         ("Revert-safe: the migration has a down step", "the commit inside the fixture releases the lock"),
+         "An answer that undoes the change the log shows working reverses the evidence."),
+    Rule("change_did_not_help",
+         _rx(r"\b(?:does|did|do)(?:n'?t| not) (?:actually |really )?(?:fix|help|solve|matter)\b|"
+             r"\b(?:was|is|were|are) (?:unnecessary|not needed|not necessary|irrelevant)\b|"
+             r"\bno (?:hacía|hace) falta\b|\bn'(?:était|est) pas nécessaire\b|\bwar (?:unnötig|nicht nötig)\b"),
+         ("Committing inside the fixture does not fix it", "the change was unnecessary"),
+         ("Committing inside the fixture fixes it", "a commit is necessary before the worker reads"),
+         "An answer that says the verified change did nothing contradicts the check that passed after it."),
+)
+
+
 # --- lines of a closing report that are its wrapper, not its lesson ----------------------------------
 
 WRAPPER_LINES: tuple[Rule, ...] = (

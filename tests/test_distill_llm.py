@@ -147,12 +147,14 @@ def test_usage_is_counted_from_the_server_or_estimated():
     (content('{"conclusion": "httpx.Client with timeout=None blocks forev'), "invalid_format"),
     (raw(b"<html>502 from a proxy</html>"), "invalid_format"),
 ])
-def test_prose_empty_and_truncated_outputs_are_counted_and_the_card_stays_candidate(step, counter):
-    out, _ = run([step])
+def test_junk_answers_are_counted_leave_the_rule_card_as_the_rule_stage_decided_and_requeue_the_batch(step, counter):
+    exp, rule = pair()
+    model_off = distill_batch([(exp, rule)], [], timeout=TIMEOUT).cards[0]  # what the rule stage alone decides
+    out, _ = run([step], pairs=[(exp, rule)])
     assert out.counts[counter] == 1 and out.counts["ok"] == 0
-    assert out.cards[0].status == "candidate" and out.cards[0].quality == "rule"
+    assert out.cards[0] == model_off and (model_off.status, model_off.quality) == ("active", "rule")
     assert any("all_outputs_discarded" in a for a in out.alerts)
-    assert not out.requeue
+    assert out.requeue and out.pending == [rule.id]  # the model is asked again on replay
 
 
 @pytest.mark.parametrize("payload,why", [
@@ -272,7 +274,8 @@ def test_a_response_broken_midway_is_not_retried_on_another_endpoint(step):
         out = distill_batch([pair()], [Endpoint(first.url, "m"), Endpoint(second.url, "m")], timeout=TIMEOUT)
     assert out.counts["broken"] == 1 and out.counts["ok"] == 0
     assert len(second.received) == 0
-    assert out.cards[0].status == "candidate"
+    # Not resent; the rule card is decided as the rule stage alone decides it, and the batch is asked again later.
+    assert (out.cards[0].status, out.cards[0].quality) == ("active", "rule") and out.requeue
 
 
 def test_every_endpoint_down_requeues_the_batch_with_an_alert():
@@ -441,6 +444,22 @@ def test_a_model_answer_offering_what_the_log_shows_failing_never_replaces_it():
     card = out.cards[0]
     assert (card.quality, card.conclusion) == ("rule", rule.conclusion)
     assert card.extra["model_overruled"].startswith("offers what the log shows failing")
+
+
+@pytest.mark.parametrize("answer", [
+    "export_rows reusing the request's connection was unnecessary; the database is locked error came from a slow "
+    "disk, so revert it.",
+    "Reusing the request's connection in export_rows does not fix it: the lock is a timing issue, export_rows "
+    "should stay without the shared connection.",
+    "Compartir la conexión en export_rows no era la causa real del database is locked; revertir el cambio.",
+])
+def test_a_model_answer_that_reverses_the_verified_change_is_discarded_and_counted(answer):
+    exp, rule = verified_pair()
+    out, _ = run([slots(conclusion=answer, applies_when="", fails_when="")], pairs=[(exp, rule)])
+    card = out.cards[0]
+    assert (card.status, card.quality, card.conclusion) == ("active", "rule", rule.conclusion)
+    assert card.extra["model_overruled"].startswith("model_contradicts_evidence: ")
+    assert out.counts["model_contradicts_evidence"] == 1 and out.counts["model_overruled"] == 1
 
 
 def test_a_model_answer_that_names_the_evidence_and_contradicts_none_of_it_replaces_the_rule_one():

@@ -1,7 +1,8 @@
 """Model stage: an OpenAI-compatible chat endpoint fills fixed JSON slots for each experience.
 
 It must be honest when it fails. Every output is validated against the slots (free prose, a
-missing or extra slot, a wrong type or an empty conclusion is discarded and counted), every
+missing or extra slot, a wrong type or an empty conclusion is discarded and counted, the rule card
+is decided as the rule stage alone decides it, and the batch goes back to the queue for replay), every
 request has a timeout, and a model that is alive but says nothing is an incident: the batch goes
 back to the queue with an alert, never into a retry loop. Fallback endpoints are tried in order
 only when one fails before producing any output; a response that broke midway is not resent.
@@ -24,7 +25,7 @@ from memoir.cards.config import Settings
 from memoir.cards.distill.errors import BrokenResponse, EndpointUnavailable, InvalidOutput, ModelTimeout
 from memoir.cards.distill.llm_client import Endpoint, Reply, complete
 from memoir.cards.distill.llm_prompt import MAX_INPUT_CHARS, build_prompt
-from memoir.cards.distill.llm_slots import apply_slots, evidence_conflict, parse_slots
+from memoir.cards.distill.llm_slots import CONTRADICTS_EVIDENCE, apply_slots, evidence_conflict, parse_slots
 from memoir.cards.draft import conclusion_problem
 from memoir.cards.incidents import raise_alert
 from memoir.cards.quality_gates import Verdict, decide_status, judge_card
@@ -45,6 +46,7 @@ class BatchReport:
     usage: Counter = field(default_factory=Counter)
     asked: list[tuple[Card, bool | None]] = field(default_factory=list)  # ask_model -> settle_batch
     pending: list[str] = field(default_factory=list)  # card ids not distilled because of an incident
+    junk: list[str] = field(default_factory=list)  # card ids the model answered with junk: the rule stage decides
 
 
 def distill_batch(
@@ -87,7 +89,8 @@ def settle_batch(experiences_and_cards: Sequence[tuple[Experience, Card]], asked
             continue
         # Read back from the spool card by card: a batch of merged cards can name most of a corpus.
         verdict = judge_card(card, EvidenceView.of(loaded_turns(evidence[card.id])), active, similarity)
-        decided = decide_status(card, verdict, model_enabled, distilled)
+        # A card the model answered with junk is decided as the rule stage alone would decide it.
+        decided = decide_status(card, verdict, model_enabled and card.id not in asked.junk, distilled)
         out.verdicts[card.id] = verdict
         out.cards.append(decided)
         out.counts[decided.status] += 1
@@ -169,12 +172,11 @@ def ask_model(
             ))
             keep(card, distilled=False)
             continue
-        except BrokenResponse:
-            counts["broken"] += 1
-            keep(card, distilled=False)
-            continue
-        except InvalidOutput as exc:
-            counts[exc.kind] += 1
+        except (BrokenResponse, InvalidOutput) as exc:
+            # Junk: the rule card stays exactly as the rule stage decided, and the batch goes back to the queue.
+            counts[exc.kind if isinstance(exc, InvalidOutput) else "broken"] += 1
+            out.junk.append(card.id)
+            out.pending.append(card.id)
             keep(card, distilled=False)
             continue
         counts["ok"] += 1
@@ -183,6 +185,8 @@ def ask_model(
         if conflict:
             # The verified rule conclusion stands; the card says why the model's answer was not used.
             counts["model_overruled"] += 1
+            if conflict.startswith(CONTRADICTS_EVIDENCE):
+                counts[CONTRADICTS_EVIDENCE] += 1  # discarded: it reverses what the check proved
             keep(card.with_(extra={**card.extra, "model_overruled": conflict}), distilled=True)
             continue
         problem = conclusion_problem(distilled.conclusion, min_conclusion_chars)
@@ -193,7 +197,7 @@ def ask_model(
             continue
         keep(distilled.with_(status="candidate"), distilled=True)
 
-    out.requeue = bool(stop_reason)
+    out.requeue = bool(stop_reason or out.junk)
     if counts["empty_input"]:
         out.alerts.append(raise_alert(
             "input_truncated_to_empty",

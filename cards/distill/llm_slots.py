@@ -16,6 +16,7 @@ from memoir.cards.lesson import CONCLUSION_BUDGET, within_budget
 from memoir.cards.distill.errors import InvalidOutput
 from memoir.cards.distill.extract import find_disproved
 from memoir.cards.outcomes import failure_conditions
+from memoir.cards.phrasebook import RETRACTS, REVERSES, first_rule
 from memoir.cards.quality_gates import specifics
 from memoir.cards.values import Card, Turn
 
@@ -141,11 +142,27 @@ def _named_in(name: str, text: str) -> bool:
     return name in text.lower()
 
 
+CONTRADICTS_EVIDENCE = "model_contradicts_evidence"
+
+
+def contradicts_evidence(text: str, named: set[str]) -> str:
+    """The sentence of a model's conclusion that negates, reverses or calls unnecessary the change the
+    evidence shows working ('' if none): "the change was unnecessary, so revert it", "committing inside
+    the fixture does not fix it". It must be about what the verified conclusion names (any language the
+    tables `RETRACTS` and `REVERSES` state)."""
+    for sentence in re.split(r"(?<=[.!?;])\s+|\n+", text):
+        if (first_rule(REVERSES, sentence) or first_rule(RETRACTS, sentence)) and (
+                not named or any(_named_in(n, sentence) for n in named)):
+            return sentence.strip()[:160]
+    return ""
+
+
 def evidence_conflict(rule: Card, model: Card, turns: Sequence[Turn]) -> str:
     """Why `model`'s conclusion may not replace `rule`'s verified one ('' when it may).
 
-    It must name what the evidence names (an identifier, file, flag or the error kind of the
-    verified rule conclusion) and contradict none of it: a thing the log shows failing (an attempt
+    It must not negate, reverse or call unnecessary the change the evidence shows working
+    (`model_contradicts_evidence`), must name what the evidence names (an identifier, file, flag or the
+    error kind of the verified rule conclusion) and contradict none of it: a thing the log shows failing (an attempt
     that did not help, a claim a later turn disproved) is never offered as the answer.
     """
     if not (rule.verified_by and rule.conclusion.strip()) or rule.status != "active":
@@ -155,6 +172,9 @@ def evidence_conflict(rule: Card, model: Card, turns: Sequence[Turn]) -> str:
     kind = rule.error_signature.split(":", 1)[0].strip()
     if kind and len(kind) >= 4 and " " not in kind:
         named.add(kind.lower())
+    reversed_ = contradicts_evidence(text, named)
+    if reversed_:
+        return f"{CONTRADICTS_EVIDENCE}: {reversed_}"
     if named and not any(_named_in(n, text) for n in named):
         return "names none of what the verified conclusion names: " + ", ".join(sorted(named)[:5])
     dead = find_disproved(turns)
