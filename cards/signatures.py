@@ -137,6 +137,30 @@ def _message(raw: str) -> str:
     return mask(raw)[:MAX_SIGNATURE].rstrip()
 
 
+# Where a person's words resume after an error they quoted in a sentence ("… KeyError: 'user_id' from
+# current_user after I logged in again", "… when I open /profile, any idea?"): the error is what it
+# said, the rest is theirs, and two people never say it alike.
+_CONNECTOR = (r"when|whenever|after|while|from|since|every time|each time|but|and then|if|once|"
+              r"cuando|después|mientras|quand|après|lorsque|wenn|nachdem|sobald|když|wanneer|nadat|quando|depois")
+_QUOTED_THEN_PROSE = re.compile(r"""^(?P<q>'[^'\n]{1,80}'|"[^"\n]{1,80}")(?=\s+(?:""" + _CONNECTOR + r")\s)", re.I)
+_PROSE_RESUMES = re.compile(r"(?i)\s+(?:" + _CONNECTOR + r"|[-–—])\s|[?!;]|,\s|\.\s+[A-Z]|\s+(?:in|on) (?:the|my|our) ")
+_PROSE_HEAD = re.compile(r"[^\W\d_]+(?:[ \t]+[^\W\d_]+)+")  # "I get", "al abrir el perfil sale": words only
+
+
+def _own_message(message: str, head: str) -> str:
+    """An exception's own message, not the words a person wrote around it: a quoted value followed by a
+    connector is the value alone (`KeyError: 'user_id' from current_user …`); after a head of plain
+    words (an error quoted in a sentence), the message ends where the sentence resumes."""
+    quoted = _QUOTED_THEN_PROSE.match(message)
+    if quoted:
+        return quoted.group("q")
+    if _PROSE_HEAD.fullmatch(head):
+        resumes = _PROSE_RESUMES.search(message)
+        if resumes and resumes.start() > 0:
+            return message[:resumes.start()].rstrip(" .,:")
+    return message
+
+
 def _line_at(text: str, start: int, end: int) -> tuple[int, int]:
     return text.rfind("\n", 0, start) + 1, (text.find("\n", end) + 1 or len(text) + 1) - 1
 
@@ -169,7 +193,7 @@ def _exceptions(t: str) -> tuple[str, str]:
                 message = ""
             else:
                 continue  # `raise ValueError(...)`, `except ValueError:`, prose naming an exception
-            message = message.strip()
+            message = _own_message(message.strip(), head)
             if head.endswith("[") and message.endswith("]"):
                 message = message[:-1]
             taken = start

@@ -90,3 +90,27 @@ def test_identifiers_are_the_code_shaped_tokens_of_a_conclusion_and_prose_has_no
                                  "cde", "utf8", "pg_hba.conf"}
     assert identifiers("The configuration of the scheduler works again after the restart.") == frozenset()
 
+
+
+def _pasted_keyerror(sid: str, day: float, said: str):
+    return (Script(sid, cwd="/home/dev/shop")
+            .user(said, at=day * 24 * 60)
+            .runs("pytest tests/test_auth.py")
+            .error("    return session[\"user_id\"]\nE   KeyError: 'user_id'\n1 failed, 5 passed in 0.3s")
+            .edits("/home/dev/shop/app/auth.py", 'return session["user_id"]', 'return session.get("user_id")')
+            .runs("pytest tests/test_auth.py").result("6 passed in 0.3s")
+            .says("The session loses `user_id` after a re-login, so `current_user` in `app/auth.py` now reads it with "
+                  "`session.get(\"user_id\")` and treats a missing id as logged out."))
+
+
+def test_the_same_error_and_fix_in_other_words_merge_into_one_card_with_both_sources():
+    """Two users paste one error in their own sentences; the signature is the error alone, so the cards merge."""
+    first = [(e, draft_card(e)) for e in segment_session(_pasted_keyerror(
+        "s-a", 0, "I get KeyError: 'user_id' from current_user in app/auth.py after I logged in again").turns)]
+    second = [(e, draft_card(e)) for e in segment_session(_pasted_keyerror(
+        "s-b", 9, "after login the page shows KeyError: 'user_id' when I open /profile, please fix").turns)]
+    assert first[0][1].error_signature == second[0][1].error_signature == "KeyError: <str>"
+    plan = apply_rules(first + second, [])
+    live = [c for c in plan.write if c.status not in ("superseded", "forgotten")]
+    assert len(live) == 1 and {s.session_id for s in live[0].sources} == {"s-a", "s-b"}
+    assert plan.counters["merged"] == 1

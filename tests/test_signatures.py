@@ -206,3 +206,21 @@ def test_a_function_with_its_arity_is_named_not_masked_as_a_path():
     sig = error_signature("** (CompileError) test/live_test.exs:12: undefined function get/2 (expected X to define "
                           "such a function or for it to be imported, but none are available)")
     assert "get/" in sig and "<path>:" in sig  # the file is a path, the function is not
+
+
+@pytest.mark.parametrize("said", [
+    "KeyError: 'user_id' from current_user in app/auth.py after I logged in again",
+    "I get KeyError: 'user_id' when I open /profile, any idea?",
+    "al abrir el perfil sale KeyError: 'user_id' cuando inicio sesión",
+    "Traceback (most recent call last):\n  File \"app/auth.py\", line 12, in current_user\n"
+    "    return session[\"user_id\"]\nKeyError: 'user_id'",
+])
+def test_a_signature_is_the_error_not_the_words_a_person_wrote_around_it(said):
+    assert error_signature(said) == "KeyError: <str>"
+
+
+def test_a_tools_own_message_keeps_its_words_after_a_quoted_value():
+    assert error_signature("AttributeError: 'NoneType' object has no attribute 'id'") == \
+        "AttributeError: <str> object has no attribute <str>"
+    assert error_signature("tests/t.py:3: ProgrammingError: SQLite objects created in a thread can only be used "
+                           "in that same thread.").startswith("ProgrammingError: SQLite objects created in a thread can")

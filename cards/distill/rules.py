@@ -11,6 +11,7 @@ dedup key, (workspace, signature) or (workspace, identifier), never through all 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,14 @@ def _order(card: Card, first_seq: int | None = None) -> tuple[str, int, str]:
     # the spool carries no sources: its experience's first turn is given.
     first = first_seq if first_seq is not None else min((s.turns[0] for s in card.sources), default=0)
     return (card.created, first, card.id)
+
+
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")
+
+
+def _same_values(a: Card, b: Card) -> bool:
+    """The same numbers in both conclusions: `pool_size = 5` and `pool_size = 20` are two fixes."""
+    return set(_NUMBER.findall(a.conclusion)) == set(_NUMBER.findall(b.conclusion))
 
 
 def _replaces(base: Card, card: Card) -> bool:
@@ -108,6 +117,7 @@ def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Ca
     by_signature: dict[tuple[str, str], str] = {}
     by_family: dict[str, list[tuple[str, str]]] = {}  # newest first
     by_ident: dict[tuple[str, str], list[str]] = {}
+    by_weak: dict[tuple[str, str], list[str]] = {}  # (workspace, a signature too weak to merge on alone)
     frozen = frozenset(frozen)
     gathered: dict = {}  # card id -> what merges into it gathered (merge.Gathered): linear, not n²
     for card in lib.original.values():
@@ -123,6 +133,8 @@ def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Ca
                 by_signature.setdefault((card.workspace, sig), card.id)
             if card.status in LIVE and (family := signature_family(card)):
                 by_family.setdefault(family, []).append((card.workspace, card.id))
+            if not sig and card.error_signature and is_resolution(card):
+                by_weak.setdefault((card.workspace, card.error_signature), []).append(card.id)
         if is_resolution(card):
             for ident in identifiers(card.conclusion):
                 by_ident.setdefault((card.workspace, ident), []).append(card.id)
@@ -173,6 +185,11 @@ def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Ca
         if base_id is None and family:
             base_id = next((cid for ws, cid in by_family.get(family, ())
                             if related_workspaces(ws, card.workspace) and cid in lib.cards), None)
+        weak = (card.workspace, card.error_signature) if proven and not sig and card.error_signature else None
+        if base_id is None and weak is not None:
+            # A signature that says too little alone (`KeyError: <str>`) merges only with the same fix.
+            base_id = next((cid for cid in by_weak.get(weak, ()) if cid in lib.cards and is_resolution(lib.get(cid))
+                            and _same_values(lib.get(cid), card) and same_fix(lib.get(cid), card)), None)
         if base_id is not None and _replaces(lib.get(base_id), card):
             old, new = supersede(lib.get(base_id), card)
             if new.id == card.id:
@@ -196,6 +213,8 @@ def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Ca
             continue
         if sig:
             by_signature[(card.workspace, sig)] = card.id
+        if weak is not None and is_resolution(card):
+            by_weak.setdefault(weak, []).append(card.id)
         if family:
             by_family.setdefault(family, []).insert(0, (card.workspace, card.id))
         lib.put(card)
