@@ -10,6 +10,7 @@ import functools
 import re
 
 from memoir.cards.hosts.registry import QUIET_TOOLS
+from memoir.cards.phrasebook import MAX_REMEMBERED, REMEMBERS
 from memoir.cards.signatures import error_signature
 from memoir.cards.values import Turn
 
@@ -158,3 +159,14 @@ def pasted_signature(text: str) -> str:
                 return sig
     output = "\n".join(ln for ln in text.splitlines() if _PASTED_HINT.search(ln) or ln.startswith((" ", "\t")))
     return error_signature(output) if output else ""
+
+
+def remembered(text: str) -> str:
+    """The rule a user asked the agent to remember, in their words ("always pnpm, never npm"), or ''.
+    A question ("do you remember …?") or a long task that happens to open with the word is none."""
+    text = text.strip()
+    cue = next((r.pattern.match(text) for r in REMEMBERS if r.pattern.match(text)), None)
+    words = text[cue.end():].strip() if cue else ""
+    if not words or len(text) > MAX_REMEMBERED or text.rstrip().endswith("?"):
+        return ""
+    return words

@@ -23,7 +23,7 @@ from memoir.cards.outcomes import Verification, failure_conditions, verification
 from memoir.cards.phrasebook import DECISIONS, HEDGES, first_rule
 from memoir.cards.proof import ACTIVE_KINDS, Proof, contradiction, prove, stepped
 from memoir.cards.quality_inputs import EvidenceView, typed_by_user
-from memoir.cards.cues import commit_subject, is_chatter, is_prompt_template
+from memoir.cards.cues import commit_subject, is_chatter, is_prompt_template, remembered
 from memoir.cards.signals import is_notable_result
 from memoir.cards.signatures import error_signature
 from memoir.cards.title import make_title, strip_boilerplate, strip_opener
@@ -257,6 +257,9 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40, ends_session: bo
         goal = f"Get past `{exp.error_signature}` (continued from the previous task)."
     end = ending(exp.turns, ends_session)
     found = choose_conclusion(exp.turns)
+    memory_at, memory = _remembered(exp)
+    if memory:  # the user's rule in their words, not the agent's paraphrase of it; their saying so is the check
+        found, end = replace(found, text=memory, seq=memory_at, source="users_words", verified_by=f"t{memory_at}"), None
     fix = verification(exp.turns)
     if end is not None:  # unresolved: the open state, never an earlier sentence
         found = replace(found, text=open_statement(exp.turns, end), verified_by="", source="open")
@@ -268,10 +271,11 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40, ends_session: bo
     conclusion = within_budget(without_orders(without_wrapper(split_limits(said)[0]), view.user_words))
     said_yes = view.confirming_turn(found.text) if found.settled and end is None else None
     proof = prove(exp.turns, confirmed_at=said_yes.seq if said_yes is not None else None,
-                  users_words=found.settled and _users_choice(found.text, view.user_words))
+                  users_words=bool(memory) or found.settled and _users_choice(found.text, view.user_words))
     if proof.kind == "fix" and found.settled and end is None:
         conclusion = with_the_fix(conclusion, fixed_loop(exp.turns), exp.turns)
     verified = proof.verified_by if found.settled and end is None else ""
+    verified = found.verified_by if memory else verified
     if proof.kind != "confirmed_answer":
         said_yes = None
     if proof.kind in ("fix", "confirmed_answer") and end is None:
@@ -320,6 +324,17 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40, ends_session: bo
         follow_up=_follow_up(exp, end),
         extra=_extra(found.source, proof, end is None and found.settled),
     )
+
+
+def _remembered(exp: Experience) -> tuple[int | None, str]:
+    """The turn and the conclusion of a rule the user asked the agent to remember, in their own words,
+    when nothing in the experience failed and was fixed (a fix is the lesson then): `Remember: always
+    pnpm, never npm`."""
+    at, said = next(((t.seq, w) for t in exp.turns if t.role == "user" and t.kind == "text" and (w := remembered(t.text))),
+                    (None, ""))
+    if not said or fixed_loop(exp.turns) is not None:
+        return None, ""
+    return at, f"In the user's words, to remember: {said}"
 
 
 def _users_choice(conclusion: str, user_words: tuple[str, ...]) -> bool:

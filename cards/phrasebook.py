@@ -318,6 +318,23 @@ DEPENDENCY_FIX: tuple[Rule, ...] = (
 )
 
 
+# --- the user asking the agent to remember something: their words are the card -------------------
+
+REMEMBERS: tuple[Rule, ...] = (
+    Rule("remember_cue",
+         _rx(r"^\s*(?:please[,\s]+)?(?:remember|keep in mind|don'?t forget|never forget|from now on|going forward|"
+             r"recuerda|ten en cuenta|no olvides|a partir de ahora|lembre(?:-se)?|lembra|não esqueça|a partir de agora|"
+             r"souviens-toi|rappelle-toi|n'oublie pas|retiens|désormais|onthoud|vergeet niet|vanaf nu|merk dir|"
+             r"denk daran|vergiss nicht|ab jetzt|von nun an|pamatuj(?: si)?|zapamatuj si|nezapomeň|od teď|"
+             r"기억해(?:\s*줘|\s*주세요)?|기억하세요|앞으로는)\b[\s:,.!-]*(?:that\s+|que\s+|dass\s+|dat\s+|že\s+)?"),
+         ("Remember: always pnpm, never npm", "please remember that staging uses port 8443",
+          "recuerda: siempre pnpm, nunca npm", "Onthoud: nooit npm", "기억해: 항상 pnpm"),
+         ("I remember this worked last week", "do you remember why the test failed?", "Note: I pushed the branch, please review"),
+         "A user who asks the agent to remember something states a rule in their own words; the card keeps them."),
+)
+MAX_REMEMBERED = 400  # longer than this, a message that opens with "remember" is a task, not a rule to keep
+
+
 # --- the user stating a choice: one option over another, or a rule with its reason -------------------
 
 DECISIONS: tuple[Rule, ...] = (

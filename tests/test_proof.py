@@ -9,6 +9,8 @@ same card.
 
 from __future__ import annotations
 
+import pytest
+
 from memoir.cards.draft import draft_card, read_past_range
 from memoir.cards.proof import exercises, problem_in, prove
 from memoir.cards.quality_gates import decide_status, judge_card
@@ -300,3 +302,21 @@ def test_a_regression_test_written_after_the_paste_still_proves_it():
     (exp, card), = read_past_range(tuple(s.turns), [(exp, draft_card(exp))])
     assert card.extra["kind"] == "fix" and card.verified_by
 
+
+
+@pytest.mark.parametrize("said,kept", [
+    ("Remember: always pnpm, never npm", "always pnpm, never npm"),
+    ("recuerda: siempre pnpm, nunca npm", "siempre pnpm, nunca npm"),
+    ("Onthoud: nooit npm, altijd pnpm in deze repo", "nooit npm, altijd pnpm in deze repo"),
+])
+def test_an_explicit_remember_keeps_the_users_words_not_the_agents_paraphrase(said, kept):
+    s = Script().user(said).says("Got it: I'll use pnpm for package management going forward.")
+    card = _settled(s)
+    assert kept in card.conclusion and "I'll use pnpm" not in card.conclusion
+    assert (card.extra["kind"], card.status) == ("decision", "active"), card.gate
+
+
+def test_a_question_about_memory_or_a_note_is_no_rule_to_keep():
+    for said in ("do you remember why the test failed?", "Note: I pushed the branch, please review"):
+        card = _settled(Script().user(said).says("It failed on the missing fixture; I pushed nothing else."))
+        assert "In the user's words" not in card.conclusion
