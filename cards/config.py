@@ -67,6 +67,11 @@ class Settings:
     # Build the deep-search turn index (every turn and window embedded) at the end of each run, so
     # the first `memoir search` finds it ready; off, the first search builds it, a batch at a time.
     turn_index_in_run: bool = True
+    # A session's start also reads the previous session's log (the newest other log beside the new
+    # transcript) in a detached `memoir run` of that one file, under the run lock, while the brief is
+    # printed; the timeout ends it (the next run reads what it left). Off: only the nightly run reads it.
+    session_start_backlog: bool = True
+    session_start_backlog_timeout_s: int = 600
     nightly_cron: str = "30 3 * * *"
     nightly_timezone: str = ""  # IANA name for the cron; empty: this machine's local zone
     # Aider keeps one history per repository, so its logs are read only from folders registered

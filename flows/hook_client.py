@@ -383,12 +383,11 @@ def run_hook(payload: object, caller: Caller, started: float, host: str = "claud
     request = {"op": op, "query": prompt, "workspace": workspace, "session_id": str(payload.get("session_id") or ""),
                "budget_ms": max(0.0, left_ms - SERVICE_MARGIN_MS),
                "started_at": time.time() - (time.perf_counter() - started), **caller.wire}
-    state = caller.state_dir
     try:
-        answer = ask(state, request, left_ms / 1000)
+        answer = ask(caller.state_dir, request, left_ms / 1000)
     except NoService:
         try:
-            pid = start_service(caller.home, state)
+            pid = start_service(caller.home, caller.state_dir)
             detail = ("the recall service is still loading the model" if pid is None else
                       f"started the recall service in the background (pid {pid}; its log: {STATE_DIR}/{SERVICE_LOG})")
         except OSError as exc:
@@ -426,8 +425,7 @@ def hook_main(host: str = "claude-code", stdin=None, stdout=None, settings=None,
         record_config_error(exc, started)
         return 0
     state = caller.state_dir
-    # The last line of defence against a hang (a host that never closes stdin, a stuck disk):
-    # leave silently at the prompt's budget, and say so in the log.
+    # The last defence against a hang (a host that never closes stdin, a stuck disk): leave silently at the budget, logged.
     armed = _arm_watchdog(started, caller.budget_ms, state)
     if host not in HOST_EVENTS:
         return 0
@@ -444,6 +442,8 @@ def hook_main(host: str = "claude-code", stdin=None, stdout=None, settings=None,
             data = (out + "\n").encode("utf-8")
             stdout.write(data if not hasattr(stdout, "encoding") else data.decode("utf-8"))
             stdout.flush()
+        if HOST_EVENTS[host].get(event) == "brief":  # once the brief is out, so it never waits: flows/hook_backlog.py
+            _slow_path().start_backlog(payload, caller.settings, host)
     except BaseException as exc:  # noqa: BLE001 - any failure means "no context", never a failed prompt
         outcome, detail = ("error", f"{type(exc).__name__}: {exc}") if event else ("", "")
     finally:

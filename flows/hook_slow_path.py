@@ -2,8 +2,9 @@
 
 flows/hook_client.py stays stdlib-only on its fast path (one request to the warm recall service);
 when it must resolve settings itself, scrub an error's text, answer a SessionStart without the
-service or report a broken config, it makes memoir importable and calls these. This module never
-imports the client (the client runs as a top-level `hook_client` too).
+service, report a broken config or start the previous session's run after a brief, it makes memoir
+importable and calls these. This module never imports the client (the client runs as a top-level
+`hook_client` too).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import site
 
 from memoir.cards.config import Settings, default_config_file, load_settings
 from memoir.cards.private import foreign_folders  # noqa: F401 - the client asks it of a home before a cold brief
+from memoir.flows.hook_backlog import start_backlog  # noqa: F401 - the client calls it once a brief is out
 
 
 def resolve_settings() -> Settings:

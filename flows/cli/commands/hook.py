@@ -1,4 +1,7 @@
-"""`memoir hook <host>` and `memoir hook install|uninstall <host>` for Claude Code, Gemini CLI and Copilot CLI."""
+"""`memoir hook <host>` and `memoir hook install|uninstall <host>` for Claude Code, Gemini CLI and Copilot CLI.
+
+`memoir hook backlog` (hidden) is what a session's start leaves running in the background.
+"""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from memoir.flows.cli.hook_settings import (
     settings_diff,
     write_settings_file,
 )
-from memoir.flows.hook_client import hook_main
+from memoir.flows.hook_client import HOST_EVENTS, hook_main
 
 
 @cli.group("hook")
@@ -56,6 +59,24 @@ def hook_copilot_cli(ctx, event):
     adds the brief. EVENT names the event (Copilot's camelCase payloads carry none). Always exits 0."""
     with private_umask():
         hook_main("copilot-cli", settings=ctx.settings, event=event)
+
+
+@hook_group.command("backlog", hidden=True)
+@click.argument("host", type=click.Choice(sorted(HOST_EVENTS)))
+@click.argument("transcript", type=click.Path(dir_okay=False))
+@pass_ctx
+def hook_backlog(ctx, host, transcript):
+    """What a session's start leaves running (flows/hook_backlog.py starts it, detached): the log of the
+    session before TRANSCRIPT's, read as `memoir run --logs` reads it, within session_start_backlog_timeout_s.
+
+    Prints one JSON line (its record in state/backlog.jsonl). Exits 0 when another run holds the home:
+    that run or the next reads the log.
+    """
+    from memoir.flows.session_backlog import process_backlog  # deferred: start-up (the whole run)
+
+    with private_umask():  # it writes only under the home, as a run does
+        report = process_backlog(ctx.settings, host, transcript)
+    click.echo(json.dumps(report.to_dict(), sort_keys=True))
 
 
 @hook_group.group("install")
