@@ -23,6 +23,7 @@ LABELS = {
     "index": "Updating the index",
     "index check": "Checking the index",
     "replay": "Replaying queued work",
+    "turn index": "Indexing turns for search (after the commit: stopping keeps what is done)",
 }
 UNITS = {"collect": "files", "embed": "cards", "replay": "items", "store": "cards"}
 FORCE_ENV = "MEMOIR_PROGRESS"  # "1" draws even when stderr is no terminal (tests, `script`), "0" never
@@ -73,13 +74,14 @@ class Display:
             SpinnerColumn,
             TextColumn,
             TimeElapsedColumn,
+            TimeRemainingColumn,
         )
 
         stream = self._stream if self._stream is not None else sys.stderr
         console = Console(file=stream, force_terminal=True if self._forced else None)
         self._bars = Bars(SpinnerColumn(finished_text="✓"), TextColumn("{task.description}"), BarColumn(),
                           TextColumn("{task.fields[count]}"), TextColumn("{task.fields[detail]}"),
-                          TimeElapsedColumn(), console=console, transient=False)
+                          TimeElapsedColumn(), TimeRemainingColumn(compact=True), console=console, transient=False)
         self._bars.start()
 
     def __call__(self, stage: str, done: int, total: int, detail: str = "") -> None:

@@ -70,7 +70,7 @@ WINDOW_TURN_CHARS = 300  # each turn's share of a window's text: the model reads
 WINDOWS_VERSION = f"{WINDOW_TURNS}/{WINDOW_STEP}/{WINDOW_TURN_CHARS}"
 EMBED_BUDGET = 2000  # new turn texts one refresh embeds (~10-20 s on 2 cores): a first search over a
 # large ledger answers from the cards and the turns embedded so far instead of hanging for minutes
-EMBED_STEP = 512  # texts per encode call when progress is drawn
+EMBED_STEP = 512  # texts per encode call, each batch its own transaction
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,7 +231,8 @@ class TurnIndex:
         self.conn.close()
 
     def refresh_files(self, ledgered: Mapping[str, tuple[str, int, int]], embedder, blob_cap: int, *,
-                      budget: int | None = EMBED_BUDGET, progress: Callable | None = None) -> TurnRefresh:
+                      budget: int | None = EMBED_BUDGET, progress: Callable | None = None,
+                      step: int = EMBED_STEP) -> TurnRefresh:
         """Read changed logs again and embed only turn texts not seen before (by content hash).
 
         Args:
@@ -241,17 +242,21 @@ class TurnIndex:
             budget: new turn and window texts to embed at most (None: all of them, as `memoir run`
                 does); the rest wait (unmatched) for the next refresh.
             progress: `progress("turn index", done, total, detail)` per file read and per batch embedded.
+            step: texts per encode call, each batch committed on its own.
         """
         known = {p: (s, m) for p, s, m in self.conn.execute("SELECT path, size, mtime_ns FROM files")}
         plan = plan_file_changes(ledgered, known)
         problems = []
+        # One transaction per file read and per batch embedded: a refresh stopped anywhere (a deadline, a
+        # kill) keeps what it did, and the next one continues from there (vectors are found by what is missing).
         with self.conn:
             for path in plan.drop:
                 self._drop_file(path)
-            for i, (path, host) in enumerate(plan.read):
-                if progress:
-                    progress("turn index", i, len(plan.read), "reading the logs")
-                rows = read_turns(path, host, blob_cap)
+        for i, (path, host) in enumerate(plan.read):
+            if progress:
+                progress("turn index", i, len(plan.read), "reading the logs")
+            rows = read_turns(path, host, blob_cap)
+            with self.conn:
                 self._drop_file(path)
                 if rows is None:
                     problems.append(f"{path}: unreadable or gone since it was read")
@@ -264,37 +269,39 @@ class TurnIndex:
                 self._store_windows(rows)
                 size, mtime = ledgered[path][1:]
                 self.conn.execute("INSERT INTO files VALUES (?,?,?)", (path, size, mtime))
-            missing = self.conn.execute(
-                "SELECT t.hash, t.text FROM turns t LEFT JOIN vectors v ON v.hash = t.hash "
-                "WHERE v.hash IS NULL GROUP BY t.hash ORDER BY max(t.timestamp) DESC, t.hash").fetchall()
-            unlimited = budget is None
-            budget = len(missing) if budget is None else budget
-            pending = max(0, len(missing) - budget)
-            missing = missing[:budget]  # newest first: recent sessions are the likelier answers
-            step = EMBED_STEP if progress else 1 << 30
-            for start in range(0, len(missing), step):
-                if progress:
-                    progress("turn index", start, len(missing), "embedding turns")
-                part = missing[start:start + step]
-                vecs = embedder.encode([text for _, text in part])
+        missing = self.conn.execute(
+            "SELECT t.hash, t.text FROM turns t LEFT JOIN vectors v ON v.hash = t.hash "
+            "WHERE v.hash IS NULL GROUP BY t.hash ORDER BY max(t.timestamp) DESC, t.hash").fetchall()
+        unlimited = budget is None
+        budget = len(missing) if budget is None else budget
+        pending = max(0, len(missing) - budget)
+        missing = missing[:budget]  # newest first: recent sessions are the likelier answers
+        for start in range(0, len(missing), step):
+            if progress:
+                progress("turn index", start, len(missing), "embedding turns")
+            part = missing[start:start + step]
+            vecs = embedder.encode([text for _, text in part])
+            with self.conn:
                 self.conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)",
                                       [(h, v.astype(np.float32).tobytes()) for (h, _), v in zip(part, vecs)])
-            windows = self.conn.execute(
-                "SELECT w.hash, w.text FROM windows w LEFT JOIN window_vectors v ON v.hash = w.hash "
-                "WHERE v.hash IS NULL GROUP BY w.hash ORDER BY w.hash").fetchall()
-            room = len(windows) if unlimited else max(0, budget - len(missing))
-            windows_pending = max(0, len(windows) - room)
-            windows = windows[:room]
-            for start in range(0, len(windows), step):
-                if progress:
-                    progress("turn index", start, len(windows), "embedding session windows")
-                part = windows[start:start + step]
-                vecs = embedder.encode([text for _, text in part])
+        windows = self.conn.execute(
+            "SELECT w.hash, w.text FROM windows w LEFT JOIN window_vectors v ON v.hash = w.hash "
+            "WHERE v.hash IS NULL GROUP BY w.hash ORDER BY w.hash").fetchall()
+        room = len(windows) if unlimited else max(0, budget - len(missing))
+        windows_pending = max(0, len(windows) - room)
+        windows = windows[:room]
+        for start in range(0, len(windows), step):
+            if progress:
+                progress("turn index", start, len(windows), "embedding session windows")
+            part = windows[start:start + step]
+            vecs = embedder.encode([text for _, text in part])
+            with self.conn:
                 self.conn.executemany("INSERT OR REPLACE INTO window_vectors VALUES (?, ?)",
                                       [(h, v.astype(np.float32).tobytes()) for (h, _), v in zip(part, vecs)])
-            if progress:
-                done = len(missing) + len(windows)
-                progress("turn index", done, done, f"{len(missing)} turns and {len(windows)} windows embedded")
+        if progress:
+            done = len(missing) + len(windows)
+            progress("turn index", done, done, f"{len(missing)} turns and {len(windows)} windows embedded")
+        with self.conn:
             # Vectors no turn uses any more (a rewritten or dropped log) go too: the file stays the logs' size.
             self.conn.execute("DELETE FROM vectors WHERE hash NOT IN (SELECT hash FROM turns)")
             self.conn.execute("DELETE FROM window_vectors WHERE hash NOT IN (SELECT hash FROM windows)")

@@ -46,3 +46,49 @@ def test_a_run_without_the_index_leaves_the_turn_index_alone(tmp_path):
     settings = load_settings(home=tmp_path / "home")
     run_pipeline(settings, [logs], with_index=False)
     assert not (settings.state_dir / "turns.sqlite").exists()
+
+
+class _Killed(BaseException):
+    """What a kill looks like to the code it stops: nothing after it runs."""
+
+
+class _DiesAfter:
+    """The real embedder, stopped for good after `calls` encode calls (a night killed mid-way)."""
+
+    def __init__(self, embedder, calls: int):
+        self.model_id, self._embedder, self._left = embedder.model_id, embedder, calls
+
+    def encode(self, texts):
+        if self._left == 0:
+            raise _Killed()
+        self._left -= 1
+        return self._embedder.encode(texts)
+
+
+def test_a_turn_index_stopped_mid_way_keeps_what_it_embedded_and_the_next_refresh_continues(tmp_path, embedder):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(FEEDCLI_LOG, logs / FEEDCLI_LOG.name)
+    settings = load_settings(home=tmp_path / "home")
+    run_pipeline(settings, [logs], with_index=False)  # cards, ledger: committed before any turn is embedded
+    ledgered = _ledgered(settings)
+    turns = TurnIndex(settings.state_dir, embedder.model_id)
+    try:
+        turns.refresh_files(ledgered, _DiesAfter(embedder, calls=2), settings.blob_cap, budget=None, step=4)
+        raise AssertionError("the refresh should have been stopped")
+    except _Killed:
+        pass
+    finally:
+        turns.close()
+    turns = TurnIndex(settings.state_dir, embedder.model_id)
+    try:
+        kept = turns.conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
+        assert kept == 8  # two batches of four, each committed on its own
+        assert turns.conn.execute("SELECT count(*) FROM files").fetchone()[0] == 1  # the log read stays read
+        total = turns.conn.execute("SELECT count(DISTINCT hash) FROM turns").fetchone()[0]
+        again = turns.refresh_files(ledgered, embedder, settings.blob_cap, budget=None)
+        assert again.read == 0 and again.embedded == total - kept  # only what the stopped night left
+        rows, matrix, _ = turns.load()
+        assert matrix.shape[0] == len(rows)
+    finally:
+        turns.close()
