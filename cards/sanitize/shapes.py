@@ -176,10 +176,22 @@ PSK = re.compile(_LINE_START + r"[ \t]*(?:psk|wep_key\d|sae_password)=\\?\"?([^\
 PUTTY_PRIVATE = re.compile(r"Private-Lines: (\d{1,3})(?:\r?\n|(?:\\r)?\\n)")
 
 
+_PORT_FIELD = re.compile(r":(?:\d{2,5}|\*):")  # what every .pgpass line holds: cheap to find, rare in prose
+
+
 def pgpass_lines(text: str) -> Iterator[tuple[str, int, int]]:
-    """`.pgpass` lines: host:port:database:user:password."""
-    if text.count(":") >= 4:
-        yield from (("secret_assignment", m.start(1), m.end(1)) for m in PGPASS.finditer(text))
+    """`.pgpass` lines: host:port:database:user:password. The full pattern runs only on the lines that
+    hold a port field (its line-start lookbehinds cost at every position of a long text)."""
+    if text.count(":") < 4:
+        return
+    done = -1
+    for hit in _PORT_FIELD.finditer(text):
+        if hit.start() < done:
+            continue
+        start = max(text.rfind("\n", 0, hit.start()), text.rfind("\\n", 0, hit.start())) + 1
+        end = min((i for i in (text.find("\n", hit.end()), text.find("\\n", hit.end())) if i >= 0), default=len(text))
+        done = end
+        yield from (("secret_assignment", m.start(1), m.end(1)) for m in PGPASS.finditer(text, max(0, start - 1), end))
 
 
 def psk_lines(text: str) -> Iterator[tuple[str, int, int]]:
