@@ -1,4 +1,4 @@
-"""Alerts a person sees: each new incident of a run goes to `alert_command`, once, as JSON on stdin.
+"""Alerts a person sees: each new incident of a run or a replay goes to `alert_command`, once, as JSON on stdin.
 
 `state/incidents.json` holds the incidents still open (cards/incidents.py `open_incidents` decides),
 so a model that stays silent for a week alerts on the first night only. Every call of the command
@@ -12,8 +12,9 @@ import json
 import logging
 import socket
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 from memoir.cards.config import Settings
@@ -21,6 +22,7 @@ from memoir.cards.incidents import Incident, open_incidents, parse_line
 from memoir.cards.jsonl import JsonlError, append_jsonl
 from memoir.cards.sanitize.fields import sanitize_value
 from memoir.cards.store import write_atomic
+from memoir.flows.model_runs import record_model_run
 
 OPEN_INCIDENTS = "incidents.json"
 ALERT_LOG = "alerts.jsonl"
@@ -65,6 +67,23 @@ def send_alert(command: str, payload: dict, timeout_s: float) -> str:
     if proc.returncode != 0:
         return f"exited {proc.returncode}: {(proc.stderr or proc.stdout).strip()[-300:]}"
     return ""
+
+
+def utc_now() -> str:
+    """Now, as run records write it (`runs.jsonl`'s `finished`)."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def record_model_stage(settings: Settings, finished: str, model: str, counts: Mapping[str, int],
+                       alerts: Sequence[str]) -> AlertReport:
+    """The one path every model stage's incidents take (`memoir run`, the nightly flow, `memoir replay`):
+    its counts and alert lines kept where `memoir status` reads them (`state/model-runs.jsonl`), the
+    open incidents updated, and `alert_command` run for each new one."""
+    record_model_run(settings.state_dir, finished, model, dict(counts), list(alerts))
+    report = alert_new_incidents(settings, alerts, model_ran=counts.get("sent", 0) > 0, now=finished)
+    if settings.alert_command:
+        report.notes.extend(f"new incident {name}: alert_command run" for name in report.new)
+    return report
 
 
 def alert_new_incidents(settings: Settings, alert_lines: Sequence[str], model_ran: bool,

@@ -30,6 +30,7 @@ from memoir.cards.store import CardStore
 from memoir.cards.ledger import Ledger
 from memoir.flows import fan_out, replay
 from memoir.flows.errors import FlowError
+from memoir.flows.home_layout import check_home_layout
 from memoir.flows.ingest import RunReport
 from memoir.flows.lock import Deadline, run_lock, step_deadline
 from memoir.flows.pipeline import STEPS, Run, finish_distill, open_run, plan_distill_batches, settle_batch_of, took
@@ -120,6 +121,7 @@ def nightly(home: str | None = None, logs: list[str] | None = None, host: str = 
     """
     started = time.monotonic()
     settings = load_settings(home=home)
+    check_home_layout(settings.home)  # a served run: `memoir run --flow` has refused before Prefect started
     with run_lock(settings.state_dir, lock_wait_s, what="nightly flow"):
         run: Run = start(settings, taken_over(logs or []), host, with_index)
         for step in STEPS:

@@ -31,9 +31,10 @@ from memoir.cards.memos import forget_memos
 from memoir.cards.spool import Spool, loaded
 from memoir.cards.store import CardStore
 from memoir.cards.values import Card, Experience
-from memoir.flows.alerts import alert_new_incidents
+from memoir.flows.alerts import record_model_stage
 from memoir.cards.distill.llm import BatchReport
 from memoir.flows.distill_step import DistillReport, Neighbourhood, ask_batch, batches_of, plan_distill, settle
+from memoir.flows.home_layout import check_home_layout
 from memoir.flows.index_step import IndexStep
 from memoir.flows.ingest import (
     Origins,
@@ -50,7 +51,7 @@ from memoir.flows.ingest import (
 )
 from memoir.flows.lock import run_lock, step_deadline
 from memoir.flows.hook_client import HOOK_LOG
-from memoir.flows.model_runs import MODEL_RUNS, record_model_run
+from memoir.flows.model_runs import MODEL_RUNS
 from memoir.flows.progress import Progress, announced, stage
 from memoir.flows.workers import collect_seldom
 from memoir.flows.queue import OverflowQueue
@@ -286,11 +287,8 @@ def record(run: Run) -> None:
                        dropped=len(plan.dropped), conflicts=plan.counters.get("conflicts", 0),
                        counts=count_cards(cards_now), append_only_runs=run.settings.append_only_runs,
                        skipped=summary.skipped)
-    record_model_run(run.settings.state_dir, entry.finished, summary.model, dict(summary.distill), summary.alerts)
-    alerted = alert_new_incidents(run.settings, summary.alerts, model_ran=summary.distill.get("sent", 0) > 0,
-                                  now=entry.finished)
+    alerted = record_model_stage(run.settings, entry.finished, summary.model, summary.distill, summary.alerts)
     summary.notes.extend(alerted.notes)
-    summary.notes.extend(f"new incident {name}: alert_command run" for name in alerted.new if run.settings.alert_command)
     prune_state_logs(run.settings)
 
 
@@ -400,6 +398,7 @@ def run_pipeline(
     raises `flows.lock.RunBusy`); each step raises `StepTimeout` past settings.step_timeout_s.
     """
     wait = settings.run_lock_timeout_s if lock_wait_s is None else lock_wait_s
+    check_home_layout(settings.home)  # a file where state/ or index/ belongs: a message, not a traceback
     with run_lock(settings.state_dir, wait, what="run"), fewer_collections():
         started = time.monotonic()
         run = open_run(settings, [str(p) for p in paths or []], host, with_index, progress)

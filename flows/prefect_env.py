@@ -28,6 +28,18 @@ DEFAULTS = {
 }
 
 
+# Prefect 3's words when its API never answered, so no flow run began: the ephemeral server's start
+# ran past PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, or PREFECT_API_URL's server is not there.
+API_NEVER_ANSWERED = ("Timed out while attempting to connect to ephemeral Prefect API server",
+                      "Failed to reach API at")
+STARTUP_TIMEOUT = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
+PREFECT_RUNBOOK = "runbooks/nightly-run-failed.md#prefect-did-not-start"
+
+
+class PrefectUnavailable(FlowError):
+    """Prefect's API did not answer in time, before the flow began: no log was read, no card written."""
+
+
 class PrefectAlreadyImported(FlowError):
     """`prefect` was imported before memoir could point it at the memoir home."""
 
@@ -52,6 +64,27 @@ def configure_prefect(home: Path) -> dict[str, str]:
     apply_process_environment(env)
     make_private_dir(env["PREFECT_HOME"])
     return env
+
+
+def prefect_unavailable(exc: BaseException, env: dict[str, str]) -> PrefectUnavailable | None:
+    """Prefect's error as memoir's when it says the API never answered (None for any other error).
+
+    `env`: the `PREFECT_*` values the flow ran with (`configure_prefect`'s answer), for the message.
+    """
+    said = str(exc)
+    if not isinstance(exc, (RuntimeError, TimeoutError)) or not said.startswith(API_NEVER_ANSWERED):
+        return None
+    said = said.split(". ", 1)[0].rstrip(".")  # the server's own stdout and stderr may follow: not for a terminal
+    if env.get("PREFECT_API_URL"):
+        where = f"the Prefect server at PREFECT_API_URL={env['PREFECT_API_URL']} did not answer"
+        retry = "start that server, or unset PREFECT_API_URL for a local API"
+    else:
+        where = f"Prefect's local API did not start within {STARTUP_TIMEOUT}={env.get(STARTUP_TIMEOUT, '?')} s"
+        retry = f"raise {STARTUP_TIMEOUT} (a first start on a slow disk takes longest)"
+    return PrefectUnavailable(
+        f"{where} ({said}). Nothing was lost: the flow had not begun, so no log was read and no card "
+        f"written. `memoir run` without --flow or --runner does the same work without Prefect; to retry "
+        f"under Prefect, {retry} ({PREFECT_RUNBOOK})")
 
 
 # --- `--logs` as a flow parameter -------------------------------------------------------------------

@@ -29,6 +29,7 @@ from memoir.cards.forget import tombstone_path
 from memoir.cards.review import user_owned
 from memoir.cards.store import CardStore, content_hash, render_card, write_atomic
 from memoir.cards.values import Card, Experience
+from memoir.flows.alerts import record_model_stage, utc_now
 from memoir.flows.distill_step import (DistillReport, Neighbourhood, experience_for, judge_batch, judgeable,
                                       plan_distill)
 from memoir.flows.ingest import collect_logs, plan_experiences
@@ -210,6 +211,9 @@ def _redistill_locked(settings, since, workspace, dry_run, progress, endpoints, 
         if progress:
             progress("redistill", min(start + size, len(pairs)), len(pairs))
     report.index = _index(settings, store, embedder, changed)
+    if report.distill.get("sent") or report.alerts:  # incidents go where a run's go: status, alert_command
+        report.notes.extend(record_model_stage(settings, utc_now(), f"redistill: {report.model}", report.distill,
+                                               report.alerts).notes)
     report.elapsed_s = time.monotonic() - started
     return report
 

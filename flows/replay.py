@@ -22,6 +22,7 @@ from memoir.cards.forget import tombstone_path
 from memoir.cards.review import user_owned
 from memoir.cards.store import CardFileError, CardStore, content_hash, parse_card, render_card, write_atomic
 from memoir.cards.values import Card, Experience, Turn
+from memoir.flows.alerts import record_model_stage, utc_now
 from memoir.flows.errors import FlowError
 from memoir.flows.lock import run_lock
 from memoir.flows.progress import Progress
@@ -43,6 +44,15 @@ class Applied:
     action: str = ""
     error: str = ""
     written: dict = field(default_factory=dict)
+    asked: ModelAsked | None = None  # a distill_batch item: what the model stage did with it
+
+
+@dataclass(frozen=True)
+class ModelAsked:
+    """What the model stage did with one queued batch: its counts and the alert lines it raised."""
+
+    counts: dict = field(default_factory=dict)
+    alerts: tuple[str, ...] = ()
 
 
 @dataclass
@@ -56,12 +66,16 @@ class ReplayReport:
     actions: Counter = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
     index: dict = field(default_factory=dict)
+    distill: Counter = field(default_factory=Counter)  # the model stage's counts over every batch replayed
+    alerts: list[str] = field(default_factory=list)  # incident lines it raised (flows/alerts.py sends them on)
+    notes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
 
     def to_dict(self) -> dict:
         return {"applied": self.applied, "failed": self.failed, "left": self.left,
                 "reclaimed": self.reclaimed, "actions": dict(sorted(self.actions.items())),
-                "errors": self.errors, "index": self.index, "elapsed_s": round(self.elapsed_s, 3)}
+                "errors": self.errors, "index": self.index, "distill": dict(sorted(self.distill.items())),
+                "alerts": self.alerts, "notes": self.notes, "elapsed_s": round(self.elapsed_s, 3)}
 
 
 # --- distillation items: sanitized experiences as JSON --------------------------------------------
@@ -130,8 +144,12 @@ def apply_index_update(settings: Settings, ids: Sequence[str]) -> str:
     return f"indexed {report.embedded}, skipped {len(report.skipped)}, removed {len(removed)}"
 
 
-def apply_distill_batch(settings: Settings, payload: Mapping, endpoints: Sequence) -> tuple[str, dict, dict | None]:
-    """Distill the queued experiences; cards still undistilled stay in a narrowed item."""
+def apply_distill_batch(settings: Settings, payload: Mapping, endpoints: Sequence) -> tuple[str, dict, ModelAsked]:
+    """Distill the queued experiences; cards still undistilled stay in a narrowed item.
+
+    An incident (the endpoint down, hanging, answering junk) comes back in `ModelAsked`, or on the
+    `_Narrowed` raised, so the replay records and alerts it like a run's.
+    """
     if "items" not in payload:
         # An item with card ids alone cannot be distilled again: the turns are not in it.
         raise ValueError("this distill_batch item holds card ids only, not the sanitized experiences; "
@@ -142,6 +160,7 @@ def apply_distill_batch(settings: Settings, payload: Mapping, endpoints: Sequenc
     out = distill_batch(pairs, endpoints, timeout=settings.model_timeout_s, active_cards=active,
                         min_conclusion_chars=settings.min_conclusion_chars, batch_id=payload["batch_id"])
     still = set(out.pending) if out.requeue else set()
+    asked = ModelAsked(dict(out.counts), tuple(out.alerts))
     written: dict = {}
     for card in out.cards:
         if card.id in still:
@@ -151,17 +170,18 @@ def apply_distill_batch(settings: Settings, payload: Mapping, endpoints: Sequenc
     if still:
         left = [i for i, (_, c) in zip(payload["items"], pairs) if c.id in still]
         raise _Narrowed(f"model stage still failing: {'; '.join(out.alerts) or 'requeued'}",
-                        {**payload, "items": left}, written)
-    return f"distilled {len(out.cards)}", written, None
+                        {**payload, "items": left}, written, asked)
+    return f"distilled {len(out.cards)}", written, asked
 
 
 class _Narrowed(FlowError):
     """Part of a batch went through; the rest goes back to the queue in a smaller item."""
 
-    def __init__(self, message: str, payload: dict, written: dict):
+    def __init__(self, message: str, payload: dict, written: dict, asked: ModelAsked):
         super().__init__(message)
         self.payload = payload
         self.written = written
+        self.asked = asked
 
 
 def apply_item(settings: Settings, queue: OverflowQueue, name: str, endpoints: Sequence = ()) -> Applied:
@@ -170,22 +190,23 @@ def apply_item(settings: Settings, queue: OverflowQueue, name: str, endpoints: S
     if item is None:
         return Applied(name, name.split("--", 1)[0], ok=False, action="gone")
     store = CardStore(settings.cards_dir, settings.state_dir)
+    asked = None
     try:
         if item.kind == "card_write":
             action, written = apply_card_write(store, item.payload["card_id"], item.payload["text"])
         elif item.kind == "index_update":
             action, written = apply_index_update(settings, item.payload["ids"]), {}
         else:
-            action, written, _ = apply_distill_batch(settings, item.payload, endpoints)
+            action, written, asked = apply_distill_batch(settings, item.payload, endpoints)
     except _Narrowed as exc:
         queue.fail(item, str(exc), payload=exc.payload)
-        return Applied(name, item.kind, ok=False, error=str(exc), written=exc.written)
+        return Applied(name, item.kind, ok=False, error=str(exc), written=exc.written, asked=exc.asked)
     except Exception as exc:  # noqa: BLE001 - any failure sends the item back with its error
         error = f"{type(exc).__name__}: {exc}"
         queue.fail(item, error)
         return Applied(name, item.kind, ok=False, error=error)
     queue.complete(item)
-    return Applied(name, item.kind, ok=True, action=action, written=written)
+    return Applied(name, item.kind, ok=True, action=action, written=written, asked=asked)
 
 
 # --- a replay: plan, apply in batches, finish -----------------------------------------------------
@@ -210,12 +231,16 @@ def batches(names: Sequence[str], size: int) -> list[list[str]]:
 
 
 def finish_replay(settings: Settings, outcomes: Sequence[Applied], reclaimed: int, started: float) -> ReplayReport:
-    """Record what was written in the manifest, sync the index's own pending list, count."""
+    """Record what was written in the manifest, sync the index's own pending list, count, and send the
+    model stage's incidents the way a run's go (`memoir status`, `alert_command`)."""
     store = CardStore(settings.cards_dir, settings.state_dir)
     report = ReplayReport(reclaimed=reclaimed)
     written: dict = {}
     for o in outcomes:
         written.update(o.written)
+        if o.asked is not None:
+            report.distill.update(o.asked.counts)
+            report.alerts.extend(o.asked.alerts)
         if o.ok:
             report.applied += 1
             report.actions[f"{o.kind}:{o.action}"] += 1
@@ -226,6 +251,9 @@ def finish_replay(settings: Settings, outcomes: Sequence[Applied], reclaimed: in
         store.manifest.update(written)
         store.save_manifest()
     report.index = sync_pending_index(settings, list(written))
+    if report.distill.get("sent") or report.alerts:  # the model was asked: its answer opens or closes incidents
+        model = f"replay: {settings.model_name or 'model'} at {settings.model_base_url or 'the endpoints given'}"
+        report.notes.extend(record_model_stage(settings, utc_now(), model, report.distill, report.alerts).notes)
     report.left = len(OverflowQueue(settings.queue_dir).names("pending"))
     report.elapsed_s = time.monotonic() - started
     return report

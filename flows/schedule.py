@@ -9,6 +9,7 @@ replaces it and remove takes out exactly that line, whatever else the crontab ho
 from __future__ import annotations
 
 import shlex
+import shutil
 import sys
 from pathlib import Path
 
@@ -16,6 +17,8 @@ from memoir.cards.config import Settings
 from memoir.flows.errors import FlowError
 
 MARK = "# memoir-nightly home="
+NIGHTLY_LOG = "nightly.log"  # under the state folder: what the cron line's run printed (`memoir status` reads it)
+FALLBACK_MKDIR = "/bin/mkdir"  # where POSIX systems keep it, when the installer's PATH has none
 LOCK_WAIT_S = 600  # a run still working when the next one starts: wait this long, then exit 3
 DAYS = ("Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 NAMED = {"@daily": "*-*-* 00:00:00", "@midnight": "*-*-* 00:00:00", "@hourly": "*-*-* *:00:00",
@@ -37,10 +40,25 @@ def memoir_command(settings: Settings, python: str = sys.executable) -> list[str
 # --- cron -----------------------------------------------------------------------------------------
 
 
-def cron_line(settings: Settings, argv: list[str]) -> str:
-    """One crontab line: the cron, the run appending to `<home>/state/nightly.log`, and memoir's mark."""
-    log = Path(settings.state_dir) / "nightly.log"
-    command = f"{shlex.join(argv)} >> {shlex.quote(str(log))} 2>&1"
+def find_mkdir(search_path: str | None) -> str:
+    """`mkdir`'s absolute path, found once at install time in `search_path` (the installer's PATH)."""
+    found = shutil.which("mkdir", path=search_path)
+    return str(Path(found).absolute()) if found else FALLBACK_MKDIR  # a relative PATH entry means nothing to cron
+
+
+def cron_line(settings: Settings, argv: list[str], mkdir: str = FALLBACK_MKDIR) -> str:
+    """One crontab line: the cron, the run appending to `<home>/state/nightly.log`, and memoir's mark.
+
+    The shell opens the log before memoir starts, so the line first makes the state folder itself
+    (by mkdir's absolute path: cron's PATH is short, `env -i` has none), private (umask 077, as
+    every folder memoir makes); otherwise a home that does not exist yet fails every night, silently.
+    The config file found at install is pinned, as the systemd unit pins it: cron's environment
+    has no MEMOIR_CONFIG or XDG_CONFIG_HOME.
+    """
+    state = Path(settings.state_dir)
+    config = f"MEMOIR_CONFIG={shlex.quote(str(settings.config_file))} " if settings.config_file else ""
+    command = (f"umask 077 && {shlex.quote(mkdir)} -p {shlex.quote(str(state))} && "
+               f"{config}{shlex.join(argv)} >> {shlex.quote(str(state / NIGHTLY_LOG))} 2>&1")
     return f"{settings.nightly_cron} {command.replace('%', chr(92) + '%')} {MARK}{settings.home}"
 
 

@@ -1,5 +1,6 @@
 """The blocks of `memoir status`, in the one order they print: cards and runs first (memoir.cards.status),
-then modes wider than private, the model stage, the index, recall, the queue and `memoir serve`.
+then modes wider than private, a night that failed before memoir ran, the model stage, the index, recall,
+the queue and `memoir serve`.
 
 The model stage says honestly whether it is on, and what its last run counted and alerted;
 the index block reads `memoir index check` without loading the model; the recall block counts
@@ -10,17 +11,20 @@ so misses (timeouts, cold starts) are visible.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from memoir.cards.config import Settings
 from memoir.cards.jsonl import JsonlError, read_jsonl
 from memoir.cards.retention import when
+from memoir.cards.sanitize import sanitize
+from memoir.cards.sanitize.fields import strip_controls
 from memoir.cards.status import StatusReport, StatusSection, build_status, privacy_section, read_runs
 from memoir.cards.store import CardStore
 from memoir.flows.hook_calls import read_calls
 from memoir.flows.model_runs import read_model_runs
 from memoir.flows.queue import queue_report
+from memoir.flows.schedule import NIGHTLY_LOG
 from memoir.index.pending import PendingIndex
 from memoir.index.recall_log import log_path
 
@@ -145,6 +149,48 @@ def serve_section(settings: Settings) -> StatusSection | None:
                          tuple(sv.status_lines(status, running, datetime.now().astimezone())))
 
 
+NIGHTLY_SLACK_S = 120  # the summary is printed after its run is recorded: a log this much newer is still that run's
+NIGHTLY_TAIL_BYTES = 8192  # the log's last line is all the section reads, however long the log grew
+NIGHTLY_LINE_CHARS = 200
+# The lines a run summary ends with (flows/cli/runs.py print_summary: `next`, or `took` without a home;
+# `}` closes `--json`'s object): any other last line is a night that ended before memoir finished a run.
+SUMMARY_ENDS = ("next ", "took ", "}")
+
+
+def nightly_failure(last_line: str, modified: datetime, last_run: datetime | None) -> bool:
+    """Did the nightly line write after the last recorded run, something other than a run summary's end? Pure."""
+    after = last_run is None or modified > last_run + timedelta(seconds=NIGHTLY_SLACK_S)
+    return after and bool(last_line) and not last_line.startswith(SUMMARY_ENDS)
+
+
+def _last_line(path: Path) -> str:
+    """The log's last non-empty line, read from its tail only."""
+    with open(path, "rb") as fh:
+        fh.seek(max(0, fh.seek(0, 2) - NIGHTLY_TAIL_BYTES))
+        tail = fh.read().decode("utf-8", errors="replace")
+    return next((line.strip() for line in reversed(tail.splitlines()) if line.strip()), "")
+
+
+def nightly_section(settings: Settings) -> StatusSection | None:
+    """A night that failed before memoir could record a run (memoir not found, the home unwritable, a crash):
+    what the cron line's log says last. Nothing to show when the last night ended in a run summary."""
+    path = settings.state_dir / NIGHTLY_LOG
+    try:
+        modified = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
+        last_line = _last_line(path)
+    except OSError:
+        return None  # no cron line installed, or a log memoir cannot read: nothing a night said
+    runs = read_runs(settings.state_dir)
+    if not nightly_failure(last_line, modified, when(runs[-1].finished) if runs else None):
+        return None
+    said = sanitize(strip_controls(last_line), settings.blob_cap)[:NIGHTLY_LINE_CHARS]
+    at = modified.strftime("%Y-%m-%dT%H:%M:%SZ")
+    line = (f"nightly    the nightly line wrote to state/{NIGHTLY_LOG} at {at} but no run was recorded "
+            f"after it: {said}")
+    return StatusSection("nightly", {"log": str(path), "modified": at, "last_line": said, "message": line},
+                         (line, "  fix      runbooks/scheduling.md#when-a-night-fails-before-memoir-runs"))
+
+
 def home_section(settings: Settings) -> StatusSection:
     """Modes under the home wider than 0700/0600 (cards/private.py): named here, tightened by the next run."""
     return privacy_section(settings.home)
@@ -152,7 +198,7 @@ def home_section(settings: Settings) -> StatusSection:
 
 # The blocks after the card counts, alarms and runs, in the order they print (None: nothing to show).
 SECTIONS: tuple[Callable[[Settings], StatusSection | None], ...] = (
-    home_section, model_section, index_section, recall_section, queue_section, serve_section,
+    home_section, nightly_section, model_section, index_section, recall_section, queue_section, serve_section,
 )
 
 

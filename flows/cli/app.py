@@ -24,6 +24,7 @@ from memoir.cards.config import ConfigError, Settings, default_config_file, envi
 from memoir.cards.errors import HomeNotPrivate, LibraryTooNew, MemoirError
 from memoir.cards.private import foreign_folders
 from memoir.flows.errors import Busy, FlowError
+from memoir.flows.prefect_env import PrefectUnavailable
 from memoir.index.errors import IndexBusy
 
 # --- exit codes: the one table ---------------------------------------------------------------------
@@ -39,6 +40,7 @@ EXIT_CORRUPT = 7  # `index check`: the file is damaged
 EXIT_INCIDENT = 8  # `run`: done and the cards are safe, but the model stage raised an incident (runbooks/alerts.md)
 EXIT_TOO_NEW = 9  # the card library was written by a newer memoir (card schema): upgrade memoir first
 EXIT_NOT_PRIVATE = 10  # the home, or a folder in it, belongs to another user or others may write it
+EXIT_NO_PREFECT = 11  # `--flow`, `--runner`, `flow run`: Prefect's API did not answer in time; nothing was done
 
 # `memoir index check`: each verdict has its own code, none shared with a failure of the check itself.
 CHECK_EXIT = {"healthy": EXIT_OK, "busy": EXIT_BUSY, "cannot_open": EXIT_CANNOT_OPEN, "missing": EXIT_MISSING,
@@ -64,6 +66,7 @@ ERROR_EXITS: tuple[tuple[type[Exception], int], ...] = (
     (CommandUsage, EXIT_USAGE),
     (LibraryTooNew, EXIT_TOO_NEW),
     (HomeNotPrivate, EXIT_NOT_PRIVATE),
+    (PrefectUnavailable, EXIT_NO_PREFECT),
     (MemoirError, EXIT_FAILED),
 )
 FAILURES = tuple(cls for cls, _ in ERROR_EXITS)

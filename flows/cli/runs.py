@@ -11,10 +11,11 @@ from pathlib import Path
 
 import click
 
-from memoir.cards.config import Settings
+from memoir.cards.config import Settings, environment
 from memoir.cards.private import private_umask
 from memoir.flows.lock import LOCK_FILE, held_by_a_live_process, run_lock
-from memoir.flows.prefect_env import configure_prefect, hand_over
+from memoir.flows.home_layout import check_home_layout
+from memoir.flows.prefect_env import configure_prefect, hand_over, prefect_unavailable
 from memoir.flows.progress import Display
 
 RUNNER_HELP = "Task runner: thread (default), dask (a local Dask cluster) or dask:ADDRESS (a running scheduler)."
@@ -49,14 +50,22 @@ def run_flow(name: str, settings: Settings, runner: str = "thread", logs: tuple[
     if lock_wait_s == 0 and held_by_a_live_process(Path(settings.state_dir) / LOCK_FILE):
         with run_lock(settings.state_dir, 0, what=f"{name} flow"):  # raises RunBusy, naming the holder
             pass
+    # Before Prefect starts: it would log the refusal as a failed flow run, traceback and all.
+    check_home_layout(settings.home, with_prefect=True)
     with private_umask():  # Prefect's own files under the home (its database, logs) are private too
-        configure_prefect(settings.home)
+        prefect_env = configure_prefect(settings.home)
         from memoir.flows import nightly  # deferred: start-up (prefect, once its settings are chosen)
 
         if logs is not None:
             params["logs"] = hand_over(list(logs))
         flow = nightly.FLOWS[name].with_options(task_runner=nightly.task_runner(runner, settings))
-        return flow(home=str(settings.home), lock_wait_s=lock_wait_s, **params)
+        try:
+            return flow(home=str(settings.home), lock_wait_s=lock_wait_s, **params)
+        except (RuntimeError, TimeoutError) as exc:
+            failure = prefect_unavailable(exc, {**prefect_env, **environment("PREFECT_API_URL")})
+            if failure is None:
+                raise
+            raise failure from exc
 
 
 def print_summary(summary, settings: Settings | None = None) -> None:
@@ -130,6 +139,10 @@ def print_replay(report) -> None:
         click.echo(f"error     {err}")
     if d["index"]:
         click.echo("index     " + ", ".join(f"{k} {v}" for k, v in d["index"].items() if v != ""))
+    for line in d["alerts"]:
+        click.echo(f"incident  {line}")
+    for note in d["notes"]:
+        click.echo(f"note      {note}")
     click.echo(f"took      {d['elapsed_s']:.2f} s")
 
 

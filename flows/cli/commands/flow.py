@@ -55,7 +55,9 @@ def replay_cmd(ctx, paths, redistill, since, workspace, relog, dry_run, batch_si
     --redistill takes the cards already in the library through today's rules and, when one is
     configured, the model; --relog PATH... reads logs the ledger already holds from their first
     line. Both are idempotent (a second replay does nothing) and resumable: a replay stopped or
-    killed halfway carries on where it stopped. Exit 8 when the model stage raised an incident.
+    killed halfway carries on where it stopped. Exit 1 when an item failed again; exit 8 when the
+    model stage raised an incident (endpoint down, hanging, answering junk): it shows in `memoir
+    status`, and `alert_command` runs once for each new one, as for a run.
     Runbook: runbooks/overflow-replay.md
     """
     settings = ctx.settings
@@ -77,6 +79,8 @@ def replay_cmd(ctx, paths, redistill, since, workspace, relog, dry_run, batch_si
             report = replay_queue(settings, batch_size, model_endpoints(settings), reclaim_after, progress,
                                   lock_wait_s=wait)
     emit_json(report.to_dict()) if as_json else print_replay(report)
+    if report.alerts:  # the incident says why items went back, and names its runbook
+        exit_with(EXIT_INCIDENT)
     if report.failed:
         exit_with(EXIT_FAILED)
 
@@ -127,7 +131,8 @@ def flow_run_cmd(ctx, name, runner, wait, as_json):
     """Run one flow now, on the ephemeral API (or PREFECT_API_URL's server).
 
     `rebuild-index` embeds card chunks in parallel (rebuild_concurrency workers); with
-    `--runner dask[:ADDRESS]` the chunks go to Dask workers. Runbook: runbooks/nightly-run-failed.md
+    `--runner dask[:ADDRESS]` the chunks go to Dask workers. Exit 11 when Prefect's API did not
+    answer in time (nothing was done). Runbook: runbooks/nightly-run-failed.md
     """
     settings = ctx.settings
     wait = settings.run_lock_timeout_s if wait is None else wait

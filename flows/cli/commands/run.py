@@ -75,6 +75,8 @@ def run_cmd(ctx, logs, host, no_index, follow_symlinks, as_json, wait, flow, run
          ...): the cards are safe, the summary names the incident and its runbook, and
          `alert_command` ran once for each new one
       9  the card library was written by a newer memoir (card schema); upgrade memoir first
+     11  --flow / --runner: Prefect's API did not answer in time; nothing was read or written,
+         and `memoir run` without them does the same work without Prefect
     Runbook: runbooks/nightly-run-failed.md
     """
     settings = ctx.settings

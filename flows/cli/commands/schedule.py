@@ -11,9 +11,10 @@ from pathlib import Path
 
 import click
 
+from memoir.cards.private import make_private_dir
 from memoir.cards.store import write_atomic
 from memoir.flows.cli.app import CommandError, cli, pass_ctx
-from memoir.flows.schedule import cron_line, memoir_command, unit_files, with_memoir, without_memoir
+from memoir.flows.schedule import cron_line, find_mkdir, memoir_command, unit_files, with_memoir, without_memoir
 
 KINDS = click.Choice(["cron", "systemd"])
 
@@ -46,6 +47,15 @@ def write_crontab(path: str | None, text: str) -> None:
     proc = _run(["crontab", "-"], stdin=text)
     if proc.returncode != 0:
         raise CommandError(f"crontab - failed: {proc.stderr.strip()}; nothing was changed")
+
+
+def make_state_dir(state_dir: Path) -> None:
+    """The home's state folder (0700), made now: the nightly log goes there before memoir first runs."""
+    try:
+        make_private_dir(state_dir)
+    except OSError as exc:
+        raise CommandError(f"cannot make {state_dir} ({exc.strerror or exc}): the nightly run logs there; "
+                           "move what stands in its place, or choose another --home; nothing was installed") from exc
 
 
 def default_unit_dir(env: dict[str, str]) -> Path:
@@ -85,11 +95,14 @@ def install_cmd(ctx, kind, crontab_file, unit_dir, name, dry_run):
     """Write the crontab line, or the service and timer units (and enable the timer).
 
     A second install replaces memoir's line or units for this home; other crontab lines stay.
+    The home's state folder is made (0700) when missing: the nightly log is written there.
     """
     settings = ctx.settings
     argv = memoir_command(settings)
+    if not dry_run:
+        make_state_dir(settings.state_dir)
     if kind == "cron":
-        line = cron_line(settings, argv)
+        line = cron_line(settings, argv, find_mkdir(ctx.env.get("PATH")))
         if dry_run:
             click.echo(line)
             return
