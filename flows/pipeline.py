@@ -49,7 +49,7 @@ from memoir.flows.ingest import (
     store_cards,
     write_cause,
 )
-from memoir.flows.lock import run_lock, step_deadline
+from memoir.flows.lock import StepTimeout, run_lock, step_deadline
 from memoir.flows.hook_client import HOOK_LOG
 from memoir.flows.model_runs import MODEL_RUNS
 from memoir.flows.progress import Progress, announced, stage
@@ -271,10 +271,19 @@ def commit(run: Run) -> None:
 
 
 def refresh_turns(run: Run) -> None:
-    """Embed the turns this run read into the turn index, so the first search finds it ready."""
+    """Embed the turns this run read into the turn index, so the first search finds it ready.
+
+    Runs after the commit and the record: past its deadline it stops, keeps every batch it embedded,
+    and says so; the cards, the index, the ledger and the run's record are already written."""
     if run.index is not None and run.settings.turn_index_in_run:
         before = len(run.index.notes)
-        run.index.refresh_turns(run.progress)
+        try:
+            run.index.refresh_turns(run.progress)
+        except StepTimeout:
+            run.index.close()
+            run.summary.notes.append(
+                "turn index: stopped at its deadline (step_timeout_s) with what it embedded kept; cards, index, "
+                "ledger and the run's record were committed before it, and the next run or search continues it")
         run.summary.notes.extend(run.index.notes[before:])
 
 
@@ -343,9 +352,10 @@ STEPS: tuple[Step, ...] = (
     Step("store", store, before=lambda r: f"{len(r.cards)} cards", after=lambda r: f"{len(r.changed)} changed"),
     Step("index", update_index, before=lambda r: f"{len(r.changed)} cards", needs_index=True),
     Step("commit", commit, drawn=False, deadline=False),
-    # After the commit: the turn index reads what the ledger says was read.
-    Step("turn index", refresh_turns, drawn=False, needs_index=True),
     Step("record", record, drawn=False, deadline=False),
+    # After the commit and the record: the turn index reads what the ledger says was read, and a deadline
+    # there keeps what it embedded (index.turns) and stops nothing committed.
+    Step("turn index", refresh_turns, drawn=False, needs_index=True),
 )
 
 

@@ -92,3 +92,32 @@ def test_a_turn_index_stopped_mid_way_keeps_what_it_embedded_and_the_next_refres
         assert matrix.shape[0] == len(rows)
     finally:
         turns.close()
+
+
+def test_a_turn_index_past_its_deadline_leaves_the_run_committed_and_recorded(tmp_path, embedder, monkeypatch):
+    """The turn index runs after the commit and the record: its deadline stops it, keeps what it embedded,
+    and says so, and nothing committed is lost or called uncommitted."""
+    from dataclasses import replace
+
+    from memoir.cards.status import read_runs
+    from memoir.flows.pipeline import STEPS, open_run, run_step
+
+    monkeypatch.setenv("MEMOIR_TURN_INDEX_IN_RUN", "1")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(FEEDCLI_LOG, logs / FEEDCLI_LOG.name)
+    settings = load_settings(home=tmp_path / "home")
+    run = open_run(settings, [str(logs)], "auto", True, None)
+    for step in STEPS:
+        if step.name == "turn index":
+            assert read_runs(settings.state_dir)  # recorded before the turn index starts
+            run.settings = replace(run.settings, step_timeout_s=0.05)  # far less than reading and embedding take
+        run_step(run, step)  # no StepTimeout escapes
+    assert any("turn index: stopped at its deadline" in n for n in run.summary.notes), run.summary.notes
+    assert _ledgered(settings) and list(settings.cards_dir.glob("*.md"))  # committed
+    again = TurnIndex(settings.state_dir, embedder.model_id)
+    try:
+        refresh = again.refresh_files(_ledgered(settings), embedder, settings.blob_cap, budget=None)
+        assert refresh.embedded > 0 or refresh.windows_embedded > 0  # the next refresh continues the work
+    finally:
+        again.close()
