@@ -1,5 +1,5 @@
 """The blocks of `memoir status`, in the one order they print: cards and runs first (memoir.cards.status),
-then modes wider than private, a night that failed before memoir ran, the model stage, the index, recall,
+then modes wider than private, a night that failed before memoir ran, active cards that disagree, the model stage, the index, recall,
 the queue and `memoir serve`.
 
 The model stage says honestly whether it is on, and what its last run counted and alerted;
@@ -25,6 +25,7 @@ from memoir.flows.hook_calls import read_calls
 from memoir.flows.model_runs import read_model_runs
 from memoir.flows.queue import queue_report
 from memoir.flows.schedule import NIGHTLY_LOG
+from memoir.index.advice import contradicting_pairs
 from memoir.index.pending import PendingIndex
 from memoir.index.recall_log import log_path
 
@@ -197,8 +198,22 @@ def home_section(settings: Settings) -> StatusSection:
 
 
 # The blocks after the card counts, alarms and runs, in the order they print (None: nothing to show).
+def disagreements_section(settings: Settings) -> StatusSection | None:
+    """Active cards of one workspace whose advice disagrees (index.advice.contradicting_pairs): recall never
+    injects both together, and a person settles them (edit one, or reject the older in `memoir review`)."""
+    cards, _ = CardStore(settings.cards_dir, settings.state_dir).load_all()
+    pairs = contradicting_pairs(cards)
+    if not pairs:
+        return None
+    data = [{"cards": [a, b], "why": why} for a, b, why in pairs]
+    lines = tuple(f"disagree   {a} ↔ {b}: {why} (both active; never injected together; settle with `memoir review CARD`)"
+                  for a, b, why in pairs)
+    return StatusSection("disagreements", data, lines)
+
+
 SECTIONS: tuple[Callable[[Settings], StatusSection | None], ...] = (
-    home_section, nightly_section, model_section, index_section, recall_section, queue_section, serve_section,
+    home_section, nightly_section, disagreements_section, model_section, index_section, recall_section, queue_section,
+    serve_section,
 )
 
 

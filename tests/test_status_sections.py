@@ -68,3 +68,23 @@ def test_status_counts_the_hooks_calls_since_the_last_run(memoir_home):
     assert data["hook"]["cold_start"] == 1 and data["hook"]["timeout"] == 1
     text = CliRunner().invoke(cli, ["--home", str(memoir_home), "status"]).output
     assert "3 hook calls: 1 injected, 0 empty, 1 timeouts, 1 cold starts" in text
+
+
+def test_status_lists_active_cards_of_a_workspace_whose_advice_disagrees(memoir_home):
+    from memoir.cards.store import CardStore
+    from memoir.cards.values import Card
+
+    settings = load_settings(home=memoir_home)
+    store = CardStore(settings.cards_dir, settings.state_dir)
+    for cid, conclusion, created in (
+            ("c-old", "Committing inside the `seed_orders` fixture releases the write lock.", "2026-10-01T00:00:00Z"),
+            ("c-new", "Committing in `seed_orders` war nicht die eigentliche Ursache: `audit_conn` hielt die Sperre.",
+             "2026-11-01T00:00:00Z"),
+            ("c-font", "Bundle DejaVuSans.ttf under `shop/static/fonts/`; the CI image has no fonts.",
+             "2026-11-02T00:00:00Z")):
+        store.write(Card(id=cid, title=cid, status="active", workspace="/home/dev/shop", created=created,
+                         updated=created, conclusion=conclusion, task_type="debug"))
+    data = _status(memoir_home)
+    assert [d["cards"] for d in data["disagreements"]] == [["c-new", "c-old"]]
+    text = CliRunner().invoke(cli, ["--home", str(memoir_home), "status"]).output
+    assert "disagree   c-new ↔ c-old: takes back" in text and "c-font" not in text.split("disagree")[1]
