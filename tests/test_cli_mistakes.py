@@ -249,3 +249,35 @@ def test_a_home_with_a_library_gives_no_warning(tmp_path):
     (tmp_path / "lib" / "cards").mkdir(parents=True)
     result = CliRunner().invoke(cli, ["--home", str(tmp_path / "lib"), "status", "--json"])
     assert result.stderr == "" and "warning" not in json.loads(result.stdout)
+
+
+def test_a_mistyped_command_names_the_nearest_ones(memoir_home):
+    result = CliRunner().invoke(cli, ["--home", str(memoir_home), "serch", "database is locked"])
+    assert result.exit_code == 2
+    assert "No such command 'serch'. Did you mean search" in result.output
+
+
+def test_an_unknown_gate_is_a_usage_error_that_suggests_the_gate_meant(memoir_home):
+    result = CliRunner().invoke(cli, ["--home", str(memoir_home), "review", "--gate", "verified_conclusio", "--json"])
+    assert result.exit_code == 2
+    assert "no gate is called 'verified_conclusio'; did you mean verified_conclusion" in result.output
+
+
+def test_a_bulk_reject_lists_what_it_is_about_to_reject_before_asking(memoir_home):
+    from memoir.cards.config import load_settings
+    from memoir.cards.store import CardStore
+    from memoir.cards.values import Card
+
+    settings = load_settings(home=memoir_home)
+    store = CardStore(settings.cards_dir, settings.state_dir)
+    for i in range(3):
+        store.write(Card(id=f"c-held{i}", title=f"held card number {i}", status="candidate", gate="verified_conclusion",
+                         workspace="/home/dev/shop", created="2026-11-01T00:00:00Z", updated="2026-11-01T00:00:00Z",
+                         conclusion="The worker needs a larger pool because two connections starve it.",
+                         task_type="debug"))
+    result = CliRunner().invoke(cli, ["--home", str(memoir_home), "review", "--reject-all"], input="n\n")
+    assert result.exit_code == 1  # aborted: nothing rejected
+    for i in range(3):
+        assert f"c-held{i}" in result.output and f"held card number {i}" in result.output
+    assert result.output.index("c-held2") < result.output.index("reject 3 held cards?")
+    assert all(store.read(f"c-held{i}").status == "candidate" for i in range(3))

@@ -11,6 +11,7 @@ below through `exit_with`.
 
 from __future__ import annotations
 
+import difflib
 import errno
 import importlib
 import json
@@ -219,6 +220,17 @@ class MemoirGroup(click.Group):
         if cmd_name not in self.commands and cmd_name in self.command_modules:
             importlib.import_module(self.command_modules[cmd_name])
         return super().get_command(ctx, cmd_name)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        """A mistyped command names the nearest ones ("No such command 'serch'. Did you mean search?")."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            name = args[0] if args else ""
+            near = difflib.get_close_matches(name, self.list_commands(ctx), n=3, cutoff=0.6)
+            if near and "No such command" in exc.message:
+                exc.message += " Did you mean " + " or ".join(near) + "?"
+            raise
 
     def global_option_names(self) -> set[str]:
         return {name for p in self.params if isinstance(p, click.Option) and not p.is_flag

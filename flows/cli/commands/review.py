@@ -34,7 +34,7 @@ def _ask(text: str, **kwargs) -> str:
 @click.argument("card", required=False)
 @click.option("--json", "as_json", is_flag=True, help="List what awaits review (or CARD) as JSON and exit (for scripts).")
 @click.option("--workspace", default="", help="Only cards of this workspace (its path, or its folder's name).")
-@click.option("--gate", default="", help="Only cards held by this gate (e.g. no_verification; see `memoir review --json`).")
+@click.option("--gate", default="", help="Only cards held by this gate (e.g. verified_conclusion; see `memoir review --json`).")
 @click.option("--topic", default="", help="Only cards with this topic.")
 @click.option("--confirm-all", is_flag=True, help="Confirm every card the filters select, after one question.")
 @click.option("--reject-all", is_flag=True, help="Reject every card the filters select, after one question.")
@@ -81,6 +81,8 @@ def review_cmd(ctx, card, as_json, workspace, gate, topic, confirm_all, reject_a
             raise CommandError(f"cannot read {card}: {exc}") from exc
     else:
         cards, problems = store.load_all()
+        if gate:
+            _known_gate(gate, {c.gate for c in cards})
         chosen = ReviewFilter(workspace=workspace, gate=gate, topic=topic)
         queue = [c for c in awaiting_review(cards) if chosen.matches(c)]
         for problem in problems:
@@ -112,6 +114,23 @@ def review_cmd(ctx, card, as_json, workspace, gate, topic, confirm_all, reject_a
         click.echo(f"{counts}; {len(queue) - decided} left")
 
 
+def _known_gate(gate: str, held: set[str]) -> None:
+    """An unknown --gate is a mistake to say, not a filter that silently matches nothing: a gate is
+    known when memoir names it (`GATE_HELP`) or a card of this library holds it (an older memoir's)."""
+    import difflib  # deferred: start-up (only with --gate)
+
+    from memoir.cards.gate_help import GATE_HELP  # deferred: start-up
+
+    known = sorted(set(GATE_HELP) | {g for g in held if g})
+    if gate not in known:
+        near = difflib.get_close_matches(gate, known, n=3, cutoff=0.5)
+        hint = f"; did you mean {' or '.join(near)}?" if near else f"; the gates are {', '.join(known)}"
+        raise click.BadParameter(f"no gate is called {gate!r}{hint}", param_hint="--gate")
+
+
+PREVIEW = 10  # cards a bulk decision lists before its one question
+
+
 def _decide_all(settings, store, queue, action: str, why: str, yes: bool, as_json: bool) -> None:
     """One question, then every selected card decided; the index follows for all of them at once."""
     from memoir.cards.review import decide_all  # deferred: start-up (the sanitizer)
@@ -121,6 +140,11 @@ def _decide_all(settings, store, queue, action: str, why: str, yes: bool, as_jso
             "no held card matches; nothing to do")
         return
     if not yes:
+        # What is about to be decided, before the one question: id, gate and title of each (the first PREVIEW).
+        for card in queue[:PREVIEW]:
+            click.echo(f"  {card.id}  {card.gate or card.status:<24}  {card.title[:70]}", err=True)
+        if len(queue) > PREVIEW:
+            click.echo(f"  … and {len(queue) - PREVIEW} more (`memoir review --json` lists them all)", err=True)
         click.confirm(f"{action} {len(queue)} held card{'s' if len(queue) != 1 else ''}?", abort=True, err=True)
     report = decide_all(store, queue, action, why=why, min_conclusion_chars=settings.min_conclusion_chars)
     index_note = reindex(settings, store, report.changed) if report.changed else "index unchanged"
