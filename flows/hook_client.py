@@ -30,7 +30,7 @@ SERVICE_MARGIN_MS = 10  # the service's recall deadline sits this much before th
 ENV_WAIT_CAP_MS = 1000  # the client's own stop when only the service knows the budget (a wedged service)
 ENV_NAMES = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME")  # besides MEMOIR_*, what load_settings reads
 STATE_DIR = "state"  # Settings.state_dir is <home>/state
-SESSION_START_BUDGET_MS = 3000  # SessionStart is not on the prompt's path: the brief may take seconds
+SESSION_START_BUDGET_MS = float(os.environ.get("MEMOIR_SESSION_START_BUDGET_MS") or 3000)  # off the prompt's path: seconds
 SERVICE_IDLE_EXIT_S = 8 * 3600  # a service the hook started stops after a working day without prompts
 # Each host's events asking for a recall (the prompt) or the brief (a session's start); Copilot's: cli/hook_settings.py.
 CLAUDE_EVENTS = {"UserPromptSubmit": "recall", "SessionStart": "brief"}

@@ -65,6 +65,7 @@ def run_hook(home, stdin: str, cmd=HOOK, budget_ms: int | None = 15_000, cwd=ROO
     env = {**os.environ, "MEMOIR_HOME": str(home), **(env or {})}
     if budget_ms is not None:
         env["MEMOIR_SYNC_TIMEOUT_MS"] = str(budget_ms)  # wide, for a slow machine; the default is tested below
+        env["MEMOIR_SESSION_START_BUDGET_MS"] = str(max(budget_ms, 3000))
     return subprocess.run(cmd, input=stdin, capture_output=True, text=True, cwd=cwd, env=env, timeout=60)
 
 
