@@ -3,6 +3,9 @@ from pathlib import Path
 
 from memoir.cards.hosts import aider
 from memoir.cards.hosts.base import Carry
+from memoir.cards.hosts.aider_lines import CLEAR, COMMAND, MODE, REQUEST, RUN, read_input
+from memoir.cards.loop import walk
+from memoir.cards.segment import segment_session
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hosts"
 FIXTURE = FIXTURES / "sample.aider.chat.history.md"
@@ -154,9 +157,11 @@ def test_watch_mode_request_is_a_user_turn():
     assert after[5].text.startswith('Find the "AI" comments below') and after[5].role == "user"
 
 
-def test_slash_commands_are_user_text_as_typed():
-    users = [t.text for t in _session(_windows(), 1) if (t.role, t.kind) == ("user", "text")]
-    assert "/undo" in users and users[-1] == "/clear"
+def test_clear_is_user_text_as_typed_and_aiders_own_commands_are_no_turn():
+    r = _windows()
+    users = [t.text for t in _session(r, 1) if (t.role, t.kind) == ("user", "text")]
+    assert "/undo" not in users and users[-1] == "/clear"  # /undo sets Aider up: no request
+    assert r.skipped["chat_command"] == 1
 
 
 def test_run_with_only_a_banner_yields_no_user_text():
@@ -247,3 +252,75 @@ def test_the_banners_own_warnings_are_not_a_failure_but_a_programs_error_after_t
     banner = turns[0]
     assert "Repo-map can't include" in banner.text and banner.kind == "tool_result"
     assert [t.kind for t in turns if "TS2339" in t.text] == ["error"]
+
+
+# --- in-chat commands, /run checks and architect hand-offs (tests/fixtures/aider/, hand-written) -----
+LEDGER = Path(__file__).parent / "fixtures" / "aider" / "ledger" / ".aider.chat.history.md"
+ARCHITECT = Path(__file__).parent / "fixtures" / "aider" / "architect" / ".aider.chat.history.md"
+
+
+def _ledger(data: bytes | None = None):
+    return aider.read(LEDGER.read_bytes() if data is None else data, str(LEDGER))
+
+
+def test_aiders_own_commands_are_no_turn_and_start_no_experience():
+    r = _ledger()
+    assert r.skipped["chat_command"] == 4  # /add, /drop, /tokens, and /ask (its message comes again as input)
+    typed = [t.text for t in r.turns if t.role == "user"]
+    assert not any(t.startswith(("/add", "/drop", "/tokens", "/ask")) for t in typed)
+    assert "/clear" in typed  # kept as typed: the segmenter ends a task there
+    experiences = segment_session(r.turns)
+    firsts = [next(t.text for t in e.turns if t.role == "user" and t.kind == "text") for e in experiences]
+    assert firsts == ["What's wrong? Fix the rounding in total()", "add a --currency option to the report command"]
+    assert not any(t.text.startswith("/") for e in experiences for t in e.turns if t.role == "user")
+
+
+def test_a_mode_switch_s_message_is_the_request_said_once():
+    users = [t.text for t in _ledger().turns if (t.role, t.kind) == ("user", "text")]
+    assert users.count("why did the float sum drift?") == 1
+
+
+def test_run_output_added_then_whats_wrong_is_a_failed_check_and_the_rerun_after_the_fix_passes():
+    turns = _ledger().turns
+    runs = [(t.role, t.kind, t.tool_name, t.text) for t in turns if t.tool_name == "run"]
+    assert runs == [
+        ("user", "tool_call", "run", "pytest -q tests/test_total.py"),
+        ("tool", "error", "run", "Added 9 lines of output to the chat."),  # Aider then asked "What's wrong? Fix"
+        ("user", "tool_call", "run", "pytest -q tests/test_total.py"),
+        ("tool", "tool_result", "run", "Added 1 line of output to the chat."),
+    ]
+    fix = segment_session(turns)[0]
+    checks = walk(fix.turns)
+    assert [(run.command, run.failed, run.passed) for run in checks.runs] == [
+        ("pytest -q tests/test_total.py", True, False), ("pytest -q tests/test_total.py", False, True)]
+    assert checks.runs[0].at_result < checks.changes[0][0] < checks.runs[1].at_call  # red → change → green
+
+
+def test_input_is_read_as_aider_reads_it():
+    cases = {
+        "fix the total": (REQUEST, ""), "!ls -la": (RUN, "ls -la"), "/run pytest -q": (RUN, "pytest -q"),
+        "/ru pytest": (RUN, "pytest"), "/test": (RUN, "/test"), "/git status": (RUN, "git status"),
+        "/clear": (CLEAR, ""), "/reset": (CLEAR, ""), "/ask why?": (MODE, ""), "/ask": (COMMAND, ""),
+        "/add a.py\n/add b.py": (COMMAND, ""), "/cde go ahead": (COMMAND, ""), "/a x": (COMMAND, ""),
+        "/undo": (COMMAND, ""), "/run": (COMMAND, ""),
+    }
+    assert {text: (read_input(text).kind, read_input(text).command) for text in cases} == cases
+
+
+def test_a_windows_history_in_crlf_reads_as_the_same_turns():
+    lf = _ledger()
+    crlf = _ledger(LEDGER.read_bytes().replace(b"\n", b"\r\n"))
+    def shown(r):
+        return [(t.role, t.kind, t.text, t.line) for t in r.turns]
+
+    assert shown(crlf) == shown(lf)
+
+
+def test_the_architects_reply_handed_to_the_editor_is_never_the_users_words():
+    for data in (ARCHITECT.read_bytes(), ARCHITECT.read_bytes().replace(b"\n", b"\r\n")):  # Aider on Windows: CRLF
+        r = aider.read(data, str(ARCHITECT))
+        assert r.skipped["architect_handoff"] == 1
+        users = [t.text for t in r.turns if t.role == "user"]
+        assert users == ["the CSV export prints 10.299999 for a 10.30 total"]
+        plan = next(t for t in r.turns if t.role == "assistant" and "write_row" in t.text)
+        assert plan.kind == "text" and plan.line == 13

@@ -1,5 +1,7 @@
 """GitHub Copilot CLI event logs: the session folder's events.jsonl and the older flat file."""
 
+import json
+from collections import Counter
 from pathlib import Path
 
 from memoir.cards.hosts import copilot_cli, detect_host
@@ -46,3 +48,72 @@ def test_detected_by_its_event_envelope_not_read_as_generic_jsonl():
 def test_an_event_without_data_is_counted():
     r = copilot_cli.read(b'{"type":"user.message","data":"hi","id":"e1","parentId":null}\n', "/x/events.jsonl")
     assert r.turns == [] and r.skipped["unknown_shape"] == 1
+
+
+# --- tests/fixtures/copilot-cli: 1.0.60's events.jsonl and the older flat file, in their real shapes ---
+SHAPES = Path(__file__).parent / "fixtures" / "copilot-cli" / "session-state"
+V1_EVENTS = next(SHAPES.glob("*/events.jsonl"))
+OLD_FLAT = next(SHAPES.glob("*.jsonl"))
+READ_EVENTS = {"user.message", "assistant.message", "assistant.reasoning", "tool.execution_start",
+               "tool.execution_complete", "permission.completed", "abort"}
+
+
+def _events(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_every_event_type_is_read_or_counted_by_name():
+    for path in (V1_EVENTS, OLD_FLAT):
+        kinds = {e["type"] for e in _events(path)}
+        assert kinds <= READ_EVENTS | set(copilot_cli.SKIPPED_EVENTS), kinds - READ_EVENTS
+        r = _read(path)
+        assert not r.skipped["unknown_type"] and not r.skipped["empty_text"]
+        skipped_here = Counter(copilot_cli.SKIPPED_EVENTS[e["type"]] for e in _events(path)
+                               if e["type"] in copilot_cli.SKIPPED_EVENTS)
+        skipped_here["permission_granted"] = sum(e["type"] == "permission.completed"
+                                                 and e["data"]["result"]["kind"] == "approved" for e in _events(path))
+        assert r.skipped == +skipped_here
+
+
+def test_turns_cite_the_line_of_the_event_they_come_from():
+    events = _events(V1_EVENTS)
+    r = _read(V1_EVENTS)
+    want = {"user": {"user.message", "abort"}, "assistant": {"assistant.message", "tool.execution_start"},
+            "tool": {"tool.execution_complete", "permission.completed"}}
+    assert all(events[t.line - 1]["type"] in want[t.role] for t in r.turns)
+
+
+def test_init_is_read_with_the_request_it_expanded_into_and_makes_an_experience():
+    from memoir.cards.segment import segment_with_skips
+
+    r = _read(V1_EVENTS)
+    first = r.turns[0]
+    assert (first.role, first.kind, first.line) == ("user", "text", 4)
+    assert first.text.startswith("/init\n\nAnalyze this codebase and create a .github/copilot-instructions.md")
+    assert "current_datetime" not in first.text and "sql_tables" not in first.text
+    experiences, skipped = segment_with_skips(r.turns)
+    assert len(experiences) == 2 and not skipped
+
+
+def test_workspace_from_session_start_or_else_the_system_prompt():
+    assert {t.cwd for t in _read(V1_EVENTS).turns} == {"/home/ana/src/tides"}
+    old = _read(OLD_FLAT)
+    assert old.turns[0].line == 2  # the prompt comes before the system prompt that names the directory
+    assert {t.cwd for t in old.turns} == {"/home/ana/src/tides"}
+
+
+def test_a_non_zero_exit_code_is_a_failure_even_when_the_tool_reports_success():
+    results = [(t.kind, t.text.splitlines()[-1]) for t in _read(V1_EVENTS).turns if t.tool_name == "bash" and t.role == "tool"]
+    assert results == [("error", "<shellId: 0 completed with exit code 1>"), ("tool_result", "<shellId: 1 completed with exit code 0>")]
+    old = [t.kind for t in _read(OLD_FLAT).turns if t.role == "tool"]
+    assert old == ["error", "error"]  # `make lint` exited 2; the edit's old_str matched nothing
+
+
+def test_a_denied_permission_is_the_calls_failed_outcome_and_reasoning_is_thinking():
+    from memoir.cards.cues import is_tooling_error
+
+    r = _read(V1_EVENTS)
+    denied = next(t for t in r.turns if t.kind == "error" and t.tool_name == "create")
+    assert "Create file" in denied.text and "rejected by the user" in denied.text and is_tooling_error(denied)
+    assert [t.text for t in r.turns if t.kind == "thinking"] == ["Start with the layout of the repository."]
+    assert r.turns[r.turns.index(denied) + 1].text == copilot_cli.INTERRUPTED

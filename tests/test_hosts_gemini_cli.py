@@ -1,5 +1,6 @@
 """Gemini CLI chats: whole JSON and JSON lines, thoughts never text, one session across its copies."""
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -82,3 +83,71 @@ def test_a_resaved_chat_is_read_again_from_the_start(tmp_path):
 def test_broken_chat_is_counted_not_raised():
     r = gemini_cli.read(b'{"sessionId": "s", "projectHash": "h", "messages": [', "/x/session-a.json")
     assert r.turns == [] and r.skipped["bad_json"] == 1
+
+
+# --- tests/fixtures/gemini-cli: a chat without tool calls, in the pretty-printed shape the CLI saves ---
+TIDES = next((Path(__file__).parent / "fixtures" / "gemini-cli" / "tmp").glob("*/chats/session-*.json"))
+
+
+def _message_lines(path: Path) -> dict[str, int]:
+    """Each message id and the line its object opens on (`{` the line above its `"id"`), found by hand."""
+    lines = path.read_text().split("\n")
+    return {ln.strip()[len('"id": "'):].split('"')[0]: i - 1 for i, ln in enumerate(lines, start=1)
+            if ln.startswith('      "id": ') and lines[i - 2].strip() == "{"}
+
+
+def test_turns_cite_the_physical_line_their_message_starts_on():
+    r = _read(TIDES)
+    starts = _message_lines(TIDES)
+    messages = json.loads(TIDES.read_text())["messages"]
+    by_type = {m["id"]: m["type"] for m in messages}
+    assert sorted({t.line for t in r.turns}) == sorted(s for i, s in starts.items() if by_type[i] != "info")
+    lines = TIDES.read_text().split("\n")
+    assert all(lines[t.line - 1].strip() == "{" for t in r.turns)
+    assert [t.line for t in r.turns if t.role == "user"] == [starts[m["id"]] for m in messages if m["type"] == "user"]
+
+
+def test_every_prompt_is_one_user_text_turn_without_the_editor_state():
+    r = _read(TIDES)
+    users = [(t.role, t.kind, t.text) for t in r.turns if t.role == "user"]
+    assert users == [
+        ("user", "text", "Why does the chart from /home/ana/src/tides/tides/render.py put high water at Brest an hour late?"),
+        ("user", "text", "Thanks. New task: add a section to the README on how to add a new port."),
+    ]
+
+
+def test_two_requests_with_their_own_answers_are_two_experiences():
+    from memoir.cards.segment import segment_session
+
+    experiences = segment_session(_read(TIDES).turns)
+    assert len(experiences) == 2
+    assert [sum(t.role == "user" for t in e.turns) for e in experiences] == [1, 1]
+
+
+def test_workspace_is_the_named_path_whose_hash_is_the_project_hash():
+    r = _read(TIDES)
+    assert {t.cwd for t in r.turns} == {"/home/ana/src/tides"}
+    assert TIDES.parent.parent.name == hashlib.sha256(b"/home/ana/src/tides").hexdigest()
+
+
+def test_no_workspace_when_no_named_path_has_the_project_hash():
+    chat = json.loads(TIDES.read_text())
+    chat["projectHash"] = hashlib.sha256(b"/somewhere/else").hexdigest()
+    r = gemini_cli.read(json.dumps(chat, indent=2).encode(), "/x/session-a.json")
+    assert r.turns and {t.cwd for t in r.turns} == {""}
+
+
+def test_project_root_tries_each_parent_and_either_drive_letter_case():
+    texts = [r"see C:\Users\ana\tides\render.py", "and /home/ana/src/tides/tides/ports.py."]
+    assert gemini_cli.project_root(hashlib.sha256(rb"c:\Users\ana\tides").hexdigest(), texts) == r"c:\Users\ana\tides"
+    assert gemini_cli.project_root(hashlib.sha256(b"/home/ana/src/tides").hexdigest(), texts) == "/home/ana/src/tides"
+    assert gemini_cli.project_root("not-a-hash", texts) == ""
+
+
+def test_one_line_chat_and_json_lines_cite_their_own_lines():
+    one_line = json.dumps(json.loads(TIDES.read_text())).encode()
+    assert {t.line for t in gemini_cli.read(one_line, "/x/session-a.json").turns} == {1}
+    r = _read(JSONL)
+    assert [t.line for t in r.turns if t.role == "user"] == [2]
+    assert min(t.line for t in r.turns if t.role == "assistant") == 3  # a message saved again is cited where it began
+    assert max(t.line for t in r.turns) == 6

@@ -9,11 +9,16 @@ model's reply, where a code fence (``` or ````, or the `<source>`, `<code>`, `<p
 
 What each becomes (one session per run, line = the 1-based line where the turn starts):
 
-- user input: a user `text` turn as typed, slash commands included (`/add x`, `/clear`, `/undo`).
-  Not the user: architect mode hands the architect's reply to the editor model as input, so it
-  comes again as `####` lines. Input that repeats the reply before it (`repeats_reply`) is dropped
-  as `architect_handoff` (the reply is a turn already): a plan is never the user's request or words.
-- `/run CMD`, `!CMD`, `/test CMD`: a `tool_call` turn, role user, tool_name "run", text CMD.
+- user input: a user `text` turn as typed, read as Aider reads it (`aider_lines`): Aider's own
+  commands (`/add x`, `/drop`, `/undo`, a mode switch whose message follows as input) are no turn,
+  counted as `chat_command`; `/clear` and `/reset` stay, as typed. Not the user: architect mode
+  hands the architect's reply to the editor model as input, so it comes again as `####` lines.
+  Input that repeats the reply before it (`repeats_reply`) is dropped as `architect_handoff` (the
+  reply is a turn already): a plan is never the user's request or words.
+- `/run CMD`, `!CMD`, `/test CMD`, `/git ARGS`: a `tool_call` turn, role user, tool_name "run".
+  Aider prints a run's output to the terminal only; when it was added to the chat and the command
+  failed, Aider fills the next prompt with "What's wrong? Fix": input that starts so makes the run's
+  result an `error`.
 - `> Running CMD` (a shell command the model proposed and the user allowed): a `tool_call`,
   role assistant, tool_name "run", text CMD. `> ## Running: CMD` (Aider's lint) likewise with
   tool_name "lint".
@@ -63,11 +68,15 @@ import hashlib
 import re
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import PurePath
 
 from memoir.cards.signals import mentions_failure
 from memoir.cards.verdicts import is_passing
+from memoir.cards.hosts.aider_lines import (
+    COMMAND, FIX_PROMPT, MODE, NEVER_KEPT, OUTPUT_ADDED, PROMPT, RUN, SUBJECT_PROMPTS, UI_PREFIXES, read_input,
+)
 from memoir.cards.hosts.base import TEXT_CHARS, TOOL_CALL_CHARS, TOOL_RESULT_CHARS, Carry, Host, ReadReport, clip
 from memoir.cards.hosts.strip import repeats_reply, strip_injected
 from memoir.cards.values import Turn
@@ -78,32 +87,12 @@ HISTORY_NAME = ".aider.chat.history.md"  # Aider's default, written at the repos
 
 HEADER_RE = re.compile(r"^# aider chat started at (\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)")
 _COMMIT_RE = re.compile(r"^Commit ([0-9a-f]{7,40}) +(.*)$")
-_RUN_INPUT_RE = re.compile(r"^(?:/(run|test)(?:\s+|$)|!)(.*)$", re.DOTALL)
 _THINK_OPEN_RE = re.compile(r"^<(think|thinking|thinking-content-[0-9a-f]+)>")
 _TAG_FENCE_RE = re.compile(r"^<(source|code|pre|codeblock|sourcecode)>")  # Aider's fences after ```/````
-_PROMPT = "(Y)es/(N)o"
-# Prompts that name their subject on the `> ` line before them (a file, a command, a URL).
-_SUBJECT_PROMPTS = (
-    "Run shell command", "Add file to the chat", "Create new file", "Allow edits to file",
-    "Allow creation of new file", "Add URL to the chat", "Open documentation url", "Open URL", "Run pip install",
-)
-# Aider's own UI: banner, bookkeeping and hints; dropped after the start-up banner, never evidence.
-_UI_PREFIXES = (
-    "Tokens: ", "^C", "Aider v", "Model: ", "Main model: ", "Weak model: ", "Editor model: ", "Git repo: ",
-    "Repo-map: ", "Repo-map can't include", "Has it been deleted from the file system", "Multiline mode: ",
-    "Note: in-chat filenames", "Cost estimates may be inaccurate", "Copied code context", "You can use /undo",
-    "Added ", "Diff since ", "Initial repo scan", "You can skip this check", "https://aider.chat/", "Using ",
-    "Skipping ", "Please answer with one of", "Committing ", "Scanning repo", "Update git name with",
-    "Update git email with", "Newer aider version", "Use /help", "Restored previous", "Removed ",
-    "Dropping all files", "Warning for ", "Run `aider --help`", "Detected dumb terminal", "Cur working dir: ",
-    "Git working dir: ",
-)
-_NEVER_KEPT = ("Tokens: ", "^C", "Copied code context")  # not even in the start-up banner
 _WATCH_REQUEST = "Processing your request"
 WATCH_REQUEST = "[Request from an AI! comment in a watched file]"
 _LAUNCH_RE = re.compile(r"^\S*[\\/]aider(?:\.exe)?(?:\s|$)")  # the command line that started Aider
 _BANNER_DIRS = (("Git working dir: ", 2), ("Cur working dir: ", 1))
-_OUTPUT_ADDED = "of output to the chat"
 
 
 def history_file(registered: str | PurePath) -> PurePath:
@@ -236,7 +225,7 @@ class _Builder:
         else:
             # Aider's own UI lines (the start-up banner's "Repo-map can't include …") are never evidence
             # of a failure; only what a program printed is.
-            said = "\n".join(ln for ln in block if not ln.startswith(_UI_PREFIXES)).strip()
+            said = "\n".join(ln for ln in block if not ln.startswith(UI_PREFIXES)).strip()
             failed = key in ("test", "lint") or (
                 mentions_failure(said) and not is_passing(said))  # "19 passed; 0 failed" then the program's own "ERROR 312"
             name = "" if key == "misc" else key if key == "lint" else "run"
@@ -257,20 +246,35 @@ class _Builder:
                 self.emit("user", "text", WATCH_REQUEST, line)
 
     def user(self, text: str, line: int) -> None:
-        """User input; `/run`, `!` and `/test` are commands the user ran, not words to the model."""
+        """User input; `/run`, `!` and `/test` are commands the user ran, Aider's own commands no turn."""
         if repeats_reply(text, self.reply, self.reasoning):
             self.skipped["architect_handoff"] += 1  # the architect's reply, handed to its editor model
             return
         self.reply = self.reasoning = ""
-        m = _RUN_INPUT_RE.match(text) if text[:1] in ("/", "!") else None
-        if m is None or not (m.group(2).strip() or m.group(1) == "test"):
+        said = read_input(text)
+        if said.kind in (MODE, COMMAND):
+            self.skipped["chat_command"] += 1  # sets Aider up (or its message follows as input): no request
+            return
+        if said.kind != RUN:
+            if text.startswith(FIX_PROMPT):
+                self.failed_run()
             self.emit("user", "text", text, line)
             return
-        command = m.group(2).strip() or "/test"
-        self.emit("user", "tool_call", command, line, "run", TOOL_CALL_CHARS)
-        self.after_run = m.group(1) or "run"
+        self.emit("user", "tool_call", said.command, line, "run", TOOL_CALL_CHARS)
+        self.after_run = said.tool
         if self.after_run == "test":
             self.key, self.block_line = "test", line  # a /test that adds nothing passed
+
+    def failed_run(self) -> None:
+        """The result of the `/run` just before, when its output was added and it failed: an `error`."""
+        for i in range(len(self.turns) - 1, -1, -1):
+            t = self.turns[i]
+            if t.session_id != self.session_id or (t.role == "user" and t.kind == "text"):
+                return
+            if t.role == "tool" and t.tool_name == "run":
+                if OUTPUT_ADDED in t.text:
+                    self.turns[i] = replace(t, kind="error")
+                return
 
     # --- lines ------------------------------------------------------------------------------
 
@@ -297,11 +301,11 @@ class _Builder:
                 return
             self.fence = ""  # never closed: the token line shows the reply is over
         if self.watch_line and line and not line.isspace():
-            self.watched(spelt_out=c == "#" and line.startswith("####") and _PROMPT not in line)
+            self.watched(spelt_out=c == "#" and line.startswith("####") and PROMPT not in line)
         if c == ">" and (line.startswith("> ") or line == ">"):
             self.tool(line, no)
         elif c == "#" and line.startswith("####"):
-            if _PROMPT in line:
+            if PROMPT in line:
                 self.tool_text(line[5:].strip(), no)  # an answer to a confirm prompt, echoed as input
             else:
                 self.open("user", no)
@@ -386,13 +390,13 @@ class _Builder:
         """Route one `> ` message; True when it was kept as the last line of the open group."""
         if not text:
             return False
-        if _PROMPT in text:
+        if PROMPT in text:
             asked = self.key == "misc" and self.block and self.kept_line == self.last_line
-            if asked and text.startswith(_SUBJECT_PROMPTS):
+            if asked and text.startswith(SUBJECT_PROMPTS):
                 self.block.pop()  # the file / command / URL the prompt asked about
                 self.kept_line = -1
             return False
-        if self.after_run and text.startswith("Added ") and _OUTPUT_ADDED in text:
+        if self.after_run and text.startswith("Added ") and OUTPUT_ADDED in text:
             self.open(self.after_run, no)
             self.block.append(text)
             return True
@@ -424,9 +428,9 @@ class _Builder:
                 self.cwd, self.cwd_rank = text[len(prefix):].strip(), rank
         # The dirty commit of files the user changed before the request: the user's work, not this task's.
         self.dirty = text.startswith("Committing ") and text.endswith("before applying edits.")
-        if not self.dirty and (text.startswith(_UI_PREFIXES) or _LAUNCH_RE.match(text)):
+        if not self.dirty and (text.startswith(UI_PREFIXES) or _LAUNCH_RE.match(text)):
             # The start-up banner stays as the run's first turn, so every run begins where its header is.
-            if not self.in_banner or text.startswith(_NEVER_KEPT):
+            if not self.in_banner or text.startswith(NEVER_KEPT):
                 return False
         self.open(self.after_run or "misc", no)
         self.block.append(text)
@@ -458,7 +462,8 @@ def read(data: bytes, path: str, start_line: int = 0, carry: Carry = Carry()) ->
     b = _Builder(path, carry)
     text = data[:consumed].decode("utf-8", errors="replace")
     for i, line in enumerate(text.split("\n")[:-1] if consumed else ()):
-        b.line(line, start_line + i + 1)
+        # Aider on Windows writes CRLF: the `\r` would hide the two spaces that end a `> ` message.
+        b.line(line[:-1] if line.endswith("\r") else line, start_line + i + 1)
     b.finish()
     header_at = _last_header(data[:consumed])
     started = b.started.isoformat() if b.started else ""
