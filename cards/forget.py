@@ -73,7 +73,7 @@ def make_tombstone(card: Card, *, why: str = "", by: str = BY_USER, at: str = ""
     if why.strip():
         extra["why"] = " ".join(why.split())
     return Card(
-        id=card.id, status=FORGOTTEN, quality=card.quality, workspace=card.workspace,
+        id=card.id, status=FORGOTTEN, quality=card.quality, workspace=card.workspace, project=card.project,
         created=card.created, updated=card.updated, sources=card.sources,
         supersedes=card.supersedes, superseded_by=card.superseded_by, extra=extra,
     )

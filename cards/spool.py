@@ -133,7 +133,7 @@ class Spool:
         pickled: what stays in memory is a few fields of each. A run's drafts are a card per
         experience, and held together they made a run's memory grow with its corpus."""
         return (SpilledExperience(*draft.experience_fields, *self._write(draft.experience), self),
-                SpilledCard(draft.card_id, draft.created, *self._write(draft.card), self))
+                SpilledCard(draft.card_id, draft.created, *self._write(draft.card), self, draft.workspace))
 
     def read(self, at: int, size: int):
         """One spilled value; `pread`, so model batches asked from threads may read at once."""
@@ -167,12 +167,13 @@ class PackedDraft:
     created: str
     experience: bytes
     card: bytes
+    workspace: str = ""  # the card's folder: the run learns each folder's project before the rules
 
 
 def pack_draft(exp: Experience, uuid_key: str, card: Card) -> PackedDraft:
     return PackedDraft((exp.host, exp.session_id, exp.first_seq, exp.last_seq, exp.lines, uuid_key),
                        card.id, card.created, pickle.dumps(exp, protocol=pickle.HIGHEST_PROTOCOL),
-                       pickle.dumps(card, protocol=pickle.HIGHEST_PROTOCOL))
+                       pickle.dumps(card, protocol=pickle.HIGHEST_PROTOCOL), card.workspace)
 
 
 PACK_TURNS = 2000  # turns a chunk holds: a long session is sanitized and pickled a bounded piece at a time
@@ -312,6 +313,7 @@ class SpilledCard:
     at: int
     size: int
     spool: Spool
+    workspace: str = ""
 
     def load(self) -> Card:
         return self.spool.read(self.at, self.size)

@@ -40,7 +40,7 @@ from memoir.cards.schema import (
 from memoir.cards.private import make_private_dir
 
 FRONT_MATTER_ORDER = (
-    "schema", "id", "status", "quality", "topics", "task_type", "workspace", "created", "updated",
+    "schema", "id", "status", "quality", "topics", "task_type", "workspace", "project", "created", "updated",
     "error_signature", "gate", "verified_by", "confirmed_by", "supersedes", "superseded_by", "sources",
 )
 
@@ -125,6 +125,7 @@ def front_matter(card: Card) -> dict:
         "topics": list(card.topics),
         "task_type": card.task_type,
         "workspace": card.workspace,
+        "project": card.project,
         "created": card.created,
         "updated": card.updated,
         "error_signature": card.error_signature,
@@ -135,12 +136,14 @@ def front_matter(card: Card) -> dict:
         "superseded_by": card.superseded_by,
         "sources": [s.to_dict() for s in card.sources],
     }
+    if not card.project:
+        del data["project"]  # a folder that is no git project: the file reads as it did before projects
     for key in sorted(card.extra):
         data.setdefault(key, card.extra[key])
     return data
 
 
-_TEXT_FIELDS = ("title", "task_type", "workspace", "error_signature") + SECTIONS
+_TEXT_FIELDS = ("title", "task_type", "workspace", "project", "error_signature") + SECTIONS
 
 
 def sanitized_card(card: Card) -> Card:
@@ -226,6 +229,7 @@ def parse_card(text: str, origin: str = "<card>") -> Card:
         topics=tuple(str(t) for t in meta.get("topics") or ()),
         task_type=str(meta.get("task_type") or ""),
         workspace=str(meta.get("workspace") or ""),
+        project=str(meta.get("project") or ""),
         created=str(meta.get("created") or ""),
         updated=str(meta.get("updated") or ""),
         error_signature=str(meta.get("error_signature") or ""),

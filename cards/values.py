@@ -145,6 +145,7 @@ class Card:
     topics: tuple[str, ...] = ()
     task_type: str = ""
     workspace: str = ""
+    project: str = ""  # the workspace's project id (`cards.projects`); '' where the folder is no git project
     created: str = ""
     updated: str = ""
     sources: tuple[Source, ...] = ()

@@ -17,6 +17,7 @@ from memoir.cards.distill.llm_client import endpoints_from_settings
 from memoir.cards.distill.merge import MAX_EVIDENCE_BLOCKS, source_label
 from memoir.cards.distill.rules import RulesPlan, apply_rules
 from memoir.cards.forget import guard_library
+from memoir.cards.project_registry import ProjectRegistry
 from memoir.cards.values import Card, Experience, card_id
 from memoir.cards.review import user_owned
 from memoir.cards.spool import SpilledExperience, SpilledJoin
@@ -146,7 +147,11 @@ def plan_distill(
     drafted, covered = guard.tombstones.split(drafted)
     # A person's card (hand-edited, confirmed or rejected in review) is never rewritten by a rule.
     frozen = set(store.hand_edited_ids()) | {c.id for c in library if user_owned(c)}
-    plan = apply_rules(drafted, library, frozen=frozen)
+    # Each folder's project, asked of git once and then registered: a worktree, a moved folder or a
+    # second clone is its project's workspace, and the cards it drafts are compared as such.
+    projects = ProjectRegistry(settings.state_dir).learn({c.workspace for c in library}
+                                                         | {c.workspace for _, c in drafted})
+    plan = apply_rules(drafted, library, frozen=frozen, projects=projects)
     if guard.deleted_by_hand:
         plan.counters["deleted_by_hand"] += len(guard.deleted_by_hand)  # each one is now a tombstone
     if covered:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import re
 import weakref
+from collections.abc import Sequence
 from pathlib import Path
 
 from memoir.cards.signals import names_failure
@@ -25,6 +26,7 @@ POOL = 3
 RRF_K = 60  # reciprocal-rank fusion constant (Cormack et al.): damps the weight of rank 1
 MAX_QUERY_INPUT = 50_000  # chars of prompt sanitized at most; a pasted log beyond this adds nothing
 LEXICAL_MIN_TERMS = 2  # a card must contain at least this many query terms, so a single shared word never suffices
+MAX_FOLDERS = 64  # a project's paths a brief asks for at most: three bound values each, under SQLite's 999
 READ_BUSY_MS = 50  # a reader never waits long on a lock: the deadline is 300 ms in all
 
 
@@ -198,15 +200,24 @@ class LexicalIndex:
         self.conn.close()
 
 
-def recent_card_ids(conn, workspace: str, limit: int) -> list[str]:
-    """Newest active or incomplete cards of this workspace, one inside it, or one it lies inside."""
-    ws = workspace.rstrip("/") or "/"
-    like = ws.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"
-    sql = ("SELECT id FROM cards WHERE status IN ('active', 'incomplete') AND (workspace = ? "
-           "OR workspace LIKE ? ESCAPE '\\' "
-           "OR (workspace != '' AND substr(?, 1, length(workspace) + 1) = workspace || '/')) "
+def recent_card_ids(conn, workspaces: str | Sequence[str], limit: int) -> list[str]:
+    """Newest active or incomplete cards of these folders (a workspace and the other paths of its
+    project), one inside one of them, or one that one of them lies inside."""
+    folders = [w.rstrip("/") or "/" for w in ([workspaces] if isinstance(workspaces, str) else workspaces) if w]
+    folders = list(dict.fromkeys(folders))[:MAX_FOLDERS]
+    if not folders:
+        return []
+    one = ("workspace = ? OR workspace LIKE ? ESCAPE '\\' "
+           "OR (workspace != '' AND substr(?, 1, length(workspace) + 1) = workspace || '/')")
+    sql = (f"SELECT id FROM cards WHERE status IN ('active', 'incomplete') AND ({' OR '.join([one] * len(folders))}) "
            "ORDER BY updated DESC, id LIMIT ?")
-    return [i for (i,) in conn.execute(sql, (ws, like, ws, limit))]
+    args = [a for ws in folders for a in (ws, _like_prefix(ws), ws)]
+    return [i for (i,) in conn.execute(sql, (*args, limit))]
+
+
+def _like_prefix(folder: str) -> str:
+    """A LIKE pattern for every path under `folder`, its wildcards escaped."""
+    return folder.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"
 
 
 def fts_search(conn, text: str, k: int) -> list[tuple[str, float]]:

@@ -24,6 +24,8 @@ from pathlib import Path
 
 from memoir.cards.chain import newest_successor
 from memoir.cards.config import Settings
+from memoir.cards.project_registry import ProjectRegistry
+from memoir.cards.projects import of_workspace
 from memoir.cards.values import Card, Source
 from memoir.cards.sanitize import sanitize
 from memoir.cards.signatures import error_signature
@@ -38,12 +40,11 @@ from memoir.index.errors import IndexFailure
 from memoir.index.files import INDEX_FILE
 from memoir.index.recall_gates import (
     INJECTED, Candidate, GatePolicy, Judgement, RecallQuery, fast_changing_fact, judge, prefer_newer, take_place,
-    workspaces_near,
 )
 from memoir.index.plan import retrieval_text
 from memoir.index.recall_log import append_record
 from memoir.index.recall_reads import Aside, CardReader, taken, words_side
-from memoir.index.recall_policy import candidate_from, candidate_record, missing_card, policy_record
+from memoir.index.recall_policy import candidate_from, candidate_record, card_about, missing_card, placed, policy_record
 from memoir.index.recall_session import injected_in_session, remember_injected
 from memoir.index.rewrite import query_task_type, rewrite_query
 
@@ -117,18 +118,22 @@ class RecallResult:
 
 
 def brief_cards(recaller: Recaller, workspace: str, limit: int = BRIEF_CARDS) -> list[Card]:
-    """The cards a session brief for `workspace` draws on: through the index, or the files if it cannot serve."""
-    try:
-        ids = recent_card_ids(recaller.index().conn, workspace, limit)
+    """The cards a session brief for `workspace` draws on (every folder of its project): through the
+    index, or the files if it cannot serve."""
+    projects = recaller.projects.learn([workspace])
+    ours = of_workspace(projects, workspace)  # a nested folder of another project is not this one
+    folders = [workspace, *projects.aliases(projects.known(workspace))]
+    try:  # twice the limit: cards of a nested other project are found by their folder, then left out
+        ids = recent_card_ids(recaller.index().conn, folders, 2 * limit)
     except (FileNotFoundError, IndexFailure, apsw.Error):
-        return [c for c in recaller.store.load_all()[0] if c.workspace and workspaces_near(workspace, c.workspace)]
+        return [c for c in recaller.store.load_all()[0] if ours(c.workspace, c.project)]
     out = []
     for card_id in ids:
         try:
             out.append(recaller.store.read(card_id))
         except (OSError, UnicodeDecodeError, CardFileError):
             continue
-    return out
+    return [c for c in out if ours(c.workspace, c.project)][:limit]
 
 
 # --- the engine -------------------------------------------------------------------------------------
@@ -204,6 +209,7 @@ class Recaller:
         self._index_id: tuple[int, int] | None = None
         self._lock = threading.Lock()
         self._reader = CardReader(settings.cards_dir)
+        self.projects = ProjectRegistry(settings.state_dir)  # which project a folder is: git once per new folder
 
     @property
     def mode(self) -> str:
@@ -391,12 +397,13 @@ class Recaller:
             candidates.append(candidate_from(card, dict(hit, coverage=coverage, subject=holds_any(rare, about),
                                                        names_identifier=holds_a_name(names, about)),
                                              similarity, now,
-                                             self._renewed_by_hand(card), names_pasted_error(pasted, _about(card))))
+                                             self._renewed_by_hand(card), names_pasted_error(pasted, card_about(card))))
         self._follow_supersession(candidates, cards, hits, now, pasted)
-        candidates = prefer_newer(candidates)
+        project = self.projects.resolve(workspace)  # before `load`: a new folder is registered first
+        candidates = prefer_newer(placed(candidates, self.projects.load()))
         candidates.sort(key=lambda c: (-c.rrf, -c.similarity, c.id))
         check("gates")
-        rq = RecallQuery(text=text, task_type=task_type, workspace=workspace,
+        rq = RecallQuery(text=text, task_type=task_type, workspace=workspace, project=project,
                          injected=injected_in_session(self.settings.state_dir, session_id),
                          lexical=self.embedder is None, signature=signature)
         judgements = judge(candidates, rq, self.policy, RRF_K, (KNN_K, FTS_K))  # ranks over eligible cards
@@ -443,7 +450,7 @@ class Recaller:
                                                             subject=old.shares_subject,
                                                             names_identifier=old.names_identifier),
                                                  old.similarity, now, self._renewed_by_hand(card),
-                                                 names_pasted_error(pasted, _about(card)) or old.names_error))
+                                                 names_pasted_error(pasted, card_about(card)) or old.names_error))
             else:
                 candidates[at] = take_place(candidates[at], old)
 
@@ -483,14 +490,6 @@ class Recaller:
             record["reason"] = (reason + "; " if reason else "") + f"debug log not written: {exc}"
         rejected = tuple((j.candidate.id, j.gate) for j in judgements if j.gate != INJECTED)
         return RecallResult(progress.query, cards, rejected, elapsed, outcome, record["reason"], record)
-
-
-def _about(card: Card) -> str:
-    """What a card says it is about, in its own words: never its evidence, nor its signature alone,
-    unless a check verified the fix: the signature is then the error that check cleared (an error
-    met on the way is no verified card's signature), whether or not the lesson repeats it."""
-    cleared = card.error_signature if card.verified_by.strip() else ""
-    return "\n".join((card.title, card.goal, card.conclusion, card.counterexamples, cleared))
 
 
 def recall(settings: Settings, query: str, *, embedder=None, workspace: str = "", session_id: str = "",

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from memoir.cards.config import Settings
+from memoir.cards.projects import same_place, workspaces_near
 from memoir.cards.sanitize.scan import contains_sensitive
 from memoir.index.advice import assignments, contradiction, retraction
 
@@ -77,6 +78,7 @@ class Candidate:
     names_error: bool = True  # its own words name the error the prompt pastes (or the prompt pastes none)
     shares_subject: bool = True  # it holds one of the query's distinctive terms (`candidates.distinctive_terms`)
     names_identifier: bool = True  # it holds one of the query's compound names whole (or the query has none)
+    project: str = ""  # its workspace's project as the registry has it now (`cards.projects`); '' for none
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +93,7 @@ class RecallQuery:
     best_similarity: float = 0.0  # best similarity among otherwise-eligible candidates (set by `judge`)
     signature: str = ""  # the error signature the prompt quotes, normalised as cards store theirs
     signature_matched: bool = False  # an otherwise-eligible card names that very error (set by `judge`)
+    project: str = ""  # the workspace's project (`cards.projects`); '' where it is no git project
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,8 +251,10 @@ def QualityCandidate(c: Candidate, q: RecallQuery, p: GatePolicy) -> bool:
     return bool(c.gate.strip()) or c.quality not in QUALITIES
 
 
-@_gate("names files of another workspace than the one the query comes from")
+@_gate("of another project than the query's, or names files of another workspace than the one it comes from")
 def TooFarFromWorkspace(c: Candidate, q: RecallQuery, p: GatePolicy) -> bool:
+    if q.project and c.project:
+        return q.project != c.project  # one project's memory is never injected into another's
     if not q.workspace or not c.workspace or workspaces_near(q.workspace, c.workspace):
         return False
     # General lessons travel between projects; advice about another project's files does not.
@@ -300,7 +305,7 @@ def prefer_newer(candidates: Sequence[Candidate]) -> list[Candidate]:
             if (j == i or not new.verified or new.status != ACTIVE or new.superseded_by.strip()
                     or new.error_signature.strip() != old.error_signature.strip()
                     or new.age_days is None or new.age_days >= old.age_days
-                    or not (new.workspace and old.workspace and workspaces_near(new.workspace, old.workspace))):
+                    or not same_place(new.workspace, new.project, old.workspace, old.project)):
                 continue
             out[i] = replace(old, superseded_by=new.id)
             out[j] = take_place(new, old)
@@ -327,12 +332,6 @@ _REL_PATH = re.compile(r"(?<![\w/~.:@-])(?:[\w.-]+/)+[\w-]+\.[A-Za-z][A-Za-z0-9]
 
 def _norm(path: str) -> str:
     return posixpath.normpath(path.replace("\\", "/")).rstrip("/") or "/"
-
-
-def workspaces_near(a: str, b: str) -> bool:
-    """Same directory, or one inside the other (a monorepo package and its root)."""
-    a, b = _norm(a), _norm(b)
-    return a == b or a.startswith(b + "/") or b.startswith(a + "/")
 
 
 def project_bound(text: str, workspace: str) -> bool:
@@ -385,8 +384,8 @@ def same_signature(c: Candidate, q: RecallQuery) -> bool:
     return bool(q.signature) and c.error_signature.strip() == q.signature
 
 
-def near(c: Candidate, q: RecallQuery) -> bool:  # the card is of the query's workspace, or a side does not say
-    return not (q.workspace and c.workspace) or workspaces_near(q.workspace, c.workspace)
+def near(c: Candidate, q: RecallQuery) -> bool:  # of the query's workspace (its project), or a side does not say
+    return not (q.workspace and c.workspace) or same_place(q.workspace, q.project, c.workspace, c.project)
 
 
 def rank_eligible(eligible: Sequence[Candidate], rrf_k: int, limits: tuple[int, int] | None = None,

@@ -4,8 +4,11 @@ and the debug log's view of the policy and of each judgement."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
+from dataclasses import replace
 from datetime import datetime, timezone
 
+from memoir.cards.projects import ProjectMap
 from memoir.cards.values import SECTIONS, Card
 from memoir.index.recall_gates import Candidate, GatePolicy, Judgement
 
@@ -38,7 +41,23 @@ def candidate_from(card: Card, hit: dict, similarity: float, now: datetime, hand
         rrf=hit.get("rrf", 0.0), shares_subject=hit.get("subject", True),
         names_identifier=hit.get("names_identifier", True),
         knn_rank=hit.get("knn_rank"), fts_rank=hit.get("fts_rank"), bm25=hit.get("bm25"), names_error=names_error,
+        project=card.project,
     )
+
+
+def placed(candidates: Iterable[Candidate], projects: ProjectMap) -> list[Candidate]:
+    """Each candidate with the project its folder is of now: the registry's alias map (a moved folder,
+    a split, a merge), else the id its card records. A registry lookup, never git."""
+    return [c if (p := projects.project_of(c.workspace, c.project)) == c.project else replace(c, project=p)
+            for c in candidates]
+
+
+def card_about(card: Card) -> str:
+    """What a card says it is about, in its own words: never its evidence, nor its signature alone,
+    unless a check verified the fix: the signature is then the error that check cleared (an error
+    met on the way is no verified card's signature), whether or not the lesson repeats it."""
+    cleared = card.error_signature if card.verified_by.strip() else ""
+    return "\n".join((card.title, card.goal, card.conclusion, card.counterexamples, cleared))
 
 
 def missing_card(card_id: str) -> Card:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -32,6 +32,7 @@ import numpy as np
 
 from memoir.cards.collect import CollectReport, collect_file
 from memoir.cards.config import Settings
+from memoir.cards.project_registry import workspace_test
 from memoir.cards.forget import Tombstones, load_tombstones, tombstone_dir
 from memoir.cards.ledger import LEDGER_FILE, Ledger, LedgerError
 from memoir.cards.values import Card, Turn
@@ -42,7 +43,6 @@ from memoir.index.candidates import MAX_QUERY_INPUT, RRF_K, fuse, query_terms, s
 from memoir.index.chain_links import CardsOnDisk, newest_in_chain
 from memoir.index.errors import IndexCorrupt, IndexFailure
 from memoir.index.files import INDEX_FILE, TURNS_FILE
-from memoir.index.recall_gates import workspaces_near
 from memoir.index.rewrite import rewrite_query
 from memoir.index.search_results import (
     SearchHit, SearchResult, TurnHit, above_floor, screen_result,
@@ -93,7 +93,7 @@ def state_of(card: Card) -> str | None:
 
 
 def plan_hits(fused: Mapping[str, dict], cards: Mapping[str, Card], *, k: int, include_superseded: bool = False,
-              workspace: str = "") -> tuple[list[SearchHit], int]:
+              near: Callable[[str, str], bool] | None = None) -> tuple[list[SearchHit], int]:
     """Rank fused candidates by fused score; drop forgotten, missing and (unless asked) superseded cards.
 
     `cards` may load lazily (`CardsOnDisk`): a superseded card's chain is walked through it.
@@ -106,7 +106,7 @@ def plan_hits(fused: Mapping[str, dict], cards: Mapping[str, Card], *, k: int, i
         state = state_of(card) if card is not None else None
         if state is None:
             continue  # forgotten, or the file is gone (a hand delete means forget)
-        if workspace and card.workspace and not workspaces_near(workspace, card.workspace):
+        if near is not None and card.workspace and not near(card.workspace, card.project):
             continue
         if state == "superseded" and not include_superseded:
             hidden += 1
@@ -155,7 +155,7 @@ def snippet(text: str, terms: list[str], width: int = SNIPPET_CHARS) -> str:
     return ("…" if start else "") + out + ("…" if start + width < len(flat) else "")
 
 
-def match_turns(turns: Iterable[Turn], terms: list[str], *, k: int, workspace: str = "",
+def match_turns(turns: Iterable[Turn], terms: list[str], *, k: int, near: Callable[[str, str], bool] | None = None,
                 blob_cap: int) -> list[TurnHit]:
     """Turns that contain enough query terms, best coverage then newest first; each sanitized first.
 
@@ -166,7 +166,7 @@ def match_turns(turns: Iterable[Turn], terms: list[str], *, k: int, workspace: s
     for t in turns:
         if t.kind == "thinking" or not t.text:
             continue
-        if workspace and t.cwd and not workspaces_near(workspace, t.cwd):
+        if near is not None and t.cwd and not near(t.cwd, ""):
             continue
         if turn_coverage(terms, t.text) < TURN_MIN_COVERAGE:
             continue
@@ -363,6 +363,7 @@ def search_cards(settings: Settings, query: str, *, embedder, k: int = 10, works
             raise SearchUnavailable(f"no index at {path}; run `memoir run` (or `memoir index rebuild`)")
         index = open_index(settings.index_dir, embedder, busy_timeout_ms=2000)
     store = CardStore(settings.cards_dir, settings.state_dir)
+    near = workspace_test(settings.state_dir, workspace)  # of its project: a worktree's or clone's cards too
     problems: list[str] = []
     try:
         pool = min(MAX_POOL, max(1, k) * POOL_PER_HIT)
@@ -384,9 +385,9 @@ def search_cards(settings: Settings, query: str, *, embedder, k: int = 10, works
     if turns is not None:
         rows, matrix, spans, hidden_rows, windows, wmatrix, hidden_windows, at = turns
         keep, wkeep = ~hidden_rows, ~hidden_windows
-        if workspace:
-            keep = keep & np.array([not r.cwd or workspaces_near(workspace, r.cwd) for r in rows], dtype=bool)
-            wkeep = wkeep & np.array([not w.cwd or workspaces_near(workspace, w.cwd) for w in windows], dtype=bool)
+        if near is not None:
+            keep = keep & np.array([not r.cwd or near(r.cwd, "") for r in rows], dtype=bool)
+            wkeep = wkeep & np.array([not w.cwd or near(w.cwd, "") for w in windows], dtype=bool)
         matches = nearest_turns(rows, matrix, vector, pool, keep=keep)
         found = [at[(f, line, seq)] for f, line, seq, _ in search_words(settings.state_dir, text, pool)
                  if (f, line, seq) in at]
@@ -397,8 +398,7 @@ def search_cards(settings: Settings, query: str, *, embedder, k: int = 10, works
     cards = CardsOnDisk(store, problems=problems)
     for card_id in fused:
         cards.get(card_id)
-    hits, hidden = plan_hits(fused, cards, k=len(fused), include_superseded=include_superseded,
-                             workspace=workspace)
+    hits, hidden = plan_hits(fused, cards, k=len(fused), include_superseded=include_superseded, near=near)
     hits, loose = merge_turns(hits, matches, spans, query_terms(text), k=k, windows=near_windows)
     hits, loose, weak = above_floor(hits, loose, floor)
     hits = [replace(h, path=str(store.path_for(h.id))) for h in hits]
@@ -491,10 +491,10 @@ def search_turns(settings: Settings, query: str, *, k: int = 10, workspace: str 
         if out.skipped["unreadable"] > before:
             problems.append(f"{entry.path}: unreadable or gone since it was read")
     # A forgotten card's turns stay forgotten here too: memoir never shows them again.
-    tombstones, _ = load_tombstones(CardStore(settings.cards_dir, settings.state_dir))
-    gone = Tombstones.of(tombstones)
+    gone = Tombstones.of(load_tombstones(CardStore(settings.cards_dir, settings.state_dir))[0])
     turns = (t for session in out.sessions.values() for t in session if not gone.covers_turn(t))
-    hits = match_turns(turns, terms, k=k, workspace=workspace, blob_cap=settings.blob_cap)
+    near = workspace_test(settings.state_dir, workspace)
+    hits = match_turns(turns, terms, k=k, near=near, blob_cap=settings.blob_cap)
     return screen_result(SearchResult(clean, turns=tuple(hits), problems=tuple(problems)))
 
 

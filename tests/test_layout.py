@@ -230,6 +230,7 @@ JSON_DECODERS = {
     "memoir.cards.store", "memoir.cards.forget", "memoir.cards.distill.batch_lock",
     "memoir.cards.distill.llm_client", "memoir.cards.distill.llm_slots",
     "memoir.cards.sanitize.fields",  # scrubs every JSON value of every field, tool calls included; reads no fact
+    "memoir.cards.project_registry",  # its own state file, `state/projects.json`
 }
 
 

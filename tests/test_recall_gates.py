@@ -429,7 +429,7 @@ def test_a_card_holding_only_the_namespace_of_the_name_a_query_asks_about_gets_n
 
 
 def test_a_verified_card_names_the_error_its_check_cleared_even_when_the_lesson_does_not_repeat_it():
-    from memoir.index.recall import _about
+    from memoir.index.recall_policy import card_about as _about
     sig = "IndexError: list index out of range"
     lesson = "partition() assumed every day has a row; it now skips empty days before taking the first"
     verified = replace(BASE, error_signature=sig, conclusion=lesson, counterexamples="", verified_by="t7")

@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timezone
 
+from memoir.cards.projects import place
 from memoir.cards.signals import is_named_state, names_failure
 from memoir.cards.values import Card, Experience, Source
 
@@ -113,15 +114,6 @@ def signature_family(card: Card) -> str:
     kind, _, message = sig.partition(":")
     words = re.findall(r"[a-z]{2,}", _PLACEHOLDER.sub(" ", message))
     return f"{kind.strip()}: {' '.join(words[:4])}"
-
-
-def related_workspaces(a: str, b: str) -> bool:
-    """The same project folder, one inside the other (a monorepo and its package), or folders of
-    the same name (one project seen from two machines, or through an Aider history's folder)."""
-    if not a or not b:
-        return False
-    a, b = a.replace("\\", "/").rstrip("/") + "/", b.replace("\\", "/").rstrip("/") + "/"
-    return a.startswith(b) or b.startswith(a) or a.rsplit("/", 2)[-2] == b.rsplit("/", 2)[-2]
 
 
 SAME_FIX_OVERLAP = 0.5
@@ -426,7 +418,7 @@ def merge_cards(base: Card, other: Card, memo: dict[str, Gathered] | None = None
 def same_topic(a: Card, b: Card) -> bool:
     """Conservative: same workspace and task type, no differing error signature, strongly overlapping
     goal words, and conclusions about the same identifiers that nonetheless say different things."""
-    if not a.workspace or a.workspace != b.workspace or a.task_type != b.task_type:
+    if not a.workspace or place(a) != place(b) or a.task_type != b.task_type:
         return False
     if a.error_signature and b.error_signature and _norm(a.error_signature) != _norm(b.error_signature):
         return False

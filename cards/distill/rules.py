@@ -6,7 +6,8 @@
 card changes, whatever the signatures, is `cards.distill.decisions`.
 
 Cost stays near-linear in the library size: every comparison goes through a hash map keyed by
-dedup key, (workspace, signature) or (workspace, identifier), never through all pairs.
+dedup key, (workspace, signature) or (workspace, identifier), never through all pairs. A workspace is
+its project where its folder is a git project (`cards.projects`): a worktree or a clone is the same one.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from dataclasses import dataclass, field
 from memoir.cards.distill.decisions import retracted, retractions
 from memoir.cards.distill.merge import (
     LIVE, MAX_TOPIC_BUCKET, TOPIC_LOOKUPS, absorb_duplicate, can_refresh, dedup_keys, identifiers, is_resolution,
-    mark_conflict, merge_cards, merge_signature, newer_card, related_workspaces, same_fix, same_topic,
-    settled, signature_family, source_key, supersede, with_keys,
+    mark_conflict, merge_cards, merge_signature, newer_card, same_fix, same_topic, settled, signature_family,
+    source_key, supersede, with_keys,
 )
+from memoir.cards.projects import ProjectMap, place, related_places, with_project
 from memoir.cards.spool import loaded
 from memoir.cards.values import Card, Experience
 
@@ -93,7 +95,7 @@ class _Library:
 
 
 def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Card],
-                frozen: Collection[str] = ()) -> RulesPlan:
+                frozen: Collection[str] = (), projects: ProjectMap | None = None) -> RulesPlan:
     """Dedup, merge by error signature, then supersede or flag conflicts; pure and idempotent.
 
     Args:
@@ -102,12 +104,14 @@ def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Ca
         frozen: ids of cards a person owns (edited by hand, confirmed or rejected in review):
             they still own their sources, but no rule merges into, refreshes, supersedes or
             conflicts them; a new card on their topic stands beside them instead.
+        projects: the project registry; each card is compared as of the project its folder is of
+            (`cards.projects.with_project`). None: the project each card records.
 
     Returns:
         A `RulesPlan`. Applying it and calling again with the same `drafted` yields no writes:
         every drafted card is then recognised as already in the library by its sources.
     """
-    lib = _Library(library)
+    lib = _Library(with_project(c, projects) for c in library)
     counters: Counter = Counter()
     dropped: list[tuple[str, str]] = []
     conflicts: list[tuple[str, str]] = []
@@ -130,18 +134,18 @@ def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Ca
         if card.status in LIVE or card.status == "incomplete":
             sig = merge_signature(card)
             if sig:
-                by_signature.setdefault((card.workspace, sig), card.id)
+                by_signature.setdefault((place(card), sig), card.id)
             if card.status in LIVE and (family := signature_family(card)):
-                by_family.setdefault(family, []).append((card.workspace, card.id))
+                by_family.setdefault(family, []).append((card.workspace, card.project, card.id))
             if not sig and card.error_signature and is_resolution(card):
-                by_weak.setdefault((card.workspace, card.error_signature), []).append(card.id)
+                by_weak.setdefault((place(card), card.error_signature), []).append(card.id)
         if is_resolution(card):
             for ident in identifiers(card.conclusion):
-                by_ident.setdefault((card.workspace, ident), []).append(card.id)
+                by_ident.setdefault((place(card), ident), []).append(card.id)
 
     fresh: list[Card] = []
     for exp, card in sorted(drafted, key=lambda ec: _order(ec[1], ec[0].first_seq)):
-        card = loaded(card)  # a draft waiting in the run's spool comes back one at a time
+        card = with_project(loaded(card), projects)  # a draft waiting in the run's spool comes back one at a time
         # Rule 1 — re-read: every source of this card already belongs to a card on disk.
         if card.id in lib.original and card.id not in frozen and can_refresh(lib.get(card.id), card):
             # The same turns drafted again now pass the integrity check (say after a renderer or
@@ -181,11 +185,11 @@ def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Ca
             card.extra.get("contradicted_by") or card.extra.get("self_inflicted"))
         sig = merge_signature(card) if proven else ""
         family = signature_family(card) if proven else ""
-        base_id = by_signature.get((card.workspace, sig)) if sig else None
+        base_id = by_signature.get((place(card), sig)) if sig else None
         if base_id is None and family:
-            base_id = next((cid for ws, cid in by_family.get(family, ())
-                            if related_workspaces(ws, card.workspace) and cid in lib.cards), None)
-        weak = (card.workspace, card.error_signature) if proven and not sig and card.error_signature else None
+            base_id = next((cid for ws, project, cid in by_family.get(family, ())
+                            if related_places(ws, project, card.workspace, card.project) and cid in lib.cards), None)
+        weak = (place(card), card.error_signature) if proven and not sig and card.error_signature else None
         if base_id is None and weak is not None:
             # A signature that says too little alone (`KeyError: <str>`) merges only with the same fix.
             base_id = next((cid for cid in by_weak.get(weak, ()) if cid in lib.cards and is_resolution(lib.get(cid))
@@ -196,8 +200,8 @@ def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Ca
                 lib.put(old)
                 card = new
                 counters["superseded"] += 1
-                by_signature[(card.workspace, sig)] = card.id
-                by_family.setdefault(family, []).insert(0, (card.workspace, card.id))
+                by_signature[(place(card), sig)] = card.id
+                by_family.setdefault(family, []).insert(0, (card.workspace, card.project, card.id))
                 lib.put(card)
                 fresh.append(card)
                 counters["new"] += 1
@@ -212,11 +216,11 @@ def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Ca
             counters["merged"] += 1
             continue
         if sig:
-            by_signature[(card.workspace, sig)] = card.id
+            by_signature[(place(card), sig)] = card.id
         if weak is not None and is_resolution(card):
             by_weak.setdefault(weak, []).append(card.id)
         if family:
-            by_family.setdefault(family, []).insert(0, (card.workspace, card.id))
+            by_family.setdefault(family, []).insert(0, (card.workspace, card.project, card.id))
         lib.put(card)
         fresh.append(card)
         counters["new"] += 1
@@ -229,9 +233,9 @@ def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Ca
         idents = identifiers(card.conclusion)
         buckets = sorted(
             (len(ids), ident) for ident in idents
-            if 0 < len(ids := by_ident.get((card.workspace, ident), ())) <= MAX_TOPIC_BUCKET
+            if 0 < len(ids := by_ident.get((place(card), ident), ())) <= MAX_TOPIC_BUCKET
         )
-        candidates = sorted({cid for _, ident in buckets[:TOPIC_LOOKUPS] for cid in by_ident[(card.workspace, ident)]})
+        candidates = sorted({cid for _, ident in buckets[:TOPIC_LOOKUPS] for cid in by_ident[(place(card), ident)]})
         for cid in candidates:
             card, other = lib.get(new_id), lib.get(cid)
             if cid == new_id or not is_resolution(other) or not is_resolution(card) or not same_topic(card, other):
@@ -251,7 +255,7 @@ def apply_rules(drafted: Sequence[tuple[Experience, Card]], library: Sequence[Ca
                 break  # this card is already history: it replaces nothing
         if is_resolution(lib.get(new_id)):
             for ident in idents:
-                by_ident.setdefault((card.workspace, ident), []).append(new_id)
+                by_ident.setdefault((place(card), ident), []).append(new_id)
 
     # Rule 5 — a decision changed: a new card that retracts or moves an earlier decision ("this
     # replaces the env-var flags", "the earlier fix can't help here", "moved from A to B")
@@ -276,20 +280,20 @@ def _decisions_changed(lib: _Library, fresh: Sequence[str], frozen: frozenset[st
     Asked of every new card, and of the cards on disk that came after a new card of their workspace
     (an older session read late is superseded by the newer one already on disk), oldest first.
     """
-    oldest: dict[str, str] = {}
+    oldest: dict[str, str] = {}  # by `place`: the folders of one project are one workspace
     for cid in fresh:
         card = lib.get(cid)
         if card.workspace:
-            oldest[card.workspace] = min(oldest.get(card.workspace, card.created), card.created)
+            oldest[place(card)] = min(oldest.get(place(card), card.created), card.created)
     if not oldest:
         return
     by_workspace: dict[str, list[str]] = {}
     for card in lib.cards.values():
-        if card.workspace in oldest and card.id not in frozen:
-            by_workspace.setdefault(card.workspace, []).append(card.id)
+        if place(card) in oldest and card.id not in frozen:
+            by_workspace.setdefault(place(card), []).append(card.id)
     fresh_ids = set(fresh)
     saying = sorted((lib.get(cid) for ids in by_workspace.values() for cid in ids
-                     if (cid in fresh_ids or lib.get(cid).created >= oldest[lib.get(cid).workspace])
+                     if (cid in fresh_ids or lib.get(cid).created >= oldest[place(lib.get(cid))])
                      and _may_retract(lib.get(cid)) and retractions(lib.get(cid).conclusion)), key=_order)
     for card in saying:
         card = lib.get(card.id)
@@ -297,7 +301,7 @@ def _decisions_changed(lib: _Library, fresh: Sequence[str], frozen: frozenset[st
             continue  # superseded itself earlier in this loop
         # Scored against every older card it could name, the ones it already replaced included, so the
         # choice does not depend on which run read which session; only pairs with a new card change.
-        older = [other for cid in by_workspace[card.workspace] if cid != card.id
+        older = [other for cid in by_workspace[place(card)] if cid != card.id
                  and (_may_retract(other := lib.get(cid)) or other.superseded_by == card.id)
                  and newer_card(other, card) is card and not same_fix(other, card)]
         for old in retracted(card, older):

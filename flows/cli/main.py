@@ -24,6 +24,7 @@ COMMAND_MODULES = {
     "hook": "hook",
     "index": "index",
     "logs": "logs",
+    "projects": "projects",
     "mcp": "recall",
     "recall": "recall",
     "replay": "flow",
