@@ -57,3 +57,14 @@ GATE_HELP: dict[str, str] = {
     "rejected_by_user": "A person rejected this card: it stays out of review and recall. Confirm it "
                         "(`memoir review ID`) to make it active after all.",
 }
+
+GATE_TABLE_HEADER = "| gate | what it means, and what clears it |\n|---|---|"
+
+
+def gate_table() -> str:
+    """GATE_HELP as the Markdown table docs/cards.md holds (tests/test_docs.py keeps the two equal)."""
+    rows = []
+    for name, text in GATE_HELP.items():
+        cell = " ".join(text.split()).replace("|", r"\|")  # one line per row; a bare | would split the cell
+        rows.append(f"| `{name}` | {cell} |")
+    return "\n".join([GATE_TABLE_HEADER, *rows]) + "\n"

@@ -282,8 +282,8 @@ def _recipe_commands(text: str) -> set[tuple[str, ...]]:
 
 
 def test_every_memoir_command_in_the_scheduling_recipes_exists():
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("### Scheduled runs"):]
+    operating = (ROOT / "docs" / "operating.md").read_text()
+    section = operating[operating.index("## Scheduled runs"):]
     section = section[:section.index("\n## ")]
     runbook = (ROOT / "runbooks" / "scheduling.md").read_text()
     found = _recipe_commands(section) | _recipe_commands(runbook)
