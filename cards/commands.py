@@ -332,6 +332,14 @@ def changed_paths(turn: Turn) -> tuple[str, ...]:
                  if isinstance(args.get(k), str) and args[k])
 
 
+_SEARCH_REPLACE = re.compile(r"-{3,} SEARCH\n([\s\S]*?)\n={3,}\n([\s\S]*?)\n\+{3,} REPLACE")
+
+
+def _same_line(line: str) -> str:
+    """A line as an edit compares it: a comma a list's next item added, or indentation, changes nothing."""
+    return line.strip().rstrip(",")
+
+
 def added_text(turn: Turn) -> str:
     """The lines a change adds: an edit's new text less the lines of its old text, a write's content, a
     patch's `+` lines; '' when the change is a shell command that says none."""
@@ -344,8 +352,11 @@ def added_text(turn: Turn) -> str:
         new = args.get("new_string") or args.get("content") or args.get("new_str") or ""
         if isinstance(new, str) and new:
             old = args.get("old_string") or args.get("old_str") or ""
-            gone = set(old.splitlines()) if isinstance(old, str) else set()
-            return "\n".join(line for line in new.splitlines() if line not in gone)
+            blocks = _SEARCH_REPLACE.findall(new)
+            if blocks:  # a diff in the edit's content (Cline, Roo): the REPLACE lines less the SEARCH lines
+                old, new = "\n".join(b[0] for b in blocks), "\n".join(b[1] for b in blocks)
+            gone = {_same_line(line) for line in old.splitlines()} if isinstance(old, str) else set()
+            return "\n".join(line for line in new.splitlines() if _same_line(line) not in gone)
     patch = command_of(turn) or turn.text
     if "*** Begin Patch" in patch or "\n+" in patch:
         return "\n".join(line[1:] for line in patch.splitlines() if line.startswith("+") and not line.startswith("+++"))

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memoir.cards.commands import command_of, describe_change, one_line
+from memoir.cards.commands import added_text, changed_paths, command_of, describe_change, one_line
 from memoir.cards.cues import is_commit_output
 from memoir.cards.loop import LOOKS_AHEAD, Loop, changed_between, last_sentence, walk
 from memoir.cards.values import Turn
@@ -106,6 +106,29 @@ def _quotable(command: str) -> str:
     return line or one_line(command, 40).split(" ", 1)[0]
 
 
+_CD = re.compile(r"""^\s*cd\s+(?:"[^"]*"|'[^']*'|\S+)\s*(?:&&|;)\s*""")
+
+
+def _without_cd(command: str) -> str:
+    """The check without the folder change before it (`cd "C:\\x"; npm run compile` is `npm run compile`)."""
+    return _CD.sub("", command, count=1) or command
+
+
+MAX_SHOWN_LINES, MAX_SHOWN_LINE = 3, 80  # an edit this small is shown whole, not named by its file
+
+
+def _what_changed(fix) -> str:
+    """The change in a few words: a small edit by the lines it added ("adding `"DOM"` to `tsconfig.json`"),
+    anything else as the attempt names it ("editing `app.py`", "`pip install x`")."""
+    tried = fix.tried()
+    paths = {p.replace("\\", "/").rsplit("/", 1)[-1] for t in fix.changes for p in changed_paths(t)}
+    added = [line.strip() for t in fix.changes for line in added_text(t).splitlines() if line.strip().strip("{}[](),;")]
+    if (not tried.startswith("editing `") or len(paths) != 1 or not 0 < len(added) <= MAX_SHOWN_LINES
+            or any(len(line) > MAX_SHOWN_LINE or "`" in line for line in added)):
+        return tried
+    return "adding " + ", ".join(f"`{line.rstrip(',')}`" for line in added) + f" to `{next(iter(paths))}`"
+
+
 def evidence_statement(lp: Loop) -> str:
     """What failed, what was changed, what passed: a conclusion that cannot be wrong, for a loop
     whose fix no sentence of the session explains."""
@@ -113,11 +136,12 @@ def evidence_statement(lp: Loop) -> str:
     if fix is None:
         return ""
     sig = f" with `{one_line(lp.failure.signature, 120)}`" if lp.failure.signature else ""
-    check = f"`{_quotable(fix.check.command)}` passes at t{fix.check.result.seq}"
+    check = f"`{_quotable(_without_cd(fix.check.command))}` passes at t{fix.check.result.seq}"
+    tried = _what_changed(fix)
     if lp.failure.command:
-        return (f"`{_quotable(lp.failure.command)}` fails{sig} (t{lp.failure.seq}); {fix.tried()} fixed it: "
-                f"the same check {check}.")
-    return f"The failure the user pasted (t{lp.failure.seq}) fails{sig}; {fix.tried()} fixed it: {check}."
+        return (f"`{_quotable(_without_cd(lp.failure.command))}` fails{sig} (t{lp.failure.seq}); "
+                f"{tried} fixed it: the same check {check}.")
+    return f"The failure the user pasted (t{lp.failure.seq}) fails{sig}; {tried} fixed it: {check}."
 
 
 def open_statement(turns: Sequence[Turn], end: Ending) -> str:

@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from memoir.cards.conclude import choose_conclusion
@@ -129,3 +131,25 @@ def test_follow_up_lines_are_found_in_any_case_and_in_non_ascii_text():
     follow_up = draft_card(_only(s)).follow_up
     assert "FOLLOW-UP: pin foo" in follow_up
     assert "still need to update the docs" in follow_up
+
+
+def test_an_evidence_conclusion_shows_a_small_edit_by_its_lines_and_the_check_without_its_cd():
+    """"editing `tsconfig.json` fixed it" says nothing a reader can act on; the line it added does."""
+    from memoir.cards.commands import added_text
+    from memoir.cards.evidence import evidence_statement
+    from memoir.cards.loop import fixed_loop
+    from memoir.cards.values import Turn
+
+    s = (Script().user("the extension does not compile")
+         .runs('cd "C:\\\\work\\\\ext"; npm run compile')
+         .error("node_modules/@types/ws/index.d.ts:30:7 - error TS2304: Cannot find name 'Blob'.\nFound 1 error.")
+         .edits("/home/dev/shop/tsconfig.json", '"lib": [\n  "ES2020"\n]', '"lib": [\n  "ES2020",\n  "DOM"\n]')
+         .runs('cd "C:\\\\work\\\\ext"; npm run compile').result("> tsc -p ./"))
+    said = evidence_statement(fixed_loop(s.turns))
+    assert said.startswith("`npm run compile` fails with `TS2304")
+    assert 'adding `"DOM"` to `tsconfig.json` fixed it' in said
+    # A diff inside an edit's content (Cline's SEARCH/REPLACE blocks): the REPLACE lines less the SEARCH lines.
+    block = '------- SEARCH\n  "lib": [\n    "ES2020"\n  ]\n=======\n  "lib": [\n    "ES2020",\n    "DOM"\n  ]\n+++++++ REPLACE'
+    turn = Turn("cline", "t", 1, "assistant", "tool_call", 'editedExistingFile ' + json.dumps({"content": block}),
+                tool_name="editedExistingFile")
+    assert added_text(turn).strip() == '"DOM"'
