@@ -21,14 +21,13 @@ from pathlib import Path
 import pytest
 
 from memoir.cards.jsonl import read_jsonl
-from memoir.flows import hook_client
 from memoir.flows.cli.hook_settings import hook_command
 from memoir.flows.hook_backlog import BACKLOG_LOG, BACKLOG_RECORDS, backlog_command, backlog_transcript
 from memoir.flows.hook_calls import read_calls
 from memoir.flows.lock import LOCK_FILE
 from memoir.index.db import open_index
-from memoir.index.embed import default_embedder
-from tests.recall_cards import BASE, WORKSPACE, index_cards, settings_for
+from tests import test_hook
+from tests.recall_cards import BASE, WORKSPACE, settings_for
 
 ROOT = Path(__file__).resolve().parent.parent
 HOOK = shlex.split(hook_command(None))  # exactly what `memoir hook install claude-code` writes
@@ -37,29 +36,11 @@ SESSION_CARD = "c-6ccc2a005c50a7f5"
 WAIT_S = 120  # a generous deadline for the background run on a slow, busy machine; never a measure
 
 
-@pytest.fixture(scope="module")
-def embedder():
-    e = default_embedder()
-    e.encode_one("warm up")
-    return e
+# The home with one indexed card of WORKSPACE (a session's start prints a brief), from the hook's own tests.
+home = test_hook.home
 
 
-@pytest.fixture
-def home(memoir_home, embedder):
-    """A home whose index holds one card of WORKSPACE, so a session's start prints a brief."""
-    index_cards(settings_for(memoir_home), embedder, [BASE])
-    return memoir_home
-
-
-@pytest.fixture
-def no_service(home):
-    """Hold the recall service's lock, as a starting service does: the hook starts no service of its own."""
-    state = Path(home) / "state"
-    state.mkdir(parents=True, exist_ok=True)
-    fd = os.open(state / hook_client.LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    yield state
-    os.close(fd)
+no_service = test_hook.starting  # the service's lock held: the hook starts no service of its own
 
 
 @pytest.fixture
@@ -87,10 +68,11 @@ def session_start(transcript: Path | None, source: str = "startup") -> str:
 
 def hook_env(home: Path, **settings: str) -> dict:
     # A run that finds the lock held waits for it (the tests hold it to pin an order), up to WAIT_S.
-    # The brief's budget is wide: two cold hooks at once on a busy machine take seconds (the 3 s default is
-    # the product's; what is tested here is the order, not the speed).
+    # The budgets are wide: two cold hooks at once on a busy machine take seconds, and the watchdog armed
+    # before the event is read uses the prompt's budget (the defaults are the product's; what is tested here
+    # is the order, not the speed).
     return {**os.environ, "MEMOIR_HOME": str(home), "MEMOIR_RUN_LOCK_TIMEOUT_S": str(WAIT_S),
-            "MEMOIR_SESSION_START_BUDGET_MS": "30000", **settings}
+            "MEMOIR_SESSION_START_BUDGET_MS": "30000", "MEMOIR_SYNC_TIMEOUT_MS": "30000", **settings}
 
 
 def run_hook(home: Path, stdin: str, **settings: str) -> subprocess.CompletedProcess:
@@ -170,13 +152,18 @@ def test_a_second_session_start_over_the_same_previous_log_writes_no_card_twice(
     assert card_files(home) == before
 
 
+def calls_of(home) -> list:
+    return [(c.get("outcome"), c.get("detail", "")) for c in read_calls(str(Path(home) / "state"))]
+
+
 def test_two_session_starts_at_once_make_each_card_once(home, no_service, project):
     stdin = session_start(new_transcript(project))
     with run_lock_held(home):  # both children start, and both wait for the one lock
         hooks = [subprocess.Popen(HOOK, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True, cwd=ROOT, env=hook_env(home)) for _ in range(2)]
         outs = [h.communicate(stdin, timeout=60) for h in hooks]
-    assert all(h.returncode == 0 and BASE.id in out for h, (out, _) in zip(hooks, outs))
+    assert all(h.returncode == 0 and BASE.id in out for h, (out, _) in zip(hooks, outs)), (
+        [(h.returncode, out[-300:], err[-300:]) for h, (out, err) in zip(hooks, outs)], calls_of(home))
     done = wait_for_records(home, 2)
     # One run writes the card; the other finds the lines in the ledger, before its run ("unchanged") or in
     # it (a run that reads nothing new), whichever order the two children took.
