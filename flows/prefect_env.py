@@ -22,6 +22,10 @@ DEFAULTS = {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "PREFECT_LOGGING_TO_API_ENABLED": "false",
     "PREFECT_LOGGING_LEVEL": "WARNING",
+    # The ephemeral API is memoir's own, in-process: on a busy machine its background services log a
+    # dropped event as a traceback on the user's terminal though the run went through; a failure that
+    # matters reaches the client, which memoir turns into a message (prefect_unavailable).
+    "PREFECT_LOGGING_SERVER_LEVEL": "CRITICAL",
     "PREFECT_RESULTS_PERSIST_BY_DEFAULT": "false",
     # The ephemeral API migrates a fresh database on first use: ~10 s here, more on a slow disk.
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
