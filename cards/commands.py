@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Iterable
 
 from memoir.cards.hosts.registry import EDIT_TOOLS, QUIET_TOOLS, SHELL_TOOLS
 from memoir.cards.signals import CHECK_COMMAND, LOCKFILE_CHECK
@@ -338,6 +339,11 @@ _SEARCH_REPLACE = re.compile(r"-{3,} SEARCH\n([\s\S]*?)\n={3,}\n([\s\S]*?)\n\+{3
 def _same_line(line: str) -> str:
     """A line as an edit compares it: a comma a list's next item added, or indentation, changes nothing."""
     return line.strip().rstrip(",")
+
+
+def changed_names(changes: Iterable[Turn]) -> set[str]:
+    """The file names (no folders) a set of changes edited: how a card names a file it changed."""
+    return {p.replace("\\", "/").rsplit("/", 1)[-1] for t in changes for p in changed_paths(t)}
 
 
 def added_text(turn: Turn) -> str:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memoir.cards.commands import added_text, changed_paths, command_of, describe_change, one_line
+from memoir.cards.commands import added_text, changed_names, command_of, describe_change, one_line
 from memoir.cards.cues import is_commit_output
 from memoir.cards.loop import LOOKS_AHEAD, Loop, changed_between, last_sentence, walk
 from memoir.cards.values import Turn
@@ -121,7 +121,7 @@ def _what_changed(fix) -> str:
     """The change in a few words: a small edit by the lines it added ("adding `"DOM"` to `tsconfig.json`"),
     anything else as the attempt names it ("editing `app.py`", "`pip install x`")."""
     tried = fix.tried()
-    paths = {p.replace("\\", "/").rsplit("/", 1)[-1] for t in fix.changes for p in changed_paths(t)}
+    paths = changed_names(fix.changes)
     added = [line.strip() for t in fix.changes for line in added_text(t).splitlines() if line.strip().strip("{}[](),;")]
     if (not tried.startswith("editing `") or len(paths) != 1 or not 0 < len(added) <= MAX_SHOWN_LINES
             or any(len(line) > MAX_SHOWN_LINE or "`" in line for line in added)):

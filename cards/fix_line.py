@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from memoir.cards.commands import added_text, changed_paths
+from memoir.cards.commands import added_text, changed_names
 from memoir.cards.lesson import CONCLUSION_BUDGET, within_budget
 from memoir.cards.loop import Loop
 from memoir.cards.plain_text import json_unescaped
@@ -21,7 +21,7 @@ def with_the_fix(conclusion: str, lp: Loop | None, turns: Sequence[Turn] = ()) -
     attempt = lp.attempts[-1] if lp is not None and lp.attempts else None
     if attempt is None or not conclusion.strip():
         return conclusion
-    names = {p.replace("\\", "/").rsplit("/", 1)[-1] for t in attempt.changes for p in changed_paths(t)}
+    names = changed_names(attempt.changes)
     added = [line.strip() for t in attempt.changes for line in added_text(t).splitlines() if len(line.strip()) >= 8]
     if any(n and n in conclusion for n in names) or any(a in conclusion for a in added[:5]) or attempt.setting \
             and attempt.setting.split(":")[0] in conclusion:

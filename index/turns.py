@@ -276,28 +276,14 @@ class TurnIndex:
         budget = len(missing) if budget is None else budget
         pending = max(0, len(missing) - budget)
         missing = missing[:budget]  # newest first: recent sessions are the likelier answers
-        for start in range(0, len(missing), step):
-            if progress:
-                progress("turn index", start, len(missing), "embedding turns")
-            part = missing[start:start + step]
-            vecs = embedder.encode([text for _, text in part])
-            with self.conn:
-                self.conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)",
-                                      [(h, v.astype(np.float32).tobytes()) for (h, _), v in zip(part, vecs)])
+        self._embed_into("vectors", missing, embedder, step, progress, "embedding turns")
         windows = self.conn.execute(
             "SELECT w.hash, w.text FROM windows w LEFT JOIN window_vectors v ON v.hash = w.hash "
             "WHERE v.hash IS NULL GROUP BY w.hash ORDER BY w.hash").fetchall()
         room = len(windows) if unlimited else max(0, budget - len(missing))
         windows_pending = max(0, len(windows) - room)
         windows = windows[:room]
-        for start in range(0, len(windows), step):
-            if progress:
-                progress("turn index", start, len(windows), "embedding session windows")
-            part = windows[start:start + step]
-            vecs = embedder.encode([text for _, text in part])
-            with self.conn:
-                self.conn.executemany("INSERT OR REPLACE INTO window_vectors VALUES (?, ?)",
-                                      [(h, v.astype(np.float32).tobytes()) for (h, _), v in zip(part, vecs)])
+        self._embed_into("window_vectors", windows, embedder, step, progress, "embedding session windows")
         if progress:
             done = len(missing) + len(windows)
             progress("turn index", done, done, f"{len(missing)} turns and {len(windows)} windows embedded")
@@ -307,6 +293,18 @@ class TurnIndex:
             self.conn.execute("DELETE FROM window_vectors WHERE hash NOT IN (SELECT hash FROM windows)")
         return TurnRefresh(len(plan.read), len(plan.drop), len(missing), pending, tuple(problems),
                            len(windows), windows_pending)
+
+    def _embed_into(self, table: str, texts: list[tuple[str, str]], embedder, step: int, progress: Callable | None,
+                    detail: str) -> None:
+        """(hash, text) pairs embedded `step` at a time into `table`, each batch its own transaction."""
+        for start in range(0, len(texts), step):
+            if progress:
+                progress("turn index", start, len(texts), detail)
+            part = texts[start:start + step]
+            vecs = embedder.encode([text for _, text in part])
+            with self.conn:
+                self.conn.executemany(f"INSERT OR REPLACE INTO {table} VALUES (?, ?)",
+                                      [(h, v.astype(np.float32).tobytes()) for (h, _), v in zip(part, vecs)])
 
     def _store_windows(self, rows: list[TurnRow]) -> None:
         """The windows cut from `rows` (one file's turns, or all the index holds), keyed by their text's hash."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 from memoir.cards.config import load_settings
 from memoir.cards.ledger import Ledger
@@ -10,6 +11,8 @@ from memoir.flows.pipeline import run_pipeline
 from memoir.index.embed import default_embedder
 from memoir.index.turns import TurnIndex
 from tests.user_cards import FEEDCLI_LOG
+
+SECOND_SET = Path(__file__).resolve().parent / "fixtures" / "second_set"
 
 
 def _ledgered(settings):
@@ -104,20 +107,20 @@ def test_a_turn_index_past_its_deadline_leaves_the_run_committed_and_recorded(tm
 
     monkeypatch.setenv("MEMOIR_TURN_INDEX_IN_RUN", "1")
     logs = tmp_path / "logs"
-    logs.mkdir()
-    shutil.copy(FEEDCLI_LOG, logs / FEEDCLI_LOG.name)
+    for host in ("claude-code", "codex"):  # hundreds of turns: embedding them takes far longer than the deadline
+        shutil.copytree(SECOND_SET / host, logs / host)
     settings = load_settings(home=tmp_path / "home")
     run = open_run(settings, [str(logs)], "auto", True, None)
     for step in STEPS:
         if step.name == "turn index":
             assert read_runs(settings.state_dir)  # recorded before the turn index starts
-            run.settings = replace(run.settings, step_timeout_s=0.05)  # far less than reading and embedding take
+            run.settings = replace(run.settings, step_timeout_s=1)
         run_step(run, step)  # no StepTimeout escapes
     assert any("turn index: stopped at its deadline" in n for n in run.summary.notes), run.summary.notes
     assert _ledgered(settings) and list(settings.cards_dir.glob("*.md"))  # committed
     again = TurnIndex(settings.state_dir, embedder.model_id)
     try:
-        refresh = again.refresh_files(_ledgered(settings), embedder, settings.blob_cap, budget=None)
-        assert refresh.embedded > 0 or refresh.windows_embedded > 0  # the next refresh continues the work
+        refresh = again.refresh_files(_ledgered(settings), embedder, settings.blob_cap, budget=8)
+        assert refresh.embedded + refresh.windows_embedded > 0  # the next refresh continues the work
     finally:
         again.close()
