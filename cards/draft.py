@@ -18,14 +18,13 @@ from memoir.cards.fix_line import with_the_fix
 from memoir.cards.loop import LOOKS_AHEAD, Failure, Loop, fixed_loop, loops, mentions, names_in, states_something, walk
 from memoir.cards.limits import limit_lines, restates_error, split_limits
 from memoir.cards.values import Card, Experience, Source, Turn
-from memoir.cards.evidence import Ending, ending, ends_cut, open_statement
-from memoir.cards.outcomes import Verification, failure_conditions, verification
+from memoir.cards.evidence import Ending, ending, ends_cut, evidence_list, open_statement, shown_in
+from memoir.cards.outcomes import failure_conditions, verification
 from memoir.cards.phrasebook import DECISIONS, HEDGES, first_rule
 from memoir.cards.proof import ACTIVE_KINDS, Proof, contradiction, prove, stepped
 from memoir.cards.quality_inputs import EvidenceView, typed_by_user
 from memoir.cards.cues import commit_subject, is_chatter, is_prompt_template, remembered
-from memoir.cards.signals import is_notable_result
-from memoir.cards.signatures import error_signature
+from memoir.cards.signatures import error_signature, shown_error
 from memoir.cards.title import make_title, strip_boilerplate, strip_opener
 
 MAX_GOAL = 800
@@ -100,29 +99,6 @@ def conclusion_problem(conclusion: str, min_chars: int) -> str:
     return ""
 
 
-def _evidence(exp: Experience, fix: Verification | None = None) -> str:
-    items: list[str] = []
-    for t in exp.turns:
-        if t.kind == "tool_call":
-            items.append(f"- [t{t.seq}] ran `{_one_line(t.text, 160)}`")
-        elif t.kind == "error":
-            sig = error_signature(t.text) or _one_line(t.text, 120)
-            items.append(f"- [t{t.seq}] error: {_one_line(sig)}")
-        elif t.kind == "tool_result" and is_notable_result(t.text):
-            items.append(f"- [t{t.seq}] result: {_one_line(t.text[-400:])}")
-    if len(items) > MAX_EVIDENCE_ITEMS:
-        half = MAX_EVIDENCE_ITEMS // 2
-        items = items[:half] + [f"- … {len(items) - 2 * half} more steps …"] + items[-half:]
-    if fix is not None:
-        if fix.failed_seq is None:  # green after the change, never red before it: it proves no fix
-            items.append(f"- [t{fix.seq}] ran after the change: `{_one_line(fix.command, 160)}` passes (it had not failed)")
-            return "\n".join(items)
-        again = "passes again" if fix.same_command else "passes after the change"
-        cleared = f" (it failed at t{fix.failed_seq} with `{_one_line(fix.signature, 120)}`)" if fix.signature else ""
-        items.append(f"- [t{fix.seq}] confirmed: `{_one_line(fix.command, 160)}` {again}{cleared}")
-    return "\n".join(items)
-
-
 _DISPROVED_BY = {
     "contradicted": "contradicted at t{by}",
     "still_failing": "same failure again at t{by}",
@@ -163,7 +139,8 @@ def _follow_up(exp: Experience, end: Ending | None = None) -> str:
                     continue
             found.extend(f"- {_one_line(m.group(0))}" for m in _FOLLOW_UP.finditer(t.text))
     if exp.turns and exp.turns[-1].kind == "error":
-        found.append(f"- unresolved at end: `{_one_line(error_signature(exp.turns[-1].text) or exp.turns[-1].text, 160)}`")
+        last = exp.turns[-1].text
+        found.append(f"- unresolved at end: `{_one_line(shown_error(last, error_signature(last)) or last, 160)}`")
     return "\n".join(dict.fromkeys(found[:8]))
 
 
@@ -254,7 +231,7 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40, ends_session: bo
     check after the change, verifies (`cards.outcomes.verification`)."""
     goal = _goal(exp) or strip_boilerplate(exp.request)
     if not goal and exp.error_signature:
-        goal = f"Get past `{exp.error_signature}` (continued from the previous task)."
+        goal = f"Get past `{shown_in(exp.turns, exp.error_signature)}` (continued from the previous task)."
     end = ending(exp.turns, ends_session)
     found = choose_conclusion(exp.turns)
     memory_at, memory = _remembered(exp)
@@ -292,6 +269,7 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40, ends_session: bo
     all_text = "\n".join(t.text[:2000] for t in exp.turns if t.kind in ("text", "tool_call", "error"))
     lo, hi = exp.lines
     title = make_title(commit_subject=_last_commit_subject(exp), signature=exp.error_signature,
+                       shown=shown_in(exp.turns, exp.error_signature),
                        conclusion=conclusion, request=goal, settled=found.settled and not problem)
     return Card(
         id=exp.id,
@@ -317,7 +295,7 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40, ends_session: bo
         verified_by=verified,
         background=_background(exp),
         goal=_clip(goal, MAX_GOAL),
-        evidence=_evidence(exp, fix) + (f"\n- [t{said_yes.seq}] confirmed by the user: {_one_line(said_yes.text, 160)}"
+        evidence=evidence_list(exp, fix) + (f"\n- [t{said_yes.seq}] confirmed by the user: {_one_line(said_yes.text, 160)}"
                                           if said_yes is not None else ""),
         conclusion=conclusion,
         counterexamples=_counterexamples(exp, said),
@@ -439,22 +417,24 @@ def _steps(exp: Experience, lp: Loop, index: dict[int, int], min_conclusion_char
                          error_signature=before_sig, request=_goal(exp) or exp.request)
         failure = Failure(0, before_at, lp.failure.command, before_sig)
         stepped_loop = Loop(failure, (attempt,))
+        shown = shown_error(by_seq[before_at].text, before_sig) if before_at in by_seq else before_sig
         said = [_without_next_steps(by_seq[q].text) for q in attempt.said]
         said = [t for t in said if states_something(t) and not first_rule(HEDGES, t)]
         named = [t for t in said if mentions(t, names_in(attempt, failure))]
-        evidence = (f"`{_one_line(lp.failure.command, 120)}` fails with `{_one_line(before_sig, 120)}` (t{before_at}); "
+        evidence = (f"`{_one_line(lp.failure.command, 120)}` fails with `{_one_line(shown, 120)}` (t{before_at}); "
                     f"{attempt.tried()} cleared that error: the same check got past it at t{attempt.check.result.seq} "
                     f"(it stopped at another error, fixed after) and passed at t{fix.check.result.seq}.")
         text = (named or said or [evidence])[0]
         card = draft_card(sub, min_conclusion_chars, ends_session=False)
         conclusion = with_the_fix(within_budget(without_wrapper(without_filler(text))), stepped_loop, sub.turns)
-        proof = (f"`{before_sig[:60]}` at t{before_at} is gone from the same check after the change (t"
+        proof = (f"`{_one_line(shown, 60)}` at t{before_at} is gone from the same check after the change (t"
                  f"{attempt.check.result.seq} stops at another error), and the check passed at t{fix.check.result.seq}")
         problem = conclusion_problem(conclusion, min_conclusion_chars)
         card = card.with_(
             status="incomplete" if problem else "active", gate=problem, verified_by=f"t{fix.check.result.seq}",
-            conclusion=conclusion, title=make_title(signature=before_sig, request=card.goal,
-                                                    conclusion=conclusion if said else f"{attempt.tried()} cleared it"),
+            conclusion=conclusion, counterexamples=_counterexamples(sub, text),
+            title=make_title(signature=before_sig, shown=shown, request=card.goal,
+                             conclusion=conclusion if said else f"{attempt.tried()} cleared it"),
             follow_up="", extra={**card.extra, "kind": "fix", "proof": proof,
                                  "conclusion_source": "pre_fix_explanation" if said else "evidence"})
         card.extra.pop("self_inflicted", None)

@@ -15,8 +15,13 @@ from dataclasses import dataclass
 
 from memoir.cards.commands import added_text, changed_names, command_of, describe_change, one_line
 from memoir.cards.cues import is_commit_output
-from memoir.cards.loop import LOOKS_AHEAD, Loop, changed_between, last_sentence, walk
-from memoir.cards.values import Turn
+from memoir.cards.loop import LOOKS_AHEAD, Loop, changed_between, last_sentence, loops, walk
+from memoir.cards.outcomes import Verification
+from memoir.cards.signals import is_notable_result
+from memoir.cards.signatures import error_signature, explained, shown_error
+from memoir.cards.values import Experience, Turn
+
+MAX_EVIDENCE_ITEMS = 12
 
 # --- how the turns end ----------------------------------------------------------------------------------
 
@@ -61,7 +66,7 @@ def ending(turns: Sequence[Turn], ends_session: bool = True) -> Ending | None:
     if last_run is not None and last_run.failed and not any(
             is_commit_output(t.text) for t in turns[last_run.at_result + 1:] if t.kind == "tool_result"):
         what = f"`{one_line(last_run.command, 120)}`"
-        sig = f" with `{one_line(last_run.signature, 120)}`" if last_run.signature else ""
+        sig = f" with `{one_line(shown_error(last_run.result.text, last_run.signature), 120)}`" if last_run.signature else ""
         return Ending("last_check_failed", last_run.result.seq, f"{what} still fails{sig} (t{last_run.result.seq}): what fixes it?")
     talk = [(i, t) for i, t in enumerate(turns) if t.role == "assistant" and t.kind == "text" and t.text.strip()]
     last = turns[-1]
@@ -135,13 +140,17 @@ def evidence_statement(lp: Loop) -> str:
     fix = lp.fix
     if fix is None:
         return ""
-    sig = f" with `{one_line(lp.failure.signature, 120)}`" if lp.failure.signature else ""
+    output = lp.failure.output or lp.failure.pasted_text
+    shown = shown_error(output, lp.failure.signature)
+    sig = f" with `{one_line(shown, 120)}`" if lp.failure.signature else ""
+    why = explained(output, lp.failure.signature) if lp.failure.signature else ""
+    why = f", which it explains: “{why}”" if why else ""
     check = f"`{_quotable(_without_cd(fix.check.command))}` passes at t{fix.check.result.seq}"
     tried = _what_changed(fix)
     if lp.failure.command:
-        return (f"`{_quotable(_without_cd(lp.failure.command))}` fails{sig} (t{lp.failure.seq}); "
+        return (f"`{_quotable(_without_cd(lp.failure.command))}` fails{sig} (t{lp.failure.seq}){why}; "
                 f"{tried} fixed it: the same check {check}.")
-    return f"The failure the user pasted (t{lp.failure.seq}) fails{sig}; {tried} fixed it: {check}."
+    return f"The failure the user pasted (t{lp.failure.seq}) fails{sig}{why}; {tried} fixed it: {check}."
 
 
 def open_statement(turns: Sequence[Turn], end: Ending) -> str:
@@ -152,5 +161,71 @@ def open_statement(turns: Sequence[Turn], end: Ending) -> str:
     last = w.runs[-1]
     tried = [describe_change(t) for t in changed_between(w, -1, last.at_call)]
     after = f" after {', '.join(list(dict.fromkeys(tried))[:3])}" if tried else ""
-    sig = f" with `{one_line(last.signature, 120)}`" if last.signature else ""
+    sig = f" with `{one_line(shown_error(last.result.text, last.signature), 120)}`" if last.signature else ""
     return f"Unresolved: `{_quotable(last.command)}` still fails{sig} at t{last.result.seq}{after}."
+
+
+# --- the Evidence section --------------------------------------------------------------------------------
+
+
+def _flat(text: str, limit: int) -> str:
+    """Every line of `text` as one, at most `limit` chars."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+def shown_in(turns: Sequence[Turn], signature: str) -> str:
+    """The signature's line as the first turn holding that error shows it (`signatures.shown_error`)."""
+    if "<" not in signature:
+        return signature
+    for t in turns:
+        if t.kind in ("error", "tool_result", "text") and error_signature(t.text) == signature:
+            return shown_error(t.text, signature)
+    return signature
+
+
+def proof_span(turns: Sequence[Turn], fix: Verification | None) -> tuple[int, int] | None:
+    """The turns (first seq, last seq) from the failure a fix cleared to the check that proved it:
+    what a fix card's Evidence shows. Steps before belong to the task around it, steps after to the
+    next work; both would bury the three that matter. None when there is no such failure."""
+    if fix is None or fix.failed_seq is None:
+        return None
+    turns = tuple(turns)
+    lp = next((lp for lp in loops(turns) if lp.fix is not None and lp.fix.check.result.seq == fix.seq), None)
+    first = lp.failure.seq if lp is not None else fix.failed_seq
+    call = next((r.call.seq for r in walk(turns).runs if r.result.seq == first), None)
+    if call is None:
+        call = max((t.seq for t in turns if t.kind == "tool_call" and t.seq < first), default=first)
+    return min(call, fix.failed_seq), fix.seq
+
+
+def evidence_list(exp: Experience, fix: Verification | None = None) -> str:
+    """The Evidence section: the calls, errors and notable results in order, a fix card's cut to its
+    `proof_span`, then the run that proved the fix."""
+    span = proof_span(exp.turns, fix)
+    items: list[str] = []
+    before = [t.seq for t in exp.turns if span is not None and t.seq < span[0] and t.kind == "tool_call"]
+    if before:
+        items.append(f"- [t{before[0]}–t{before[-1]}] {len(before)} steps of the task before the failure (not shown)")
+    for t in exp.turns:
+        if span is not None and not span[0] <= t.seq <= span[1]:
+            continue
+        if t.kind == "tool_call":
+            items.append(f"- [t{t.seq}] ran `{_flat(t.text, 160)}`")
+        elif t.kind == "error":
+            sig = error_signature(t.text)
+            items.append(f"- [t{t.seq}] error: {_flat(shown_error(t.text, sig) if sig else t.text[:120], 240)}")
+        elif t.kind == "tool_result" and is_notable_result(t.text):
+            items.append(f"- [t{t.seq}] result: {_flat(t.text[-400:], 240)}")
+    if len(items) > MAX_EVIDENCE_ITEMS:
+        half = MAX_EVIDENCE_ITEMS // 2
+        items = items[:half] + [f"- … {len(items) - 2 * half} more steps …"] + items[-half:]
+    if fix is not None:
+        if fix.failed_seq is None:  # green after the change, never red before it: it proves no fix
+            items.append(f"- [t{fix.seq}] ran after the change: `{_flat(fix.command, 160)}` passes (it had not failed)")
+            return "\n".join(items)
+        again = "passes again" if fix.same_command else "passes after the change"
+        cleared = (f" (it failed at t{fix.failed_seq} with `{_flat(shown_in(exp.turns, fix.signature), 120)}`)"
+                   if fix.signature else "")
+        items.append(f"- [t{fix.seq}] confirmed: `{_flat(fix.command, 160)}` {again}{cleared}")
+    return "\n".join(items)

@@ -403,3 +403,81 @@ def is_error_output(text: str) -> bool:
     if kind >= TEST or (kind == GENERIC and strong):
         return True
     return bool(exit_code(text))
+
+
+# A signature's placeholders read back as what they stood for, so its line can be found in the log.
+_PLACEHOLDER = re.compile(r"<(?:str|path|id|hex|n)>")
+_READS_AS = {
+    "<path>": r"(?:[A-Za-z]:)?(?:[\w.~-]*/)+[\w.-]+",
+    "<id>": r"[0-9a-fA-F-]{7,64}",
+    "<hex>": r"0x[0-9a-fA-F]+",
+    "<n>": r"\d+(?:\.\d+)*",
+    "<str>": r"'[^'\n]{1,200}'|\"[^\"\n]{1,200}\"",
+}
+MAX_SHOWN = 160
+
+
+@functools.lru_cache(maxsize=1024)
+def _shown_pattern(signature: str) -> re.Pattern[str] | None:
+    parts = _PLACEHOLDER.split(signature)
+    if len(parts) == 1:
+        return None  # nothing masked: the signature is the line as shown
+    holes = _PLACEHOLDER.findall(signature)
+    pattern = ""
+    for i, part in enumerate(parts):
+        pattern += r"\s+".join(re.escape(w) for w in part.split(" ")) if part else ""
+        if i < len(holes):
+            pattern += f"(?:{_READS_AS[holes[i]]})"
+    return re.compile(pattern)
+
+
+def shown_error(text: str, signature: str) -> str:
+    """The signature's line as the log shows it, with the quoted names, paths and numbers its mask
+    hid (`Cannot find name 'Blob'`, not `Cannot find name <str>`): a reader recognises the error by
+    them. The signature stays the key cards are matched on; `text` is already sanitized."""
+    pattern = _shown_pattern(signature)
+    if pattern is None or not text:
+        return signature
+    found, kind = pattern.search(text), ""
+    if found is None and ": " in signature:  # a kind named apart from its line (`CompileError: ` + `error: …`)
+        kind, _, message = signature.partition(": ")
+        pattern = _shown_pattern(message)
+        found = pattern.search(text) if pattern is not None else None
+    if found is None:
+        return signature
+    shown = f"{kind}: " * bool(kind) + " ".join(found.group(0).split())
+    return shown if len(shown) <= MAX_SHOWN else shown[:MAX_SHOWN - 1].rsplit(" ", 1)[0] + "…"
+
+
+# A line a tool writes to explain itself: a sentence of words, not a frame, a code line or a table.
+_PROSE_LINE = re.compile(r"^[A-Z][^\n|│{}<>=]{30,}$")
+_NOT_PROSE = re.compile(r"^(?:at |File \"|Traceback|Caused by|Error|Hint: run|Usage:|Run |To fix)|\bline \d+\b|\(\S+:\d+")
+MAX_EXPLAINED = 220
+_FIRST_SENTENCE = re.compile(r".+?\.(?=\s+[A-Z]|$)")
+
+
+def explained(text: str, signature: str) -> str:
+    """The sentence a tool printed right after its error line to say why ("The JSONL file has been
+    updated (e.g., after 'git pull') but the database hasn't been imported yet."): the cause in the
+    tool's own words, which a fix line alone leaves out. '' when the next line is no such sentence."""
+    pattern = _shown_pattern(signature) or re.compile(re.escape(signature))
+    found = pattern.search(text)
+    if found is None:
+        return ""
+    rest = text[text.find("\n", found.end()) + 1:] if "\n" in text[found.end():] else ""
+    lines = [line.strip() for line in rest[:1000].splitlines()]
+    while lines and not lines[0]:
+        lines.pop(0)
+    said: list[str] = []
+    for line in lines[:3]:
+        if not line or not _PROSE_LINE.match(line) and not said or _NOT_PROSE.search(line):
+            break
+        said.append(line)
+        if line.endswith("."):
+            break
+    sentence = " ".join(said)
+    first = _FIRST_SENTENCE.match(sentence)
+    sentence = first.group(0) if first else sentence
+    if not sentence.endswith(".") or len(sentence.split()) < 6 or len(sentence) > MAX_EXPLAINED:
+        return ""
+    return sentence

@@ -105,11 +105,23 @@ def clip_title(text: str, limit: int = MAX_TITLE) -> str:
     return cut.rstrip(" ,:;—–-(") + "…"
 
 
-def _short_signature(signature: str, limit: int = 36) -> str:
-    if len(re.findall(r"<(?:str|path|id|n|hex)>", signature)) >= 2:
-        signature = signature.split(":", 1)[0]  # mostly masked names: the kind says more on its own
-    sig = signature.replace("<str>", "…").replace("<path>", "…").replace("<n>", "N").replace("<id>", "…")
-    sig = " ".join(sig.split())
+# A generic "error:" before a coded or worded message says nothing the message does not.
+_GENERIC_LEAD = re.compile(r"^(?:error|Error|ERROR)(?::\s*|\s+(?=[A-Z]+\d+:))(?=\S)")
+
+
+def _short_signature(signature: str, limit: int = 36, shown: str = "") -> str:
+    """The error as a title names it: a specific kind alone when masks hide most of its message,
+    else the line as the log showed it (`shown`, from `signatures.shown_error`), else the signature
+    with its masks as ellipses."""
+    kind = signature.split(":", 1)[0]
+    if len(re.findall(r"<(?:str|path|id|n|hex)>", signature)) >= 2 and (
+            kind.lower() not in _GENERIC_KINDS or not shown):
+        signature, shown = kind, ""  # mostly masked names: the kind says more on its own
+    if shown:
+        sig = " ".join(_GENERIC_LEAD.sub("", shown.strip()).split()).replace("`", "'")
+    else:
+        sig = signature.replace("<str>", "…").replace("<path>", "…").replace("<n>", "N").replace("<id>", "…")
+        sig = " ".join(sig.split())
     if len(sig) > limit:
         sig = sig[: limit - 1].rsplit(" ", 1)[0] + "…"
     return f"`{sig}`"
@@ -211,8 +223,9 @@ def about_signature(signature: str, *texts: str) -> bool:
 
 
 def make_title(*, commit_subject: str = "", signature: str = "", conclusion: str = "",
-               request: str = "", settled: bool = True) -> str:
-    """One line naming what the card teaches; see the module docstring for the order."""
+               request: str = "", settled: bool = True, shown: str = "") -> str:
+    """One line naming what the card teaches; see the module docstring for the order. `shown` is the
+    signature's line as the log showed it (`signatures.shown_error`), named in its place."""
     subject = _COMMIT_TYPE.sub("", commit_subject.strip())
     if re.fullmatch(r"exit code -?\d+", signature.strip()):
         signature = ""  # a bare exit status names no failure
@@ -221,13 +234,15 @@ def make_title(*, commit_subject: str = "", signature: str = "", conclusion: str
     # A report of the work done is named by what was built, never by a sentence picked from its body.
     built = work_report_lead(conclusion) if settled else ""
     gist = _COMMIT_TYPE.sub("", (_capital(built.rstrip(".")) if built else _gist(conclusion, signature)) if settled else "")
+    if not signature:
+        shown = ""
     if signature:
         if settled:
             tail = gist or subject
             if not tail:
-                return clip_title(_short_signature(signature, MAX_TITLE - 2))
-            title = clip_title(f"{_short_signature(signature)}{ARROW}{tail}")
-            shorter = f"{_short_signature(signature, SHORT_SIGNATURE)}{ARROW}{tail}"
+                return clip_title(_short_signature(signature, MAX_TITLE - 2, shown))
+            title = clip_title(f"{_short_signature(signature, shown=shown)}{ARROW}{tail}")
+            shorter = f"{_short_signature(signature, SHORT_SIGNATURE, shown)}{ARROW}{tail}"
             if title.count("`") < 2 + tail.count("`") and len(shorter) <= MAX_TITLE:
                 return shorter  # the cut took a code span of the fix; a shorter error leaves it whole
             if title.count("`") < 2 + tail.count("`") and len(tail) <= MAX_TITLE:
@@ -235,8 +250,8 @@ def make_title(*, commit_subject: str = "", signature: str = "", conclusion: str
             return title
         asked = clean_request(request)
         if asked and signature.split(":", 1)[0] not in asked:
-            return clip_title(f"{_short_signature(signature)}: {asked}")
-        return clip_title(_short_signature(signature, MAX_TITLE - 2))
+            return clip_title(f"{_short_signature(signature, shown=shown)}: {asked}")
+        return clip_title(_short_signature(signature, MAX_TITLE - 2, shown))
     if len(gist) >= 12:
         return clip_title(_capital(gist))
     if len(subject) >= 12:

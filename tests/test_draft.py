@@ -153,3 +153,23 @@ def test_an_evidence_conclusion_shows_a_small_edit_by_its_lines_and_the_check_wi
     turn = Turn("cline", "t", 1, "assistant", "tool_call", 'editedExistingFile ' + json.dumps({"content": block}),
                 tool_name="editedExistingFile")
     assert added_text(turn).strip() == '"DOM"'
+
+
+def test_a_fix_card_names_the_error_as_the_log_showed_it_and_its_evidence_runs_from_failure_to_proof():
+    """A mask (`Cannot find name <str>`) is a matching key, not what a reader recognises; steps before
+    the failure and after the proof are the task around the lesson, and bury the three that matter."""
+    s = (Script().user("the extension does not compile")
+         .calls("Read", '{"file_path": "/home/dev/shop/README.md"}').got("Read", "# shop")
+         .calls("Read", '{"file_path": "/home/dev/shop/package.json"}').got("Read", '{"name": "shop"}')
+         .runs("npm run compile")
+         .error("node_modules/@types/ws/index.d.ts:30:7 - error TS2304: Cannot find name 'Blob'.\nFound 1 error.")
+         .edits("/home/dev/shop/tsconfig.json", '"lib": [\n  "ES2020"\n]', '"lib": [\n  "ES2020",\n  "DOM"\n]')
+         .runs("npm run compile").result("> tsc -p ./")
+         .runs("git status").result("On branch main\nnothing to commit"))
+    card = draft_card(_only(s))
+    assert card.error_signature == "TS2304: Cannot find name <str>."
+    assert "'Blob'" in card.title and "'Blob'" in card.conclusion
+    lines = card.evidence.splitlines()
+    assert lines[0].startswith("- [t1–t3] 2 steps of the task before the failure")
+    assert "git status" not in card.evidence
+    assert lines[-1].startswith("- [t") and "confirmed: `npm run compile` passes again" in lines[-1]

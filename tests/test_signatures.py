@@ -224,3 +224,38 @@ def test_a_tools_own_message_keeps_its_words_after_a_quoted_value():
         "AttributeError: <str> object has no attribute <str>"
     assert error_signature("tests/t.py:3: ProgrammingError: SQLite objects created in a thread can only be used "
                            "in that same thread.").startswith("ProgrammingError: SQLite objects created in a thread can")
+
+
+@pytest.mark.parametrize("text,shown", [
+    ("src/a.ts:3:1 - error TS2304: Cannot find name 'Blob'.", "TS2304: Cannot find name 'Blob'."),
+    ("Error: Database out of sync with JSONL. Run 'bd sync --import-only' to fix.\n\nThe JSONL file changed",
+     "Error: Database out of sync with JSONL. Run 'bd sync --import-only' to fix."),
+    # the kind is named apart from the line that holds the message
+    ("     error: undefined function assert_broadcast/2 (expected X to define it)\n     │\n\n"
+     "** (CompileError) test/x_test.exs: cannot compile module X (errors have been logged)",
+     "CompileError: undefined function assert_broadcast/2 (expected X to define it)"),
+])
+def test_an_error_is_shown_with_the_names_its_signature_masks(text, shown):
+    from memoir.cards.signatures import shown_error
+    sig = error_signature(text)
+    assert "<" in sig
+    assert shown_error(text, sig) == shown
+
+
+def test_an_error_whose_line_is_not_in_the_text_is_shown_as_its_signature():
+    from memoir.cards.signatures import shown_error
+    assert shown_error("nothing here", "KeyError: <str>") == "KeyError: <str>"
+    assert shown_error("KeyError: 'a'", "KeyError: 'a'") == "KeyError: 'a'"
+
+
+def test_the_sentence_a_tool_prints_after_its_error_is_read_as_its_own_explanation():
+    from memoir.cards.signatures import explained
+    text = ("Error: Database out of sync with JSONL. Run 'bd sync --import-only' to fix.\n\n"
+            "The JSONL file has been updated (e.g., after 'git pull') but the database\n"
+            "hasn't been imported yet. This would cause you to see stale data.\n\nTo fix:\n  bd sync --import-only")
+    assert explained(text, error_signature(text)) == (
+        "The JSONL file has been updated (e.g., after 'git pull') but the database hasn't been imported yet.")
+    trace = 'Traceback (most recent call last):\n  File "a.py", line 2, in <module>\nKeyError: \'x\'\n'
+    assert explained(trace, error_signature(trace)) == ""
+    frames = "TypeError: x is not a function\n    at main (/app/index.js:3:5)\n    at Object.<anonymous> (/app/index.js:9:1)"
+    assert explained(frames, error_signature(frames)) == ""
