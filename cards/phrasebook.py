@@ -437,6 +437,28 @@ GO_AHEAD: tuple[Rule, ...] = (
 )
 
 
+# --- the assistant handing the turn back: the user's next message answers it --------------------------
+
+WAITS_FOR_USER: tuple[Rule, ...] = (
+    Rule("waits_en",
+         _rx(r"\b(?:let me know|tell me (?:which|what|whether|if|when)|please (?:rename|remove|delete|run|confirm|choose|"
+             r"pick|provide|share|install|restart|paste|send|check)|do you want me to|would you like me to|"
+             r"once (?:that'?s|it'?s|you'?ve|you have) (?:done|fixed|resolved|installed)|when you'?re ready|"
+             r"(?:then |and )?run (?:it|this|these|the following) (?:yourself|in your terminal|and (?:tell|let|paste)))"),
+         ("Please rename or remove one of them. Let me know which one to keep.",
+          "Do you want me to recreate the spec from your original description?",
+          "Run this in your terminal and paste the output."), ("I renamed the file.", "Let me check the logs first."),
+         "An assistant that asks the user to act or choose ends its turn waiting: the reply carries on the same task."),
+    Rule("waits_other",
+         _rx(r"\b(?:av[íi]same|d[íi]me|me (?:diga|avise|informe)|por favor,? (?:execute|rode|instale|compartilhe|"
+             r"confirme|ejecuta|instala|comparte|confirma)|dites-moi|faites-moi savoir|laat (?:me|het) weten|"
+             r"lass(?:en sie)? (?:mich|es mich) wissen|sag(?:en sie)? mir|dej(?:te)? mi vědět|napište mi)\b|알려\s?주세요"),
+         ("Por favor, compartilhe a mensagem de erro exata.", "Avísame cuál prefieres.", "Dites-moi lequel garder.",
+          "Laat me weten welke je wilt houden.", "어느 것을 유지할지 알려주세요."), ("Instalé la dependencia.", "J'ai corrigé l'import."),
+         "The same hand-back outside English."),
+)
+
+
 # --- a sentence that points back instead of saying what was learned ------------------------------------
 
 POINTERS: tuple[Rule, ...] = (

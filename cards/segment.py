@@ -30,6 +30,7 @@ from memoir.cards.cues import (
 from memoir.cards.hosts.registry import LOOK_TOOLS, PLAN_ACCEPT_TOOLS, PLAN_TOOLS, commits_each_reply, opens_with_banner
 from memoir.cards.loop import runs_check, walk
 from memoir.cards.outcomes import verification
+from memoir.cards.phrasebook import GO_AHEAD, PROBLEM_REPORTS, REJECTS, WAITS_FOR_USER, first_rule
 from memoir.cards.verdicts import is_failing, is_passing, shows_failure_summary
 from memoir.cards.signatures import error_signature
 
@@ -265,6 +266,27 @@ def _answered_question(b: _Builder, asked: str) -> bool:
     return b.only_looked and "?" in b.last_request.text and not _POINTS_BACK.match(asked)
 
 
+MIN_REQUEST_WORDS = 5  # a shorter message answers the assistant ("pronto", "sim, pode", "ok do it"), in any language
+MIN_REPLY_CHARS = 200  # an assistant's reply that ended its turn, not a one-line acknowledgement
+
+
+def _starts_new_request(b: _Builder, asked: str) -> bool:
+    """A request after the assistant's turn ended in a reply: the user asks for something else,
+    whatever the host or the language, so each request is its own experience. Not while a check is
+    red (the loop is open), not after the assistant asked a question (the message answers it), and
+    not a short reply, a go-ahead, words pointing back at the work, or a report that it still does
+    not work, pasted or said (the same problem goes on)."""
+    last = b.turns[-1]
+    if b.red or b.answered_chars < MIN_REPLY_CHARS or last.role != "assistant" or last.kind != "text" \
+            or last.text.rstrip().endswith(("?", "？")) or first_rule(WAITS_FOR_USER, last.text[-600:]):
+        return False
+    text = asked.strip()
+    if len(text.split()) < MIN_REQUEST_WORDS or _FOLLOWS_ON.match(text) or _FOLLOW_UP.match(text) \
+            or _POINTS_BACK.match(text) or first_rule(GO_AHEAD, text[:200]):
+        return False
+    return not (first_rule(PROBLEM_REPORTS, text[:4000]) or first_rule(REJECTS, text[:4000]) or pasted_signature(text))
+
+
 def _looks(turn: Turn) -> bool:
     """A tool call that only reads, lists or searches: a read tool, or a shell command that only looks."""
     return turn.tool_name.lower() in LOOK_TOOLS or is_inspection(command_of(turn))
@@ -359,6 +381,8 @@ def iter_segments(turns: list[Turn] | tuple[Turn, ...], rules: SegmentRules,
                 close("interrupted" if b.interrupted else "question_answered")
             elif is_task_switch(turn.text) and (not b.red or not _SOFT_SWITCH.match(turn.text.strip())):
                 close("task_switch")
+            elif _is_request(turn) and _starts_new_request(b, turn.text):
+                close("new_request")
         elif b.turns and b.committed and commits_each_reply(b.host):
             pass  # the host (Aider) commits every reply by itself: its task ends at the user's next message
         elif b.turns and b.committed and turn.role == "assistant" and turn.kind == "text" \

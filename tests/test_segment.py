@@ -263,5 +263,31 @@ def test_a_request_that_points_back_at_the_answer_carries_on_from_it():
 
 
 def test_a_question_whose_answer_changed_something_is_not_a_question_answered_by_looking():
+    """Its end is not `question_answered`; the next request after the reply is still a request of its own."""
     s = _looked_then("new package checkout: its tests die with document is not defined, same thing as ui?", edited=True)
-    assert [e.boundary for e in segment_session(s.turns)] == ["start"]
+    assert [e.boundary for e in segment_session(s.turns)] == ["start", "new_request"]
+
+
+_REPLY = "Done: the settings page now loads the theme from the profile and the menu shows the new entry. " * 3
+
+
+def test_each_request_after_a_reply_is_its_own_experience_in_any_language():
+    """No host marks a task's end in a plain chat; the user's next request, after the assistant's turn
+    ended in a reply, is the mark, whatever the language."""
+    s = (Script(host="gemini-cli").user("crie a página de configurações com o tema do perfil")
+         .calls("write_file", '{"file_path": "settings.py"}').got("write_file", "ok").says(_REPLY)
+         .user("agora gere testes de unidade para o serviço de jogos")
+         .calls("write_file", '{"file_path": "test_game.py"}').got("write_file", "ok").says(_REPLY))
+    exps = segment_session(s.turns)
+    assert [e.boundary for e in exps] == ["start", "new_request"]
+
+
+def test_a_reply_to_the_assistants_hand_back_a_short_answer_or_a_problem_report_carries_on():
+    asks = _REPLY + " Please rename or remove one of the two folders and let me know which one to keep."
+    for reply in ("Both have been deleted, so you can start fresh", "pronto", "sim, pode continuar assim mesmo",
+                  "it still does not work after that change, same screen"):
+        said = asks if reply.startswith("Both") else _REPLY
+        s = (Script().user("set up the plan for the embedded startup feature")
+             .runs("ls specs").result("001-a 001-b").says(said)
+             .user(reply).runs("ls specs").result("001-a"))
+        assert len(segment_session(s.turns)) == 1, reply
