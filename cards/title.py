@@ -119,6 +119,8 @@ def _short_signature(signature: str, limit: int = 36, shown: str = "") -> str:
         signature, shown = kind, ""  # mostly masked names: the kind says more on its own
     if shown:
         sig = " ".join(_GENERIC_LEAD.sub("", shown.strip()).split()).replace("`", "'")
+        if len(sig) > limit:  # too long: an aside in parentheses goes first
+            sig = re.sub(r"\s+\([^)]*\)?$", "", sig)
     else:
         sig = signature.replace("<str>", "…").replace("<path>", "…").replace("<n>", "N").replace("<id>", "…")
         sig = " ".join(sig.split())
@@ -222,6 +224,22 @@ def about_signature(signature: str, *texts: str) -> bool:
     return sum(w in said for w in words) >= min(2, len(words)) if words else False
 
 
+# A how-to answered as steps: "To add a migration:" then "1. Create …". Its lead and first step are
+# what was learned; a cause clause inside a step is a side note.
+_PROCEDURE = re.compile(r"(?m)^([^\n]{8,120}?):[ \t]*\n+[ \t]*1[.)][ \t]+([^\n]+)")
+
+
+def _procedure(conclusion: str) -> str:
+    found = _PROCEDURE.search(conclusion)
+    if found is None:
+        return ""
+    lead = re.split(r"(?<=[.!?])\s+", found.group(1).strip())[-1]
+    first = re.split(r"(?<=[.!?])\s+", found.group(2).strip())[0].rstrip(".")
+    if len(lead.split()) < 3 or "`" not in first or "?" in found.group(0):
+        return ""  # a step names what to run or edit; a list of questions back is no procedure
+    return f"{lead}: {first[:1].lower()}{first[1:]}"
+
+
 def make_title(*, commit_subject: str = "", signature: str = "", conclusion: str = "",
                request: str = "", settled: bool = True, shown: str = "") -> str:
     """One line naming what the card teaches; see the module docstring for the order. `shown` is the
@@ -234,6 +252,8 @@ def make_title(*, commit_subject: str = "", signature: str = "", conclusion: str
     # A report of the work done is named by what was built, never by a sentence picked from its body.
     built = work_report_lead(conclusion) if settled else ""
     gist = _COMMIT_TYPE.sub("", (_capital(built.rstrip(".")) if built else _gist(conclusion, signature)) if settled else "")
+    if settled and not signature and not built:
+        gist = _procedure(conclusion) or gist
     if not signature:
         shown = ""
     if signature:

@@ -201,3 +201,12 @@ def test_a_suspect_the_session_cleared_is_never_the_title():
                                   "connection, but it can't help here. Added `_txlock=immediate` to the DSN so every "
                                   "BeginTx takes the write lock before the first read.")
     assert "_txlock=immediate" in title and "busy_timeout" not in title
+
+
+def test_a_how_to_answered_in_steps_is_titled_by_its_lead_and_first_step():
+    """A cause clause inside a step is a side note; the procedure is what was learned."""
+    conclusion = ("Works as described. To add a migration in ledgerd:\n\n"
+                  "1. Create `internal/store/migrations/NNNN_name.sql` with the next number. Migrations are embedded, "
+                  "so rebuild after adding one.\n2. Run `ledgerd migrate up`.")
+    title = make_title(conclusion=conclusion, request="how do i add a migration again?")
+    assert title.startswith("To add a migration in ledgerd: create `internal/store/migrations/NNNN_name.sql`")
