@@ -19,10 +19,11 @@ from pathlib import Path
 from memoir.cards.private import make_private_dir, open_private
 from memoir.cards.projects import (
     GitFacts, ProjectMap, identity, local_remote, main_checkout, norm_path, of_workspace, plan_merge, plan_split,
-    project_name,
+    project_name, selects_workspace,
 )
 from memoir.cards.sanitize.fields import sanitize_field
 from memoir.cards.store import write_atomic
+from memoir.cards.values import Card
 
 REGISTRY_FILE = "projects.json"
 LOCK_FILE = "projects.lock"
@@ -100,6 +101,7 @@ class ProjectRegistry:
         self._map = ProjectMap()
         self._stamp: tuple | None = None
         self._unknown: set[str] = set()  # folders git named no project for, asked once per process
+        self._unwritten: tuple[dict[str, str], dict[str, str]] = ({}, {})  # learnt with `register` off: paths, names
         self._lock = threading.Lock()
 
     def load(self) -> ProjectMap:
@@ -118,10 +120,12 @@ class ProjectRegistry:
         """The project of the folder `path` ('' for none): the registry, else git once (then registered)."""
         return self.learn([path]).project_of(registry_key(path)) if path else ""
 
-    def learn(self, paths: Iterable[str]) -> ProjectMap:
+    def learn(self, paths: Iterable[str], register: bool = True) -> ProjectMap:
         """Ask git about every folder the registry does not know yet, register what it names, and
-        return the map. A folder that is gone or no project is asked again only by a new process."""
-        known = self.load()
+        return the map. A folder that is gone or no project is asked again only by a new process.
+        `register` off: the answers are in the map returned and nothing is written (`memoir status`)."""
+        paths_seen, names_seen = self._unwritten
+        known = self.load().with_paths({p: i for p, i in paths_seen.items() if p not in self.load().paths}, names_seen)
         new = {registry_key(p): p for p in sorted({norm_path(p) for p in paths if p})}
         found: dict[str, str] = {}
         names: dict[str, str] = {}
@@ -138,6 +142,9 @@ class ProjectRegistry:
             names.setdefault(pid, sanitize_field(project_name(pid, main_checkout(facts))))
         if not found:
             return known
+        if not register:
+            self._unwritten = ({**paths_seen, **found}, {**names, **names_seen})
+            return known.with_paths(found, names)
         return self.update(lambda m: m.with_paths({p: i for p, i in found.items() if p not in m.paths}, names))
 
     def merge(self, keep: str, fold: str) -> ProjectMap:
@@ -176,6 +183,16 @@ def workspace_test(state_dir: Path | str, workspace: str) -> Callable[[str, str]
     if not workspace:
         return None
     return of_workspace(ProjectRegistry(state_dir).learn([workspace]), workspace)
+
+
+def workspace_selector(registry: ProjectRegistry, wanted: str, cards: Iterable[Card],
+                       register: bool = True) -> Callable[[Card], bool]:
+    """`--workspace WANTED` of `memoir review` and `memoir status`: `projects.selects_workspace` over the registry,
+    git asked once about WANTED's folder and the folders of cards that recorded no project."""
+    cards = list(cards)
+    folder = os.path.abspath(os.path.expanduser(wanted))
+    known = registry.learn([folder, *(c.workspace for c in cards if not c.project)], register)
+    return selects_workspace(known, wanted, registry_key(folder), cards)
 
 
 def _read(path: Path) -> ProjectMap:

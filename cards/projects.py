@@ -73,6 +73,31 @@ def of_workspace(projects: ProjectMap, workspace: str) -> Callable[[str, str], b
         workspace, here, path, projects.project_of(path, recorded))
 
 
+def selects_workspace(projects: ProjectMap, wanted: str, folder: str, cards: Iterable[Card]) -> Callable[[Card], bool]:
+    """`--workspace WANTED`'s test of a card: the cards of the project it names, wherever they were written (a
+    linked worktree, a moved folder, a second clone). WANTED names it by a folder (`folder`: WANTED made absolute,
+    a registered alias or a git folder), a project id, a project's name, or the name of a folder of its cards.
+    A card of no project (or WANTED's folder of none) is compared by `same_place`'s path rule, or its folder's name."""
+    cards = list(cards)
+    here = projects.project_of(folder) if folder else ""
+    ids = {projects.project_of(c.workspace, c.project) for c in cards} | {p.id for p in projects.projects()}
+    named = {pid for pid in ids if pid and (pid == projects.canonical(wanted) or projects.name_of(pid) == wanted)}
+    by_folder_name = {projects.project_of(c.workspace, c.project) for c in cards if _base(c.workspace) == wanted}
+    targets = (named | by_folder_name | {here}) - {""}
+
+    def test(card: Card) -> bool:
+        pid = projects.project_of(card.workspace, card.project)
+        if pid in targets or (folder and same_place(folder, here, card.workspace, pid)):
+            return True
+        return not pid and _base(card.workspace) == wanted
+
+    return test
+
+
+def _base(path: str) -> str:
+    return posixpath.basename(norm_path(path))
+
+
 def place_key(path: str, project: str) -> str:
     """The key cards of one workspace share: the project id, or the folder where there is none."""
     return project or norm_path(path)

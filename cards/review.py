@@ -17,7 +17,7 @@ Cards a person confirmed or rejected are never rewritten by the rules (`user_own
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path, PurePath
@@ -222,11 +222,13 @@ class ReviewFilter:
     workspace: str = ""
     gate: str = ""
     topic: str = ""
+    place: Callable[[Card], bool] | None = None  # the workspace's project (`projects.selects_workspace`), if known
 
     def matches(self, card: Card) -> bool:
         where = card.workspace.rstrip("/")
         wanted = self.workspace.rstrip("/")
-        return ((not wanted or where == wanted or PurePath(where).name == wanted)
+        in_place = self.place(card) if self.place is not None else where == wanted or PurePath(where).name == wanted
+        return ((not wanted or in_place)
                 and (not self.gate or card.gate == self.gate)
                 and (not self.topic or self.topic.lower() in (t.lower() for t in card.topics)))
 

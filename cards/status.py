@@ -22,6 +22,8 @@ from memoir.cards.review import REJECTED
 from memoir.cards.values import STATUSES, Card
 from memoir.cards.sanitize.fields import sanitize_field, sanitize_value
 from memoir.cards.private import DIR_MODE, FILE_MODE, foreign_folders, home_owner, wider_modes
+from memoir.cards.project_registry import ProjectRegistry, workspace_selector
+from memoir.cards.projects import ProjectMap
 from memoir.cards.store import CardStore
 from memoir.cards.jsonl import append_jsonl, read_jsonl
 
@@ -90,6 +92,32 @@ def counts_by_workspace(cards: Iterable[Card]) -> dict[str, Counts]:
     for card in cards:
         groups.setdefault(card.workspace or "(none)", []).append(card)
     return {ws: count_cards(groups[ws]) for ws in sorted(groups)}
+
+
+@dataclass(frozen=True)
+class PlaceCounts:
+    """One project's cards (`id` its project id), or one folder's where the folder is of no project (`id` '')."""
+
+    id: str
+    name: str
+    folders: tuple[str, ...]
+    counts: Counts
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "name": self.name, "folders": list(self.folders), "counts": self.counts.to_dict()}
+
+
+def counts_by_project(cards: Iterable[Card], projects: ProjectMap) -> list[PlaceCounts]:
+    """Counts per project (a worktree's, a moved folder's and a clone's cards are their project's), then per
+    folder of no project; by name. A card's project is what the registry says of its folder, else its own."""
+    groups: dict[tuple[str, str], list[Card]] = {}
+    for card in cards:
+        pid = projects.project_of(card.workspace, card.project)
+        groups.setdefault((pid, "" if pid else card.workspace or "(none)"), []).append(card)
+    out = [PlaceCounts(pid, projects.name_of(pid) if pid else folder,
+                       tuple(sorted({c.workspace or "(none)" for c in group})), count_cards(group))
+           for (pid, folder), group in groups.items()]
+    return sorted(out, key=lambda p: (not p.id, p.name, p.id, p.folders))
 
 
 def candidate_conflicts(cards: Iterable[Card]) -> list[tuple[str, str]]:
@@ -282,6 +310,8 @@ class StatusReport:
     runs: list[RunRecord]
     unreadable: list[str] = field(default_factory=list)
     sections: tuple[StatusSection, ...] = ()
+    projects: tuple[PlaceCounts, ...] = ()
+    workspace: str = ""  # `--workspace`: the counts are of its project's cards alone
 
     def with_sections(self, *more: StatusSection) -> StatusReport:
         return replace(self, sections=self.sections + tuple(more))
@@ -291,6 +321,8 @@ class StatusReport:
             "cards_dir": self.cards_dir,
             "counts": self.counts.to_dict(),
             "workspaces": {ws: c.to_dict() for ws, c in self.workspaces.items()},
+            "projects": [p.to_dict() for p in self.projects],
+            "workspace": self.workspace or None,
             "conflicts": [list(p) for p in self.conflicts],
             "alarms": [a.to_dict() for a in self.alarms],
             "alarm_history": self.alarm_history,
@@ -302,9 +334,17 @@ class StatusReport:
         return data
 
     def lines(self) -> list[str]:
-        out = [f"cards      {self.counts.line()} ({self.counts.total} files in {self.cards_dir})"]
-        for ws, c in self.workspaces.items():
-            out.append(f"  {ws}: {c.line()}")
+        scope = f" of workspace {self.workspace}'s project" if self.workspace else ""
+        out = [f"cards      {self.counts.line()} ({self.counts.total} files{scope} in {self.cards_dir})"]
+        for place in self.projects:
+            out.append(f"  {place.name} ({place.id}): {place.counts.line()}" if place.id
+                       else f"  {place.name}: {place.counts.line()} (no project: by folder)")
+            if place.id and len(place.folders) == 1:
+                out.append(f"    {place.folders[0]}")
+            elif place.id:  # a worktree, a clone, a moved folder: each folder's share of the project's cards
+                out += [f"    {ws}: {self.workspaces[ws].line()}" for ws in place.folders if ws in self.workspaces]
+        if self.workspace and not self.counts.total:
+            out.append(f"  no card of {self.workspace}'s project (`memoir projects` lists the projects)")
         for a, b in self.conflicts:
             out.append(f"conflict   {a} ↔ {b} (both candidate; settle by editing one card's status)")
         for alarm in self.alarms:
@@ -333,8 +373,11 @@ def plan_status(
     append_only_runs: int = 5,
     alarm_history: Sequence[dict] = (),
     unreadable: Sequence[str] = (),
+    projects: ProjectMap | None = None,
+    workspace: str = "",
 ) -> StatusReport:
-    """The report from parsed cards and run history; pure."""
+    """The report from parsed cards and run history, grouped by `projects`' projects; pure. `workspace` names
+    what `cards` were selected by (`--workspace`); the run history and alarms are the whole home's."""
     alarm = append_only_alarm(runs, append_only_runs)
     return StatusReport(
         cards_dir=cards_dir,
@@ -345,13 +388,24 @@ def plan_status(
         alarm_history=list(alarm_history)[-SHOWN_ALARM_HISTORY:],
         runs=list(runs)[-SHOWN_RUNS:],
         unreadable=list(unreadable),
+        projects=tuple(counts_by_project(cards, projects or ProjectMap())),
+        workspace=workspace,
     )
 
 
-def build_status(cards_dir: Path, state_dir: Path, append_only_runs: int = 5) -> StatusReport:
-    """Read the card files and the state dir logs, then plan the report."""
+def build_status(cards_dir: Path, state_dir: Path, append_only_runs: int = 5, workspace: str = "") -> StatusReport:
+    """Read the card files, the project registry and the state dir logs, then plan the report.
+
+    `workspace` (a folder, a project id or name) keeps the counts to its project's cards. git is asked about
+    folders the registry does not know, and nothing is written: status only reads the home.
+    """
     store = CardStore(cards_dir, state_dir)
     cards, unreadable = store.load_all()
+    registry = ProjectRegistry(state_dir)
+    projects = registry.learn({c.workspace for c in cards if not c.project}, register=False)
+    if workspace:
+        chosen = workspace_selector(registry, workspace, cards, register=False)
+        cards = [c for c in cards if chosen(c)]
     return plan_status(
         cards,
         read_runs(state_dir),
@@ -359,6 +413,8 @@ def build_status(cards_dir: Path, state_dir: Path, append_only_runs: int = 5) ->
         append_only_runs=append_only_runs,
         alarm_history=read_alarm_history(state_dir),
         unreadable=unreadable,
+        projects=projects,
+        workspace=workspace,
     )
 
 

@@ -1,14 +1,13 @@
 """The hook's client (Claude Code, Gemini CLI, Copilot CLI): one request to the warm recall service.
 
-The prompt waits for it, so it starts as `memoir hook install <host>` writes it: `python -I -S -c
-'...; from hook_client import main; main()'`. `-I` keeps the user's folder and PYTHON* variables out
-of the import path, `-S` skips site-packages, and the fast path imports only the stdlib: with
-MEMOIR_HOME set it sends its environment and the service resolves the caller's settings; without it,
-the slow path (flows/hook_slow_path.py) resolves them here. A warm `memoir serve-recall` answers on
-its unix socket; the client never loads the model or the index. No service: a prompt gets nothing
-and the service is started in the background (its output in state/recall-service.log); a session's
-start answers the brief from the index in-process. Each call's outcome goes to state/hook.jsonl,
-which `memoir status` counts. The hook always exits 0: an error means no context, never a failed prompt.
+The prompt waits for it, so it starts as `memoir hook install <host>` writes it: `python -I -S -c '...; from
+hook_client import main; main()' <host> [<event>]`. `-I` keeps the user's folder and PYTHON* variables out of the
+import path, `-S` skips site-packages, and the fast path imports only the stdlib: with MEMOIR_HOME set it sends its
+environment and the service resolves the caller's settings; without it, the slow path (flows/hook_slow_path.py)
+resolves them here. A warm `memoir serve-recall` answers on its unix socket; the client never loads the model or
+the index. No service: a prompt gets nothing and the service is started in the background (its output in
+state/recall-service.log); a session's start answers the brief from the index in-process. Each call's outcome goes
+to state/hook.jsonl, which `memoir status` counts. It always exits 0: an error means no context, never a failed prompt.
 """
 
 from __future__ import annotations
@@ -424,11 +423,12 @@ def hook_main(host: str = "claude-code", stdin=None, stdout=None, settings=None,
     except Exception as exc:  # noqa: BLE001 - a broken config must not block the user's prompt
         record_config_error(exc, started)
         return 0
-    state = caller.state_dir
-    # The last defence against a hang (a host that never closes stdin, a stuck disk): leave silently at the budget, logged.
-    armed = _arm_watchdog(started, caller.budget_ms, state)
     if host not in HOST_EVENTS:
         return 0
+    # The last defence against a hang (a host that never closes stdin, a stuck disk): leave silently at the budget, logged.
+    # A command naming a session's start gets its seconds from the start; else the prompt's, until the event is read.
+    brief_named, state = HOST_EVENTS[host].get(event) == "brief", caller.state_dir
+    armed = _arm_watchdog(started, SESSION_START_BUDGET_MS if brief_named else caller.budget_ms, state)
     named, event, outcome, detail = event, "", "", ""
     try:
         raw = stdin.read(MAX_MESSAGE)

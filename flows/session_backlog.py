@@ -7,7 +7,8 @@ once are not read again, so a second start writes no card twice) and the same ru
 as a run waits (`run_lock_timeout_s`, at least LOCK_WAIT_S), then left to whoever holds it. The index is
 updated, so the cards are recalled from the next prompt on; the turn index is left to the next run
 or search. `session_start_backlog_timeout_s` bounds each step and the whole process. Each child
-leaves one record in `state/backlog.jsonl`: its outcome and the cards it wrote, no path.
+leaves one record in `state/backlog.jsonl`: its outcome, the logs it read and the cards it wrote, no path;
+`memoir status` shows the last one (flows/status_sections.py `backlog_section`).
 """
 
 from __future__ import annotations
@@ -45,17 +46,19 @@ class LogFile:
 
 @dataclass
 class BacklogReport:
-    """What one child did: its outcome (one of OUTCOMES) and the run's card counts."""
+    """What one child did: its outcome (one of OUTCOMES), the logs its run read and the run's card counts."""
 
     host: str
     outcome: str = ""
     cards: dict[str, int] = field(default_factory=dict)
     detail: str = ""
     elapsed_s: float = 0.0
+    logs: int = 0  # log files the run read: 1 when it ran over the previous session's, else 0
 
     def to_dict(self) -> dict:
         return {"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": self.host, "outcome": self.outcome,
-                "cards": dict(sorted(self.cards.items())), "detail": self.detail, "elapsed_s": round(self.elapsed_s, 2)}
+                "logs": self.logs, "cards": dict(sorted(self.cards.items())), "detail": self.detail,
+                "elapsed_s": round(self.elapsed_s, 2)}
 
 
 # --- the decisions -------------------------------------------------------------------------------------
@@ -148,7 +151,7 @@ def work(settings: Settings, host: str, transcript: str, report: BacklogReport) 
     if already_read(entry, previous):
         return "unchanged"
     summary = run_pipeline(run_settings(settings), [Path(previous.path)], host="auto", lock_wait_s=lock_wait(settings))
-    report.cards = dict(summary.cards)
+    report.cards, report.logs = dict(summary.cards), summary.files_read
     return "done"
 
 

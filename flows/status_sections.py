@@ -1,15 +1,17 @@
 """The blocks of `memoir status`, in the one order they print: cards and runs first (memoir.cards.status),
 then modes wider than private, a night that failed before memoir ran, active cards that disagree, the model stage, the index, recall,
-the queue and `memoir serve`.
+the session-start backlog, the queue and `memoir serve`.
 
 The model stage says honestly whether it is on, and what its last run counted and alerted;
 the index block reads `memoir index check` without loading the model; the recall block counts
 the hook's calls (state/hook.jsonl) and the logged recalls (state/recall.jsonl) since the last run,
-so misses (timeouts, cold starts) are visible.
+so misses (timeouts, cold starts) are visible; the backlog block shows the last run a session's start left
+running in the background (state/backlog.jsonl).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -21,6 +23,7 @@ from memoir.cards.sanitize import sanitize
 from memoir.cards.sanitize.fields import strip_controls
 from memoir.cards.status import StatusReport, StatusSection, build_status, privacy_section, read_runs
 from memoir.cards.store import CardStore
+from memoir.flows.hook_backlog import BACKLOG_LOG, BACKLOG_RECORDS
 from memoir.flows.hook_calls import read_calls
 from memoir.flows.model_runs import read_model_runs
 from memoir.flows.queue import queue_report
@@ -122,6 +125,41 @@ def recall_section(settings: Settings) -> StatusSection:
     return StatusSection("recall", data, tuple(lines))
 
 
+BACKLOG_TROUBLE = ("timeout", "error")  # outcomes a person should look at; busy, unchanged, no_previous are normal
+BACKLOG_RUNBOOK = "runbooks/session-backlog.md"
+
+
+def plan_backlog(records: list[dict], enabled: bool) -> StatusSection:
+    """The SessionStart backlog's block from its records (state/backlog.jsonl, oldest first): the last child's
+    run (when, the logs it read, its outcome, its cards) and every recorded child's outcome, counted. Pure."""
+    last = records[-1] if records else None
+    outcomes = Counter(str(rec.get("outcome") or "error") for rec in records)
+    state = "on" if enabled else "off (session_start_backlog = false: the nightly run reads every log)"
+    if last is None:
+        lines = [f"backlog    {state}; no session start has run one yet"]
+    else:
+        outcome = str(last.get("outcome") or "error")
+        logs = last.get("logs", 1 if outcome == "done" else 0)  # records from before `logs` was kept: done read one
+        made = last.get("cards") if isinstance(last.get("cards"), dict) else {}
+        cards = ", ".join(f"{n} {kind}" for kind, n in sorted(made.items())) or "no cards"
+        seen = ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items()))
+        lines = [f"backlog    {state}; last {last.get('ts', '?')}: {outcome}, {logs} log{'s' if logs != 1 else ''} "
+                 f"read, {cards}, {last.get('elapsed_s', 0)} s ({last.get('host', '?')}); {len(records)} recorded: "
+                 f"{seen}"]
+        if outcome in BACKLOG_TROUBLE:
+            lines.append(f"  ALERT    backlog {outcome}: {last.get('detail') or 'see state/' + BACKLOG_LOG} "
+                         f"({BACKLOG_RUNBOOK})")
+    data = {"enabled": enabled, "last": last, "recorded": len(records), "outcomes": dict(sorted(outcomes.items()))}
+    return StatusSection("backlog", data, tuple(lines))
+
+
+def backlog_section(settings: Settings) -> StatusSection:
+    """The SessionStart backlog child's last run, from the records each child leaves (flows/session_backlog.py)."""
+    path = settings.state_dir / BACKLOG_RECORDS
+    records = _read_log(path.with_name(path.name + ".1")) + _read_log(path)
+    return plan_backlog(records, settings.session_start_backlog)
+
+
 def queue_section(settings: Settings) -> StatusSection:
     """Queue depth by kind, the oldest pending item and items that keep failing."""
     data = queue_report(settings.queue_dir, pending_index_ids=len(PendingIndex(settings.state_dir)))
@@ -212,12 +250,12 @@ def disagreements_section(settings: Settings) -> StatusSection | None:
 
 
 SECTIONS: tuple[Callable[[Settings], StatusSection | None], ...] = (
-    home_section, nightly_section, disagreements_section, model_section, index_section, recall_section, queue_section,
-    serve_section,
+    home_section, nightly_section, disagreements_section, model_section, index_section, recall_section, backlog_section,
+    queue_section, serve_section,
 )
 
 
-def status_report(settings: Settings) -> StatusReport:
-    """Everything `memoir status` shows, read from the files now."""
-    report = build_status(settings.cards_dir, settings.state_dir, settings.append_only_runs)
+def status_report(settings: Settings, workspace: str = "") -> StatusReport:
+    """Everything `memoir status` shows, read from the files now; `workspace` keeps the card counts to its project's."""
+    report = build_status(settings.cards_dir, settings.state_dir, settings.append_only_runs, workspace)
     return report.with_sections(*(s for s in (section(settings) for section in SECTIONS) if s is not None))

@@ -125,7 +125,7 @@ def test_a_stalled_host_is_cut_off_at_the_budget_and_the_timeout_is_recorded(hom
 
 def test_a_cold_session_start_prints_the_brief_from_the_index(home, starting):
     out = run_hook(home, json.dumps({"hook_event_name": "SessionStart", "source": "startup",
-                                     "session_id": "s", "cwd": WORKSPACE}))
+                                     "session_id": "s", "cwd": WORKSPACE}), cmd=HOOK + ["SessionStart"])
     event, context = context_of(out)
     assert event == "SessionStart" and "Session brief for shop" in context and BASE.id in context
     assert calls(home)[-1]["outcome"] == "cold_start"
@@ -278,9 +278,58 @@ def test_install_keeps_other_settings_and_is_idempotent(tmp_path):
     (ss,) = data["hooks"]["SessionStart"]
     assert ups["hooks"][0]["command"].endswith("main()' claude-code") and " -I -S -c " in ups["hooks"][0]["command"]
     assert ss["matcher"] == "startup|resume|clear|compact"
+    # The session start's command names its event: its watchdog gets the brief's seconds before the event is read.
+    assert ss["hooks"][0]["command"] == ups["hooks"][0]["command"] + " SessionStart"
     before = path.read_bytes()
     res = install("--settings", str(path))
     assert "already installed" in res.output and path.read_bytes() == before
+
+
+def installed_commands(tmp_path, home) -> dict[str, str]:
+    """The commands `memoir hook install claude-code` writes into a settings file, by event."""
+    path = tmp_path / "installed" / "settings.json"
+    res = CliRunner().invoke(cli, ["--home", str(home), "hook", "install", "claude-code", "--settings", str(path)],
+                             catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    return {event: entries[0]["hooks"][0]["command"] for event, entries in json.loads(path.read_text())["hooks"].items()}
+
+
+def stalled_watchdog(home, command: str, **budgets: str) -> dict:
+    """Run an installed command as Claude Code does (a shell), with stdin never closed: the record its watchdog leaves."""
+    env = {**os.environ, **budgets}
+    proc = subprocess.Popen(["/bin/sh", "-c", command], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env, start_new_session=True)
+    try:
+        code = proc.wait(timeout=30)  # a generous limit: it only catches a watchdog armed with the wrong budget
+        out, err = proc.stdout.read(), proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.stdin.close()
+        proc.stdout.close()
+        proc.stderr.close()
+    assert code == 0 and out == "" and err == ""
+    (call,) = calls(home)
+    assert call["outcome"] == "timeout" and call["detail"] == "the hook's watchdog fired"
+    return call
+
+
+def test_the_installed_session_start_command_arms_the_briefs_budget_before_reading_the_event(tmp_path, memoir_home):
+    commands = installed_commands(tmp_path, memoir_home)
+    assert commands["SessionStart"].endswith(" claude-code SessionStart")
+    # The prompt's budget is tiny here: a watchdog armed with it would fire at once. setitimer never fires early,
+    # so the record's `ms` at or past the brief's budget shows that budget was armed from the start.
+    call = stalled_watchdog(memoir_home, commands["SessionStart"], MEMOIR_SYNC_TIMEOUT_MS="50",
+                            MEMOIR_SESSION_START_BUDGET_MS="1500")
+    assert call["ms"] >= 1499
+
+
+def test_an_older_command_naming_no_event_keeps_the_prompts_budget_until_the_event_is_read(tmp_path, memoir_home):
+    commands = installed_commands(tmp_path, memoir_home)
+    older = commands["UserPromptSubmit"]  # what SessionStart ran before the command named its event
+    assert commands["SessionStart"] == older + " SessionStart"
+    # The brief's budget is a minute: only the prompt's (50 ms) can end the stalled hook within the wait.
+    stalled_watchdog(memoir_home, older, MEMOIR_SYNC_TIMEOUT_MS="50", MEMOIR_SESSION_START_BUDGET_MS="60000")
 
 
 def test_install_refuses_a_file_that_is_not_json(tmp_path):

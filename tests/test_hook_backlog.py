@@ -19,9 +19,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from memoir.cards.jsonl import read_jsonl
 from memoir.flows.cli.hook_settings import hook_command
+from memoir.flows.cli.main import cli
 from memoir.flows.hook_backlog import BACKLOG_LOG, BACKLOG_RECORDS, backlog_command, backlog_transcript
 from memoir.flows.hook_calls import read_calls
 from memoir.flows.lock import LOCK_FILE
@@ -30,7 +32,7 @@ from tests import test_hook
 from tests.recall_cards import BASE, WORKSPACE, settings_for
 
 ROOT = Path(__file__).resolve().parent.parent
-HOOK = shlex.split(hook_command(None))  # exactly what `memoir hook install claude-code` writes
+HOOK = shlex.split(hook_command(None)) + ["SessionStart"]  # what `memoir hook install claude-code` writes for it
 SESSION = ROOT / "tests" / "fixtures" / "hosts" / "claude_session.jsonl"  # one rule-made, active card
 SESSION_CARD = "c-6ccc2a005c50a7f5"
 WAIT_S = 120  # a generous deadline for the background run on a slow, busy machine; never a measure
@@ -68,9 +70,8 @@ def session_start(transcript: Path | None, source: str = "startup") -> str:
 
 def hook_env(home: Path, **settings: str) -> dict:
     # A run that finds the lock held waits for it (the tests hold it to pin an order), up to WAIT_S.
-    # The budgets are wide: two cold hooks at once on a busy machine take seconds, and the watchdog armed
-    # before the event is read uses the prompt's budget (the defaults are the product's; what is tested here
-    # is the order, not the speed).
+    # The budgets are wide: two cold hooks at once on a busy machine take seconds (the defaults are the
+    # product's; what is tested here is the order, not the speed).
     return {**os.environ, "MEMOIR_HOME": str(home), "MEMOIR_RUN_LOCK_TIMEOUT_S": str(WAIT_S),
             "MEMOIR_SESSION_START_BUDGET_MS": "30000", "MEMOIR_SYNC_TIMEOUT_MS": "30000", **settings}
 
@@ -140,9 +141,14 @@ def test_the_brief_is_printed_while_the_previous_log_waits_then_its_cards_come_i
     assert [c["outcome"] for c in read_calls(str(no_service))] == ["cold_start"]
     (record,) = wait_for_records(home, 1)
     assert record["outcome"] == "done" and record["cards"] == {"new": 1} and record["host"] == "claude-code"
+    assert record["logs"] == 1
     assert f"{SESSION_CARD}.md" in card_files(home)
     assert SESSION_CARD in indexed_ids(home, embedder)  # recallable from the next prompt on
     assert "0b5c1a2e" not in json.dumps(record)  # the record names no log
+    status = CliRunner().invoke(cli, ["--home", str(home), "status", "--json"])  # what a person sees of it
+    assert json.loads(status.stdout)["backlog"]["last"] == record
+    text = CliRunner().invoke(cli, ["--home", str(home), "status"]).output
+    assert f"last {record['ts']}: done, 1 log read, 1 new" in text
 
 
 def test_a_second_session_start_over_the_same_previous_log_writes_no_card_twice(home, no_service, project):
@@ -154,6 +160,7 @@ def test_a_second_session_start_over_the_same_previous_log_writes_no_card_twice(
     assert BASE.id in brief_of(out)
     first, second = wait_for_records(home, 2)
     assert (first["outcome"], second["outcome"]) == ("done", "unchanged") and second["cards"] == {}
+    assert (first["logs"], second["logs"]) == (1, 0)
     assert card_files(home) == before
 
 

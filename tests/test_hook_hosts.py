@@ -34,6 +34,7 @@ def test_gemini_install_adds_before_agent_and_session_start_in_ms_and_keeps_othe
     ours = before[1]["hooks"][0]
     assert ours["command"].endswith(" gemini-cli") and ours["timeout"] == 5000  # Gemini counts milliseconds
     assert data["hooks"]["SessionStart"][0]["hooks"][0]["timeout"] == 10000
+    assert data["hooks"]["SessionStart"][0]["hooks"][0]["command"] == ours["command"] + " SessionStart"
     # Gemini matches a lifecycle event's matcher as an exact string: none, so every start gets the brief.
     assert "matcher" not in data["hooks"]["SessionStart"][0]
     again = _invoke("--home", str(tmp_path / "h"), "hook", "install", "gemini-cli", "--settings", str(settings))
@@ -92,7 +93,7 @@ def test_copilot_install_never_overwrites_someone_elses_hook_file(tmp_path):
 def test_a_gemini_session_start_gets_the_brief_and_a_cold_prompt_is_recorded_under_its_event(home, starting):
     cmd = shlex.split(hook_command(None, "gemini-cli"))
     out = run_hook(home, json.dumps({"hook_event_name": "SessionStart", "source": "startup", "session_id": "g",
-                                     "cwd": WORKSPACE}), cmd=cmd)
+                                     "cwd": WORKSPACE}), cmd=cmd + ["SessionStart"])  # as installed: the event named
     event, context = context_of(out)
     assert event == "SessionStart" and BASE.id in context
     out = run_hook(home, json.dumps({"hook_event_name": "BeforeAgent", "prompt": QUERY, "session_id": "g",

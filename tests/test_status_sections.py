@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -88,3 +89,44 @@ def test_status_lists_active_cards_of_a_workspace_whose_advice_disagrees(memoir_
     assert [d["cards"] for d in data["disagreements"]] == [["c-new", "c-old"]]
     text = CliRunner().invoke(cli, ["--home", str(memoir_home), "status"]).output
     assert "disagree   c-new ↔ c-old: takes back" in text and "c-font" not in text.split("disagree")[1]
+
+
+# --- the session-start backlog ---------------------------------------------------------------------------
+
+
+def test_status_shows_the_session_start_backlogs_last_child_from_its_record(memoir_home, tmp_path):
+    from memoir.flows.session_backlog import process_backlog
+
+    settings = load_settings(home=memoir_home)
+    assert _status(memoir_home)["backlog"] == {"enabled": True, "last": None, "recorded": 0, "outcomes": {}}
+    folder = tmp_path / "claude" / "projects" / "-work-shop"
+    folder.mkdir(parents=True)
+    transcript = folder / "9f0e1d2c-aaaa-4bbb-8ccc-000000000001.jsonl"
+    transcript.write_text(json.dumps({"type": "summary", "summary": "new session", "leafUuid": "u-0"}) + "\n")
+    report = process_backlog(settings, "claude-code", str(transcript))  # the child, as the hook starts it
+    assert report.outcome == "no_previous" and report.logs == 0
+    data = _status(memoir_home)["backlog"]
+    assert data["last"]["outcome"] == "no_previous" and data["last"]["logs"] == 0
+    assert data["recorded"] == 1 and data["outcomes"] == {"no_previous": 1}
+    text = CliRunner().invoke(cli, ["--home", str(memoir_home), "status"]).output
+    (line,) = [t for t in text.splitlines() if t.startswith("backlog ")]
+    assert f"last {data['last']['ts']}: no_previous, 0 logs read, no cards" in line and "(claude-code)" in line
+    assert "ALERT    backlog" not in text
+
+
+def test_a_backlog_that_timed_out_or_failed_is_an_alert_naming_its_runbook():
+    from memoir.flows.status_sections import plan_backlog
+
+    done = {"ts": "2026-12-01T09:00:00Z", "host": "claude-code", "outcome": "done", "cards": {"new": 2},
+            "detail": "", "elapsed_s": 4.2}  # a record from before `logs` was kept: done read one log
+    late = {**done, "ts": "2026-12-02T09:00:00Z", "outcome": "timeout", "logs": 0, "cards": {},
+            "detail": "the session_start_backlog_timeout_s deadline ended it", "elapsed_s": 600}
+    first = plan_backlog([done], enabled=True)
+    assert first.lines == ("backlog    on; last 2026-12-01T09:00:00Z: done, 1 log read, 2 new, 4.2 s (claude-code); "
+                           "1 recorded: 1 done",)
+    section = plan_backlog([done, late], enabled=False)
+    assert section.data["last"] == late and section.data["outcomes"] == {"done": 1, "timeout": 1}
+    assert section.lines[0].startswith("backlog    off (session_start_backlog = false")
+    assert section.lines[1] == ("  ALERT    backlog timeout: the session_start_backlog_timeout_s deadline ended it "
+                                "(runbooks/session-backlog.md)")
+    assert (Path(__file__).parents[1] / "runbooks" / "session-backlog.md").is_file()

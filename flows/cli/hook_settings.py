@@ -65,14 +65,20 @@ def _is_ours(entry: dict) -> bool:
 
 
 def plan_hook_settings(current: dict, command: str, host: str = "claude-code") -> dict:
-    """`current` with memoir's prompt and session-start hooks set to `command`; all else kept."""
+    """`current` with memoir's prompt and session-start hooks set to `command`; all else kept.
+
+    The session-start command names its event (`… claude-code SessionStart`): the client arms the
+    brief's budget (seconds) before it has read the event, not the prompt's 300 ms. The prompt's
+    command names none, so an older command of either kind behaves as the prompt's does.
+    """
     prompt_event, start_event, matcher, unit = LAYOUTS[host]
     new = json.loads(json.dumps(current))
     hooks = new.setdefault("hooks", {})
     wanted = {
         prompt_event: {"hooks": [{"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S * unit}]},
         start_event: {**({"matcher": matcher} if matcher else {}),
-                      "hooks": [{"type": "command", "command": command, "timeout": SESSION_START_TIMEOUT_S * unit}]},
+                      "hooks": [{"type": "command", "command": f"{command} {start_event}",
+                                 "timeout": SESSION_START_TIMEOUT_S * unit}]},
     }
     for event, entry in wanted.items():
         entries = [e for e in hooks.get(event, []) if isinstance(e, dict)]

@@ -32,23 +32,27 @@ def hook_group():
 
 
 @hook_group.command("claude-code")
+@click.argument("event", required=False, default="")
 @pass_ctx
-def hook_claude_code(ctx):
+def hook_claude_code(ctx, event):
     """Claude Code hook: reads the event JSON on stdin, prints additionalContext or nothing.
 
-    UserPromptSubmit recalls cards for the prompt; SessionStart prints the workspace brief. Always
-    exits 0: an error means no context, never a blocked prompt.
+    UserPromptSubmit recalls cards for the prompt; SessionStart prints the workspace brief. EVENT
+    (SessionStart) gives the hook the brief's budget from its start. Always exits 0: an error means
+    no context, never a blocked prompt.
     """
     with private_umask():  # it writes only under the home, as the installed hook command does
-        hook_main("claude-code", settings=ctx.settings)
+        hook_main("claude-code", settings=ctx.settings, event=event)
 
 
 @hook_group.command("gemini-cli")
+@click.argument("event", required=False, default="")
 @pass_ctx
-def hook_gemini_cli(ctx):
-    """Gemini CLI hook: BeforeAgent recalls cards for the prompt, SessionStart prints the brief. Always exits 0."""
+def hook_gemini_cli(ctx, event):
+    """Gemini CLI hook: BeforeAgent recalls cards for the prompt, SessionStart prints the brief (EVENT names
+    it: its budget from the start). Always exits 0."""
     with private_umask():
-        hook_main("gemini-cli", settings=ctx.settings)
+        hook_main("gemini-cli", settings=ctx.settings, event=event)
 
 
 @hook_group.command("copilot-cli")

@@ -33,7 +33,9 @@ def _ask(text: str, **kwargs) -> str:
 @cli.command("review")
 @click.argument("card", required=False)
 @click.option("--json", "as_json", is_flag=True, help="List what awaits review (or CARD) as JSON and exit (for scripts).")
-@click.option("--workspace", default="", help="Only cards of this workspace (its path, or its folder's name).")
+@click.option("--workspace", default="", metavar="DIR|PROJECT",
+              help="Only cards of this folder's project (a linked worktree, a moved folder or a second clone "
+                   "counts as its project), of a project id or name, or of folders of this name.")
 @click.option("--gate", default="", help="Only cards held by this gate (e.g. verified_conclusion; see `memoir review --json`).")
 @click.option("--topic", default="", help="Only cards with this topic.")
 @click.option("--confirm-all", is_flag=True, help="Confirm every card the filters select, after one question.")
@@ -83,7 +85,7 @@ def review_cmd(ctx, card, as_json, workspace, gate, topic, confirm_all, reject_a
         cards, problems = store.load_all()
         if gate:
             _known_gate(gate, {c.gate for c in cards})
-        chosen = ReviewFilter(workspace=workspace, gate=gate, topic=topic)
+        chosen = ReviewFilter(workspace=workspace, gate=gate, topic=topic, place=_place(ctx.settings, workspace, cards))
         queue = [c for c in awaiting_review(cards) if chosen.matches(c)]
         for problem in problems:
             click.echo(f"unreadable card file: {problem}", err=True)
@@ -126,6 +128,13 @@ def _known_gate(gate: str, held: set[str]) -> None:
         near = difflib.get_close_matches(gate, known, n=3, cutoff=0.5)
         hint = f"; did you mean {' or '.join(near)}?" if near else f"; the gates are {', '.join(known)}"
         raise click.BadParameter(f"no gate is called {gate!r}{hint}", param_hint="--gate")
+
+
+def _place(settings, workspace: str, cards: list):
+    """--workspace as its project's cards (cards/project_registry.py `workspace_selector`); None without it."""
+    from memoir.cards.project_registry import ProjectRegistry, workspace_selector  # deferred: start-up (yaml, jinja2)
+
+    return workspace_selector(ProjectRegistry(settings.state_dir), workspace, cards) if workspace else None
 
 
 PREVIEW = 10  # cards a bulk decision lists before its one question
