@@ -1,9 +1,11 @@
 """Ingest throughput: read + sanitize + segment + write over a synthetic Claude Code-shaped corpus.
 
 Prints MB/s for the pipeline and for a bare `json.loads` loop over the same files, and their
-ratio. Goal on 2 cores: >= 25 MB/s, within 4x of the bare parse.
+ratio. Goal on 2 cores (issue 38): >= 40 MB/s, within 5x of the bare parse. `--logs` runs on a
+folder of real logs instead (a copy: the run writes nothing there, but keep the shared samples safe).
 
     .venv/bin/python -m bench.ingest --mb 200
+    .venv/bin/python -m bench.ingest --logs /tmp/samples-copy
 """
 
 from __future__ import annotations
@@ -108,17 +110,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mb", type=float, default=200.0, help="corpus size in MB (default 200)")
     ap.add_argument("--keep", help="keep the corpus and home in this folder")
+    ap.add_argument("--logs", help="read this folder of logs instead of making a synthetic corpus")
     args = ap.parse_args()
 
     from memoir.cards.config import load_settings
     from memoir.flows.pipeline import run_pipeline
 
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="memoir-bench-"))
-    logs = work / "logs"
+    logs = Path(args.logs) if args.logs else work / "logs"
     try:
         t = time.perf_counter()
-        size = make_corpus(logs, args.mb)
-        os.sync()  # flush the fresh corpus now, or the pipeline's first sync would pay for it
+        if args.logs:
+            size = sum(p.stat().st_size for p in logs.rglob("*.jsonl"))
+        else:
+            size = make_corpus(logs, args.mb)
+            os.sync()  # flush the fresh corpus now, or the pipeline's first sync would pay for it
         print(f"corpus        {size / 1e6:8.1f} MB in {len(list(logs.rglob('*.jsonl')))} files (made in {time.perf_counter() - t:.1f} s)")
         bare = bare_parse(logs)
         print(f"bare parse    {size / 1e6 / bare:8.1f} MB/s  ({bare:.1f} s)")
@@ -128,7 +134,7 @@ def main() -> None:
         took = time.perf_counter() - t
         print(f"pipeline      {size / 1e6 / took:8.1f} MB/s  ({took:.1f} s; {summary.turns} turns, "
               f"{summary.experiences} experiences, {sum(summary.cards.values())} cards)")
-        print(f"ratio         {took / bare:8.2f}x the bare parse (goal <= 4x); goal >= 25 MB/s")
+        print(f"ratio         {took / bare:8.2f}x the bare parse (goal <= 5x); goal >= 40 MB/s")
         t = time.perf_counter()
         again = run_pipeline(settings, [logs], with_index=False)
         print(f"rerun         {time.perf_counter() - t:8.2f} s  ({again.files_read} files re-read)")

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memoir.cards.hosts.registry import BY_NAME
-from memoir.cards.sanitize.fields import sanitize_turn
+from memoir.cards.sanitize.fields import sanitize_turn, turn_hints
 from memoir.cards.values import Card, Experience, Turn, card_id
 
 Place = tuple[int, int, str, bool]  # (seq, line, the raw source file, sidechain) of one turn
@@ -200,11 +200,10 @@ def pack(key: tuple[str, str], turns: list[Turn], blob_cap: int) -> PackedChunk:
     clean: list[tuple[str, Turn, Counter | None]] = []
     error = ""
     try:
-        for t in turns:
-            if t.is_sidechain:
-                continue
+        kept = [t for t in turns if not t.is_sidechain]
+        for t, hints in zip(kept, turn_hints(kept)):
             counts: Counter = Counter()
-            clean.append((t.source_file, sanitize_turn(t, blob_cap, counts), counts or None))
+            clean.append((t.source_file, sanitize_turn(t, blob_cap, counts, hints), counts or None))
     except Exception as exc:  # noqa: BLE001 - counted per session by the transform, as before
         error, clean = type(exc).__name__, []
     data = pickle.dumps((places, clean), protocol=pickle.HIGHEST_PROTOCOL)

@@ -24,7 +24,7 @@ from memoir.cards.hosts import aider, default_roots, reader_for
 from memoir.cards.log_files import iter_candidates
 from memoir.cards.ledger import Ledger, LedgerEntry, LedgerView, retired_ids
 from memoir.cards.memos import forget_memos
-from memoir.cards.sanitize.fields import sanitize_id, sanitize_turn
+from memoir.cards.sanitize.fields import sanitize_id, sanitize_turn, turn_hints
 from memoir.cards.segment import SegmentRules, Skipped, iter_segments
 from memoir.cards.spool import PackedDraft, RawSession, Spool, pack_draft, unpack_session
 from memoir.cards.store import CardStore, remove_temp_files, render_card, render_cards
@@ -164,7 +164,8 @@ def _file_lost(unit: tuple, exc: BaseException) -> CollectReport:
 
 def sanitize_turns(turns: Iterable[Turn], blob_cap: int, redacted: Counter) -> list[Turn]:
     """Scrub every stored field of every turn before anything downstream can store it."""
-    return [sanitize_turn(t, blob_cap, redacted) for t in turns]
+    turns = list(turns)
+    return [sanitize_turn(t, blob_cap, redacted, hints) for t, hints in zip(turns, turn_hints(turns))]
 
 
 def is_subagent(turns: list[Turn]) -> bool:

@@ -5,7 +5,8 @@ for a card to mention, and corrupting a true fact is a worse failure than missin
 "Looks random" counts only where a value stands as a credential stands: after a secret word, a
 key word or `=`, as a tool's password flag, in a webhook path, or base64 that decodes to one.
 
-The package, lowest first: `patterns` (the provider-prefix table, the regexes), `validators`
+The package, lowest first: `patterns` (the provider-prefix table, the regexes), `prefilter` (one
+polars pass over a batch of texts: which detector families have a hint in each), `validators`
 (Luhn, IBAN mod 97, secret key names, documentation values), `generic` (the rules that need no
 provider table), `providers` (detect-secrets' rules for the few providers memoir has no row for),
 `shapes` (what a credential is wherever it stands: a prefix and a random body, a bare random token,

@@ -12,6 +12,9 @@ from dataclasses import dataclass
 
 from memoir.cards.sanitize.generic import generic_spans
 from memoir.cards.sanitize.maintained import maintained_spans
+from memoir.cards.sanitize.prefilter import (
+    ALL, ASSIGN, EMAIL, FLAGS, IPV4, IPV6, NUMBERS, PREFIXED, RANDOM, TOKENS,
+)
 from memoir.cards.sanitize.shapes import shape_spans
 from memoir.cards.sanitize.patterns import (
     ASCII_LOWER, ASSIGNMENT, AUTH_TOKEN, AWS_BARE_SECRET, AWS_GOOGLE, AWS_PAIR_WINDOW, AWS_SECRET_VALUE, BEARER,
@@ -320,38 +323,43 @@ def _iban_at(text: str, start: int) -> Finding | None:
     return Finding("iban", start, pos) if iban_valid(compact) and compact not in DOCUMENTED_IBANS else None
 
 
-def find_spans(text: str, raw: bytes, runs: bytes, generic: bool = True, maintained: bool = True) -> list[Finding]:
+def find_spans(text: str, raw: bytes, runs: bytes, generic: bool = True, maintained: bool = True,
+               hints: int | None = None) -> list[Finding]:
     """Every sensitive span in `text`, blobs excluded: each detector family, then markers and
     documentation values dropped. `raw` is `text` with one byte a character (so offsets carry
     over), `runs` marks token characters. `generic=False` leaves out the provider-independent
     rules (`generic`): the detector as it was before them, which bench/sanitize.py measures;
-    `maintained=False` leaves out the maintained provider rules (`maintained`)."""
-    found = list(_tokens(text))
+    `maintained=False` leaves out the maintained provider rules (`maintained`). `hints`: the
+    families `prefilter.hints` found a hint of (None: every family runs)."""
+    h = ALL if hints is None else hints
+    found = list(_tokens(text)) if h & TOKENS else []
     # Provider tokens are long unbroken runs; prose has none, and then their scans are skipped.
     long_run = TOKEN_RUN_NEEDLE in runs
-    found.extend(_prefixed(text, long_run))
-    found.extend(_numbers(text, raw))
+    if h & PREFIXED:
+        found.extend(_prefixed(text, long_run))
+    if h & NUMBERS:
+        found.extend(_numbers(text, raw))
     lower = text.lower()
-    if long_run and "auth" in lower:
+    if long_run and h & RANDOM and "auth" in lower:
         found.extend(_auth_tokens(lower if len(lower) == len(text) else text.translate(ASCII_LOWER)))
-    if "=" in text or ":" in text:
+    if h & ASSIGN and ("=" in text or ":" in text):
         found.extend(_assignments(text, lower))
-    if "--" in text:
+    if h & FLAGS and "--" in text:
         found.extend(_flags(text))
-    if "@" in text:
+    if h & EMAIL and "@" in text:
         found.extend(_emails(text))
-    if "1" in text:
+    if h & IPV4 and "1" in text:
         found.extend(Finding("private_ipv4", m.start(), m.end()) for m in matches(PRIVATE_V4, text))
-    if ":" in text:
+    if h & IPV6 and ":" in text:
         for seed in matches(V6_SEED, text):
             m = PRIVATE_V6.match(text, seed.start() - 4)
             if m:
                 found.append(Finding("private_ipv6", m.start(), m.end()))
     if generic:
         lower_ascii = lower if len(lower) == len(text) else text.translate(ASCII_LOWER)
-        found.extend(Finding(kind, s, e) for kind, s, e in generic_spans(text, lower_ascii, runs, _holds_secret))
-        found.extend(Finding(kind, s, e) for kind, s, e in shape_spans(text, runs))
-    if long_run and maintained:
+        found.extend(Finding(kind, s, e) for kind, s, e in generic_spans(text, lower_ascii, runs, _holds_secret, h))
+        found.extend(Finding(kind, s, e) for kind, s, e in shape_spans(text, runs, h))
+    if long_run and maintained and h & RANDOM:
         # memoir's own rules know what to keep around a secret (a URL's host, a key's name): the maintained
         # rules add only what they found where memoir's found nothing.
         own = [(f.start, f.end) for f in found]

@@ -22,12 +22,14 @@ import json
 import re
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import replace
 from functools import lru_cache
 
 from memoir.cards.values import Turn
 from memoir.cards.sanitize.generic import argv_credentials
 from memoir.cards.sanitize.patterns import MARKER_RE
+from memoir.cards.sanitize.prefilter import hints
 from memoir.cards.sanitize.scan import sanitize_with_report
 from memoir.cards.sanitize.validators import names_secret
 
@@ -178,18 +180,19 @@ def strip_controls(text: str) -> str:
     return _CONTROLS.sub("", text)
 
 
-def sanitize_turn(turn: Turn, blob_cap: int, counts: Counter | None = None) -> Turn:
+def sanitize_turn(turn: Turn, blob_cap: int, counts: Counter | None = None, hints: int | None = None) -> Turn:
     """Every stored field of a turn (text, cwd, file path, session id, branch, tool) sanitized.
 
     A tool call's arguments were sanitized decoded by its reader (cards.hosts.base.tool_call_text);
     the markers that pass left are counted here with this pass's own (a call that wrote a card
     file's markers counts them too). What a reader redacted in an over-long text before cutting
     it is not counted: such a text holds literal markers too, when an agent read a card file.
+    `hints`: the prefilter's families for the turn's text without control characters (`turn_hints`).
     """
     counts = Counter() if counts is None else counts
     if turn.kind == "tool_call":
         counts.update(marker_counts(turn.text))
-    result = sanitize_with_report(strip_controls(turn.text), blob_cap)
+    result = sanitize_with_report(strip_controls(turn.text), blob_cap, hints=hints)
     counts.update(result.counts)
     fields = {
         "text": result.text,
@@ -201,3 +204,8 @@ def sanitize_turn(turn: Turn, blob_cap: int, counts: Counter | None = None) -> T
     }
     changed = {k: v for k, v in fields.items() if v != getattr(turn, k)}
     return replace(turn, **changed) if changed else turn
+
+
+def turn_hints(turns: Sequence[Turn]) -> list[int | None]:
+    """The prefilter's families for each turn's text, in one polars pass over the batch (`sanitize_turn`'s `hints`)."""
+    return hints([strip_controls(t.text) for t in turns])

@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from functools import lru_cache
 
 from memoir.cards.sanitize.patterns import ESCAPED_BREAK, PLACEHOLDER_VALUES, TOKEN_RUN_NEEDLE, lines_with, matches
+from memoir.cards.sanitize.prefilter import ALL, COMMAND, PASSWORD, PROVIDER, RANDOM, URL as URL_FAMILY
 from memoir.cards.sanitize.providers import provider_rules
 
 # --- credentials passed as command-line flags --------------------------------------------------------
@@ -406,11 +407,16 @@ def url_tokens(text: str) -> Iterator[tuple[str, int, int]]:
                 yield "url_token", q.start("value"), q.start("value") + len(value)
 
 
-def generic_spans(text: str, lower: str, runs: bytes, inner) -> Iterator[tuple[str, int, int]]:
-    """Every span the provider-independent rules find in `text` (`lower`: its ASCII lower case)."""
-    yield from command_credentials(text)
-    yield from password_values(text, lower)
-    yield from token_values(text, lower, runs, inner)
-    if "://" in text:
+def generic_spans(text: str, lower: str, runs: bytes, inner, hints: int = ALL) -> Iterator[tuple[str, int, int]]:
+    """Every span the provider-independent rules find in `text` (`lower`: its ASCII lower case); `hints`:
+    the families `prefilter.hints` let run."""
+    if hints & COMMAND:
+        yield from command_credentials(text)
+    if hints & PASSWORD:
+        yield from password_values(text, lower)
+    if hints & RANDOM:
+        yield from token_values(text, lower, runs, inner)
+    if hints & URL_FAMILY and "://" in text:
         yield from url_tokens(text)
-    yield from provider_rules(text, runs)
+    if hints & PROVIDER:
+        yield from provider_rules(text, runs)

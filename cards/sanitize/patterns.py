@@ -297,11 +297,11 @@ RANK = {kind: i for i, kind in enumerate(KINDS)}
 
 # Secret key names are found from the operator backwards, on the reversed lower-cased text, so
 # the pattern can open with the literal "=" or ":" (see above): `API_KEY = ` reads "= yek_ipa".
-_KEY_ENDINGS = (
+KEY_ENDINGS = (
     "key", "token", "secret", "pass", "passwd", "password", "pwd", "auth", "credential", "cookie",
     "passphrase", "authorization",
 )
-_REV_WORDS = "|".join(w[::-1] for w in sorted(_KEY_ENDINGS, key=len, reverse=True))
+_REV_WORDS = "|".join(w[::-1] for w in sorted(KEY_ENDINGS, key=len, reverse=True))
 _REV_KEY = r"(?:" + _REV_WORDS + r")[a-z0-9_.-]{0,48}"
 REV_EQ = re.compile(r"=(?<![=!<>]=)(?![=!<>]):?[ \t]*[\"'\]]{0,2}s?" + _REV_KEY)
 REV_COLON = re.compile(r":[ \t]*[\"'\]]{0,2}s?" + _REV_KEY)

@@ -95,10 +95,13 @@ def _marker(kind: str, original: str) -> str:
     return f"[REDACTED:{kind}:{len(original)}]"  # kind and length: the card still reads
 
 
-def _once(text: str, blob_cap: int, counts: Counter[str], generic: bool, maintained: bool = True) -> tuple[str, bool]:
+def _once(text: str, blob_cap: int, counts: Counter[str], generic: bool, maintained: bool = True,
+          hints: int | None = None) -> tuple[str, bool]:
+    if hints == 0 and len(text) < BLOB_RUN_MIN and len(text) <= blob_cap:
+        return text, False  # no family has a hint, and no blob or over-long line fits: nothing to find
     raw = text.encode("ascii", "replace")  # non-ASCII becomes "?": one byte a character
     runs = raw.translate(RUN_TABLE)
-    found = find_spans(text, raw, runs, generic, maintained)
+    found = find_spans(text, raw, runs, generic, maintained, hints) if hints != 0 else []
     if len(text) >= BLOB_RUN_MIN:
         found.extend(_blob_runs(text, runs))
     cut = False
@@ -119,17 +122,20 @@ def _once(text: str, blob_cap: int, counts: Counter[str], generic: bool, maintai
     return "".join(out), cut
 
 
-def sanitize_with_report(text: str, blob_cap: int, generic: bool = True, maintained: bool = True) -> Sanitized:
+def sanitize_with_report(text: str, blob_cap: int, generic: bool = True, maintained: bool = True,
+                         hints: int | None = None) -> Sanitized:
     """Sanitize `text` and count the markers written, by kind.
 
     Args:
         text: anything about to be stored, logged, queued or searched.
         blob_cap: a line longer than this many characters keeps only a head and tail; the caller
             passes the user's `Settings.blob_cap` (a writer's final pass passes `fields.FIELD_CAP`).
+        hints: the detector families `prefilter.hints` found a hint of in `text` (None: all of them).
     """
     counts: Counter[str] = Counter()
     for _ in range(MAX_PASSES):
-        text, cut = _once(text, blob_cap, counts, generic, maintained)
+        text, cut = _once(text, blob_cap, counts, generic, maintained, hints)
+        hints = None  # a cut line is new text: a later pass runs every family
         if not cut:
             break
     return Sanitized(text, counts)

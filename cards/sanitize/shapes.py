@@ -27,6 +27,7 @@ from memoir.cards.sanitize.generic import (
     DIGIT, HASH_PREFIX, UUID, VOWELS, decoded_text, entropy, random_looking, token_runs,
 )
 from memoir.cards.sanitize.patterns import BLOB_RUN_MIN
+from memoir.cards.sanitize.prefilter import ALL, FILE_LINES, RANDOM
 
 HEX = re.compile(r"[0-9a-fA-F]+")  # a hash or an id, whatever stands around it
 
@@ -264,10 +265,12 @@ SHAPE_RULES: tuple[ShapeRule, ...] = (
 )
 
 
-def shape_spans(text: str, runs: bytes) -> Iterator[tuple[str, int, int]]:
-    """Every span these rules find in `text` (`runs`: the RUN_TABLE'd text, so prose costs nothing)."""
-    if PREFIXED_NEEDLE in runs:  # a run of token characters long enough for a prefix and a body
+def shape_spans(text: str, runs: bytes, hints: int = ALL) -> Iterator[tuple[str, int, int]]:
+    """Every span these rules find in `text` (`runs`: the RUN_TABLE'd text, so prose costs nothing; `hints`:
+    the families `prefilter.hints` let run)."""
+    if hints & RANDOM and PREFIXED_NEEDLE in runs:  # a run of token characters long enough for a prefix and a body
         yield from prefixed_tokens(text, runs)
         if BARE_NEEDLE in runs:
             yield from bare_tokens(text, runs)
-    yield from credential_file_lines(text)
+    if hints & FILE_LINES:
+        yield from credential_file_lines(text)
