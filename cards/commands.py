@@ -404,3 +404,17 @@ def plan_items(turn: Turn) -> list:
         return []
     items = data.get("todos") or data.get("plan") if isinstance(data, dict) else None
     return items if isinstance(items, list) else []
+
+
+_SEPARATOR = re.compile(r"[ \t]*(&&|\|\||;|-and\b)[ \t]*")
+
+
+def separator_change(before: str, after: str) -> str:
+    """The same steps chained with another operator (`a && b`, then `a; b`): the shell's syntax was
+    what failed (Windows PowerShell 5 has no `&&`)."""
+    if before == after or _SEPARATOR.sub(" ; ", before).split() != _SEPARATOR.sub(" ; ", after).split():
+        return ""
+    old, new = set(_SEPARATOR.findall(before)), set(_SEPARATOR.findall(after))
+    if not old - new or not new - old:
+        return ""
+    return f"{' '.join(sorted(new - old))} instead of {' '.join(sorted(old - new))}"

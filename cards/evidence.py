@@ -145,10 +145,12 @@ def evidence_statement(lp: Loop) -> str:
     sig = f" with `{one_line(shown, 120)}`" if lp.failure.signature else ""
     why = explained(output, lp.failure.signature) if lp.failure.signature else ""
     why = f", which it explains: “{why}”" if why else ""
-    check = f"`{_quotable(_without_cd(fix.check.command))}` passes at t{fix.check.result.seq}"
+    # The folder change is noise before a check, unless how the steps are chained was what changed.
+    quoted = (lambda c: one_line(c, 160)) if " instead of " in fix.setting else (lambda c: _quotable(_without_cd(c)))
+    check = f"`{quoted(fix.check.command)}` passes at t{fix.check.result.seq}"
     tried = _what_changed(fix)
     if lp.failure.command:
-        return (f"`{_quotable(_without_cd(lp.failure.command))}` fails{sig} (t{lp.failure.seq}){why}; "
+        return (f"`{quoted(lp.failure.command)}` fails{sig} (t{lp.failure.seq}){why}; "
                 f"{tried} fixed it: the same check {check}.")
     return f"The failure the user pasted (t{lp.failure.seq}) fails{sig}{why}; {tried} fixed it: {check}."
 
@@ -176,7 +178,7 @@ def _flat(text: str, limit: int) -> str:
 
 def shown_in(turns: Sequence[Turn], signature: str) -> str:
     """The signature's line as the first turn holding that error shows it (`signatures.shown_error`)."""
-    if "<" not in signature:
+    if not signature:
         return signature
     for t in turns:
         if t.kind in ("error", "tool_result", "text") and error_signature(t.text) == signature:

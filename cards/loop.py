@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from memoir.cards.commands import (
     call_settings, chain_steps, changes_before_check, command_key, steps_before, command_of, describe_change, is_change, is_test_or_build, one_line,
-    only_looks, same_target, target_stems,
+    only_looks, same_target, separator_change, target_stems,
 )
 from memoir.cards.cues import is_tooling_error
 from memoir.cards.phrasebook import PENDING, first_rule
@@ -249,7 +249,8 @@ class Attempt:
     def tried(self) -> str:
         """What the attempt changed, in a few words (`editing app/db.py`, `pip install x`)."""
         if self.setting:
-            return f"re-running it with `{self.setting}`"
+            new, instead, old = self.setting.partition(" instead of ")
+            return f"re-running it with `{new}` instead of `{old}`" if instead else f"re-running it with `{self.setting}`"
         done = list(dict.fromkeys(self._described(t) for t in self.changes))
         return ", ".join(done[:2]) + (f" and {len(done) - 2} more" if len(done) > 2 else "")
 
@@ -323,6 +324,7 @@ def setting_change(before: Turn, after: Turn) -> str:
     changed = [f"{k}: {v}" for k, v in new.items() if old.get(k) != v and isinstance(v, (str, int, bool))]
     was = _prefixes(command_of(before))
     changed += [p for p in _prefixes(command_of(after)) if p not in was]
+    changed += [sep] if (sep := separator_change(command_of(before), command_of(after))) else []
     wrap = _SHELL_WRAP.match(command_of(after))
     if wrap and "i" in wrap.group(1) and not _SHELL_WRAP.match(command_of(before)):
         changed.append(f"an interactive shell ({command_of(after).split()[0]} -{wrap.group(1)})")

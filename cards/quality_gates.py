@@ -22,7 +22,7 @@ from memoir.cards.quality_inputs import (
 from memoir.cards.gate_help import GATE_HELP
 from memoir.cards.plain_text import json_unescaped, plain
 from memoir.cards.limits import stated_limits
-from memoir.cards.signatures import error_signature, mask
+from memoir.cards.signatures import error_signature, mask, shown_error
 from memoir.cards.values import Card
 
 # `verified_conclusion` comes first: an answer nothing checked (an opinion, an unverified how-to,
@@ -304,6 +304,10 @@ def no_unsupported_specifics(card: Card, evidence: EvidenceView) -> GateResult:
             return token in signatures or any(s.startswith(token) for s in signatures)
 
         unsupported = [(k, t) for k, t in unsupported if not (k == "code" and quoted_signature(t))]
+        if any(k == "code" for k, _ in unsupported):  # an error as the log showed it (`signatures.shown_error`)
+            shown = {shown_error(t.text, sig) for t in evidence.turns if (sig := error_signature(t.text))}
+            unsupported = [(k, t) for k, t in unsupported if not (k == "code" and any(
+                s.startswith(t.rstrip("…").rstrip()) for s in shown))]
         if any(k == "code" for k, _ in unsupported):
             masked = mask(support_text)  # costly on a merged card's evidence: only when still needed
             unsupported = [(k, t) for k, t in unsupported if not (k == "code" and mask(t) in masked)]

@@ -346,12 +346,20 @@ def _error_lines(t: str, low: str) -> list[tuple[int, str, bool]]:
 _WRAPPER_MESSAGE = re.compile(r"(?i)errors have been logged|see (?:the )?(?:errors? )?above|compilation failed")
 
 
+# PowerShell's error record: its message is in the user's language, its category and error id are
+# not ("+ CategoryInfo : ParserError: (:) [], …" then "+ FullyQualifiedErrorId : InvalidEndOfLine").
+_PS_RECORD = re.compile(r"(?m)^[ \t]*\+ CategoryInfo[ \t]*:[ \t]*(?P<category>\w+)[ \t]*:[^\n]*\n"
+                        r"[ \t]*\+ FullyQualifiedErrorId[ \t]*:[ \t]*(?P<id>[\w.-]+)")
+
+
 @functools.lru_cache(maxsize=8192)
 def _analyse(text: str) -> tuple[int, str, bool]:
     """(kind of the best failure line, its signature, whether it is an error rather than a mention)."""
     if not text:
         return 0, "", False
     t, code = decode_output(text)
+    if "FullyQualifiedErrorId" in t and (record := _PS_RECORD.search(t)):
+        return EXCEPTION, f"{record['category']}: {record['id']}", True
     exception, warning = _exceptions(t)
     low = t.lower()
     if len(low) != len(t):  # a few characters lowercase to two; keep offsets shared
@@ -435,6 +443,13 @@ def shown_error(text: str, signature: str) -> str:
     """The signature's line as the log shows it, with the quoted names, paths and numbers its mask
     hid (`Cannot find name 'Blob'`, not `Cannot find name <str>`): a reader recognises the error by
     them. The signature stays the key cards are matched on; `text` is already sanitized."""
+    if "FullyQualifiedErrorId" in text and (record := _PS_RECORD.search(text)) \
+            and signature == f"{record['category']}: {record['id']}":
+        # The message, in the user's language: the nearest line above that is no `+` echo of the
+        # command and no location (`At line:1 char:41`, `所在位置 行:1 字符: 41`, which end in a number).
+        above = [line.strip() for line in text[:record.start()].splitlines()[-8:]]
+        said = next((line for line in reversed(above) if line and not line.startswith("+") and not line[-1].isdigit()), "")
+        return f"{record['category']}: {said}" if said else signature
     pattern = _shown_pattern(signature)
     if pattern is None or not text:
         return signature

@@ -173,3 +173,25 @@ def test_a_fix_card_names_the_error_as_the_log_showed_it_and_its_evidence_runs_f
     assert lines[0].startswith("- [t1–t3] 2 steps of the task before the failure")
     assert "git status" not in card.evidence
     assert lines[-1].startswith("- [t") and "confirmed: `npm run compile` passes again" in lines[-1]
+
+
+def test_a_command_rerun_with_only_its_chaining_operator_changed_is_a_fix_by_that_setting():
+    """Windows PowerShell 5 has no `&&`: the same steps joined by `;` pass. The shell's syntax was the
+    problem, and the lesson transfers to every session on that shell."""
+    from memoir.cards.draft import with_inner_lessons
+    failed = ("At line:1 char:15\n+ cd \"C:\\\\work\\\\app\" && dir\n+              ~~\n"
+              "The token '&&' is not a valid statement separator in this version.\n"
+              "    + CategoryInfo          : ParserError: (:) [], ParentContainsErrorRecordException\n"
+              "    + FullyQualifiedErrorId : InvalidEndOfLine\n")
+    s = (Script(host="cline").user("scaffold the extension and build it")
+         .runs('cd "C:\\\\work\\\\app" && dir').error(failed)
+         .says("PowerShell needs another separator.")
+         .runs('cd "C:\\\\work\\\\app"; dir').result("Directory: C:\\work\\app\n package.json")
+         .edits("C:/work/app/src/index.ts", "", "export const x = 1;\n")
+         .runs('cd "C:\\\\work\\\\app"; npm run build').result("> tsc -p ./"))
+    exp = _only(s)
+    cards = [c for _, c in with_inner_lessons(exp, draft_card(exp))]
+    lesson = next(c for c in cards if c.error_signature == "ParserError: InvalidEndOfLine")
+    assert lesson.status == "active", lesson.gate
+    assert "re-running it with `;` instead of `&&` fixed it" in lesson.conclusion
+    assert "Re-run with `;` instead of `&&`" in lesson.title

@@ -259,3 +259,17 @@ def test_the_sentence_a_tool_prints_after_its_error_is_read_as_its_own_explanati
     assert explained(trace, error_signature(trace)) == ""
     frames = "TypeError: x is not a function\n    at main (/app/index.js:3:5)\n    at Object.<anonymous> (/app/index.js:9:1)"
     assert explained(frames, error_signature(frames)) == ""
+
+
+def test_a_powershell_error_record_has_one_signature_in_any_language_and_is_shown_in_its_own():
+    """PowerShell localizes the message but not the category or the error id: those are the key."""
+    record = ("{where}\n+ cd \"C:\\\\x\" && dir\n+              ~~\n{message}\n"
+              "    + CategoryInfo          : ParserError: (:) [], ParentContainsErrorRecordException\n"
+              "    + FullyQualifiedErrorId : InvalidEndOfLine\n")
+    english = record.format(where="At line:1 char:15",
+                            message="The token '&&' is not a valid statement separator in this version.")
+    chinese = record.format(where="所在位置 行:1 字符: 15", message="标记“&&”不是此版本中的有效语句分隔符。")
+    assert error_signature(english) == error_signature(chinese) == "ParserError: InvalidEndOfLine"
+    from memoir.cards.signatures import shown_error
+    assert shown_error(chinese, "ParserError: InvalidEndOfLine") == "ParserError: 标记“&&”不是此版本中的有效语句分隔符。"
+    assert shown_error(english, "ParserError: InvalidEndOfLine").endswith("is not a valid statement separator in this version.")
