@@ -30,7 +30,7 @@ from memoir.cards.cues import (
 from memoir.cards.hosts.registry import LOOK_TOOLS, PLAN_ACCEPT_TOOLS, PLAN_TOOLS, commits_each_reply, opens_with_banner
 from memoir.cards.loop import runs_check, walk
 from memoir.cards.outcomes import verification
-from memoir.cards.phrasebook import GO_AHEAD, PROBLEM_REPORTS, REJECTS, WAITS_FOR_USER, first_rule
+from memoir.cards.phrasebook import GO_AHEAD, PROBLEM_REPORTS, QUESTIONS, REJECTS, WAITS_FOR_USER, first_rule
 from memoir.cards.verdicts import is_failing, is_passing, shows_failure_summary
 from memoir.cards.signatures import error_signature
 
@@ -277,10 +277,12 @@ def _starts_new_request(b: _Builder, asked: str) -> bool:
     not a short reply, a go-ahead, words pointing back at the work, or a report that it still does
     not work, pasted or said (the same problem goes on)."""
     last = b.turns[-1]
-    if b.red or b.answered_chars < MIN_REPLY_CHARS or last.role != "assistant" or last.kind != "text" \
+    text = asked.strip()
+    # A question ("how do I …") is a request of its own even after a one-line acknowledgement.
+    short_reply = b.answered_chars < MIN_REPLY_CHARS and not first_rule(QUESTIONS, text[:300])
+    if b.red or short_reply or last.role != "assistant" or last.kind != "text" \
             or last.text.rstrip().endswith(("?", "？")) or first_rule(WAITS_FOR_USER, last.text[-600:]):
         return False
-    text = asked.strip()
     if len(text.split()) < MIN_REQUEST_WORDS or _FOLLOWS_ON.match(text) or _FOLLOW_UP.match(text) \
             or _POINTS_BACK.match(text) or first_rule(GO_AHEAD, text[:200]):
         return False

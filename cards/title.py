@@ -229,10 +229,17 @@ def about_signature(signature: str, *texts: str) -> bool:
 _PROCEDURE = re.compile(r"(?m)^([^\n]{8,120}?):[ \t]*\n+[ \t]*1[.)][ \t]+([^\n]+)")
 
 
+# ... or answered as a lead sentence and the commands in a fenced block ("The way to adopt a bucket is
+# `terraform import` into the module's address:" then ```): the lead says what was learned.
+_LEAD_THEN_CODE = re.compile(r"(?m)\A\s*([^\n]{30,200}?):[ \t]*\n+[ \t]*```")
+
+
 def _procedure(conclusion: str) -> str:
     found = _PROCEDURE.search(conclusion)
     if found is None:
-        return ""
+        lead = _LEAD_THEN_CODE.match(conclusion)
+        sentence = re.split(r"(?<=[.!?])\s+", lead.group(1).strip())[-1] if lead else ""
+        return sentence if len(sentence.split()) >= 6 and "?" not in sentence else ""
     lead = re.split(r"(?<=[.!?])\s+", found.group(1).strip())[-1]
     first = re.split(r"(?<=[.!?])\s+", found.group(2).strip())[0].rstrip(".")
     if len(lead.split()) < 3 or "`" not in first or "?" in found.group(0):

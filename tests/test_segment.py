@@ -291,3 +291,13 @@ def test_a_reply_to_the_assistants_hand_back_a_short_answer_or_a_problem_report_
              .runs("ls specs").result("001-a 001-b").says(said)
              .user(reply).runs("ls specs").result("001-a"))
         assert len(segment_session(s.turns)) == 1, reply
+
+
+def test_a_question_after_a_one_line_acknowledgement_is_a_request_of_its_own():
+    s = (Script().user("also bump the ingress chart to 4.11.3 while you are in there")
+         .calls("Edit", '{"file_path": "modules/ingress/main.tf"}').got("Edit", "updated")
+         .user("no wait, separate PR. leave it").says("Understood, I reverted the ingress change.")
+         .user("how do i bring the hand made logs bucket under terraform? the module already exists")
+         .runs("terraform import module.logs.aws_s3_bucket.this logs").result("Import successful!")
+         .says("Use `terraform import` into the address the module declares."))
+    assert [e.boundary for e in segment_session(s.turns)] == ["start", "new_request"]

@@ -210,3 +210,10 @@ def test_a_how_to_answered_in_steps_is_titled_by_its_lead_and_first_step():
                   "so rebuild after adding one.\n2. Run `ledgerd migrate up`.")
     title = make_title(conclusion=conclusion, request="how do i add a migration again?")
     assert title.startswith("To add a migration in ledgerd: create `internal/store/migrations/NNNN_name.sql`")
+
+
+def test_an_answer_given_as_a_lead_sentence_and_a_code_block_is_titled_by_the_lead():
+    conclusion = ("The way to adopt an existing bucket is `terraform import` into the address the module declares:\n\n"
+                  "```\nterraform import module.logs.aws_s3_bucket.this logs\n```\n\n"
+                  "On Terraform >= 1.5 you can instead put an `import` block in the env so it is reviewed.")
+    assert make_title(conclusion=conclusion).startswith("The way to adopt an existing bucket is `terraform import`")
