@@ -12,7 +12,9 @@ loading the model itself); recall
 at `--recall-cards` cards (bench.recall, its first build takes minutes): in-process p50/p99 with
 the query embedding and KNN recall@10, today's path beside the path before issue 26's recall work,
 and the warm hook's p95 with four sessions at once beside one busy process, against today's
-service and the service on the path before. Every memoir figure comes from a child process, so
+service and the service on the path before; a workspace-scoped recall at `--scoped-cards` over
+`--scoped-workspaces` (bench.scoped) beside the full search filtered to that workspace. Every
+memoir figure comes from a child process, so
 each peak RSS is its own.
 Below the table, each ingest's CPU seconds by step (collect, sanitize, segment, draft, the rest of
 the transform, distill: the rules, store, ...). Wall figures follow the neighbours on shared
@@ -216,6 +218,19 @@ def recall_rows(cards: int, queries: int, hook_calls: int, work: Path) -> list[t
     return rows
 
 
+def scoped_row(cards: int, workspaces: int, work: Path) -> tuple[str, str, str, str, str]:
+    """bench.scoped in a child process (its index cached under /tmp/idx1m): a workspace's question
+    answered from its rows, beside the full search filtered to that workspace, same queries."""
+    out = work / "scoped.json"
+    subprocess.run([sys.executable, "-m", "bench.scoped", "--cards", str(cards), "--workspaces", str(workspaces),
+                    "--json", str(out)], capture_output=True, text=True, check=True)
+    got = json.loads(out.read_text())
+    s, f = got["scoped_ms"], got["full_ms"]
+    return (f"workspace-scoped recall (KNN + FTS5 + terms), {cards:,} cards / {workspaces:,} workspaces, p50 / p99",
+            f"{s['p50']:.1f} / {s['p99']:.1f} ms", f"{f['p50']:.1f} / {f['p99']:.1f} ms full search, then filtered",
+            f"{s['p99'] / f['p99']:.2f}x p99", "p99 <= 50 ms")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--real-mb", type=float, default=200.0)
@@ -228,6 +243,8 @@ def main() -> None:
     ap.add_argument("--recall-cards", type=int, default=100_000, help="cards in the recall rows (0: none)")
     ap.add_argument("--recall-queries", type=int, default=200)
     ap.add_argument("--hook-calls", type=int, default=30, help="hook calls per session in the recall rows")
+    ap.add_argument("--scoped-cards", type=int, default=1_000_000, help="cards in the workspace-scoped row (0: none)")
+    ap.add_argument("--scoped-workspaces", type=int, default=1_000)
     ap.add_argument("--ingest-only", action="store_true", help="only the ingest rows")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -300,6 +317,10 @@ def main() -> None:
             notes.append("recall: bench.recall's synthetic cards; the path before = files parsed, KNN re-scoring 256 "
                          "Hamming candidates from the file, the lexical search after the embedding, torch's one-text "
                          "encode in process; `python -m bench.recall` prints every figure")
+        if args.scoped_cards:
+            rows.append(scoped_row(args.scoped_cards, args.scoped_workspaces, work))
+            notes.append("workspace-scoped: bench.scoped's rows (random vectors, short synthetic texts), the index "
+                         "side of a recall asked in one project; `python -m bench.scoped` prints every figure")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

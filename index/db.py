@@ -32,6 +32,7 @@ from memoir.index.files import INDEX_FILE
 from memoir.index.candidates import fts_search
 from memoir.index.card_fields import STAMP_KEY, TABLE_SQL as CARD_FIELDS_SQL, parser_stamp, put_fields
 from memoir.index.codes import Codes, ScaledCopy, best_first
+from memoir.index.places import PLACES_SQL, PlaceCache, PlaceTest, drop_place, put_place
 from memoir.index.plan import retrieval_text
 from memoir.index.rows import COLUMNS, IndexRow, card_values, chunks, row_hash, row_of, schema_sql
 
@@ -112,6 +113,7 @@ class Index:
         self._codes_lock = threading.Lock()
         self._writes = 0  # commits through this connection (`data_version` counts only the others')
         self._scaled = ScaledCopy(lambda: connect(path, busy_timeout_ms=DEFAULT_BUSY_MS, readonly=True), self.dim)
+        self._places = PlaceCache()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -176,7 +178,7 @@ class Index:
         return q
 
     def knn(self, vector, k: int = 10, *, shortlist: int = SHORTLIST, exact: bool = False,
-            wide: int = WIDE_SHORTLIST) -> list[tuple[str, float]]:
+            wide: int = WIDE_SHORTLIST, within: np.ndarray | None = None) -> list[tuple[str, float]]:
         """Nearest cards by cosine similarity (higher is closer), best first, ties by id.
 
         Args:
@@ -185,6 +187,7 @@ class Index:
             shortlist: Hamming candidates to re-score exactly; more is slower and closer to exact.
             wide: Hamming candidates to re-score in memory first, when the int8 copy is held.
             exact: skip the quantized pass and scan every float vector (reference for recall).
+            within: only these rows (sorted rowids, `scope`): a workspace's question, its rows alone.
         """
         q = self._query_vector(vector)
         if k <= 0:
@@ -196,12 +199,12 @@ class Index:
         codes = self._codes()
         scaled = self._scaled.at(codes.version)
         if scaled is not None:
-            wide = codes.nearest_rowids(q, max(wide, shortlist, k))
+            wide = codes.nearest_rowids(q, max(wide, shortlist, k), within)
             approx = scaled.scores(wide, q)
             best = best_first(approx, max(EXACT_RESCORE, 2 * k))
             rowids = wide[best[np.isfinite(approx[best])]].tolist()
         else:
-            rowids = codes.nearest(q, max(shortlist, k))
+            rowids = codes.nearest_rowids(q, max(shortlist, k), within).tolist()
         if not rowids:
             return []
         found = self.conn.execute(
@@ -231,19 +234,26 @@ class Index:
     def keeps_scaled(self) -> bool:
         return self._scaled.keep
 
+    def _version(self) -> tuple:  # the file's state: commits by other connections and by this one
+        return (self.conn.execute("PRAGMA data_version").fetchall()[0][0], self._writes)
+
+    def scope(self, test: PlaceTest) -> np.ndarray:
+        """The sorted rowids of the rows whose place `test` accepts, and of any row of no known place."""
+        return self._places.get(self.conn, self._version(), self.path).rows(test)
+
     def _codes(self) -> Codes:
         """The binary codes in memory, read again only after a commit (here or by another process)."""
         with self._codes_lock:  # the recall service asks from one thread per connection
-            version = (self.conn.execute("PRAGMA data_version").fetchall()[0][0], self._writes)
+            version = self._version()
             codes = self._loaded_codes
             if codes is None or codes.version != version:
                 self._loaded_codes = codes = None  # never keep two copies at once
                 self._loaded_codes = codes = Codes.read(self.conn, self.dim, version)
             return codes
 
-    def fts(self, query: str, k: int = 10) -> list[tuple[str, float]]:
-        """Lexical matches by bm25 (higher is better); any user text is safe to pass."""
-        return fts_search(self.conn, query, k)
+    def fts(self, query: str, k: int = 10, *, within: np.ndarray | None = None) -> list[tuple[str, float]]:
+        """Lexical matches by bm25 (higher is better), among `within`'s rows if given; any user text is safe."""
+        return fts_search(self.conn, query, k, within)
 
     # -- writes -------------------------------------------------------------------------------
 
@@ -275,8 +285,7 @@ class Index:
         return ApplyReport(added, updated, skipped, encoded=len(missing))
 
     def _stored_vectors(self, ids: list[str]) -> dict[str, tuple[str, np.ndarray]]:
-        """Card id -> (retrieval text, vector) of rows that still hash to their row hash (a damaged
-        vector is never carried over)."""
+        """Card id -> (retrieval text, vector) of rows still matching their row hash (no damaged vector is reused)."""
         cols = ", ".join(COLUMNS)
         out: dict[str, tuple[str, np.ndarray]] = {}
         text_at, blob_at = COLUMNS.index("retrieval_text"), COLUMNS.index("embedding")
@@ -302,6 +311,7 @@ class Index:
         def write() -> None:
             cur = self.conn.cursor()
             cur.execute(CARD_FIELDS_SQL)  # an index from before the table gains it with its next write
+            cur.execute(PLACES_SQL)
             placeholders = ", ".join("?" * len(COLUMNS))
             updates = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS[1:])
             for card, vec in zip(cards, vectors):
@@ -318,6 +328,7 @@ class Index:
                 # The parsed card rides along, so recall reads it instead of parsing the file again
                 # while the file still hashes to `file_hash` (index/card_fields.py).
                 put_fields(cur, n, card, hashes[card.id])
+                put_place(cur, n, card.workspace, card.project)
             self._touch(cur)
 
         self._write(write)
@@ -343,6 +354,7 @@ class Index:
         def delete() -> int:
             cur = self.conn.cursor()
             cur.execute(CARD_FIELDS_SQL)
+            cur.execute(PLACES_SQL)
             gone = 0
             for part in chunks(ids):
                 marks = ",".join("?" * len(part))
@@ -351,6 +363,7 @@ class Index:
                     cur.execute("DELETE FROM vec_cards WHERE rowid = ?", (n,))
                     cur.execute("DELETE FROM fts_cards WHERE rowid = ?", (n,))
                     cur.execute("DELETE FROM card_fields WHERE n = ?", (n,))
+                    drop_place(cur, n)
                     cur.execute("DELETE FROM cards WHERE n = ?", (n,))
                 gone += len(ns)
             self._touch(cur)

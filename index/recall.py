@@ -38,10 +38,9 @@ from memoir.index.candidates import (
 )
 from memoir.index.errors import IndexFailure
 from memoir.index.files import INDEX_FILE
-from memoir.index.recall_gates import (
-    INJECTED, Candidate, GatePolicy, Judgement, RecallQuery, fast_changing_fact, judge, prefer_newer, take_place,
-)
+from memoir.index.recall_gates import INJECTED, Candidate, GatePolicy, Judgement, RecallQuery, fast_changing_fact, judge, prefer_newer, take_place
 from memoir.index.plan import retrieval_text
+from memoir.index.places import project_rows
 from memoir.index.recall_log import append_record
 from memoir.index.recall_reads import Aside, CardReader, taken, words_side
 from memoir.index.recall_policy import candidate_from, candidate_record, card_about, missing_card, placed, policy_record
@@ -347,14 +346,16 @@ class Recaller:
             return _Plan(self.mode, task_type, [], f"no index at {self.index_path}; run `memoir run`")
         hits: dict[str, dict]
         terms = subject_terms(query_terms(text))  # overlap on the subject, not on words every session uses
+        project = self.projects.resolve(workspace)  # before `load`: a new folder is registered first
         if self.embedder is not None:
+            rows = project_rows(index, self.projects.load(), project)  # the project's rows answer (index/places.py)
             check("embed")
             # The lexical search and the term counts need no vector: they run in SQLite (no GIL) on a
             # connection of their own while the model embeds (no GIL either): ~6 ms less at 100k cards.
-            lexical = Aside(words_side, self._lexical_for(index), text, terms, self._reader)
+            lexical = Aside(words_side, self._lexical_for(index), text, terms, self._reader, rows)
             vector = self.embedder.encode_one(text)
             check("knn")
-            knn = index.knn(vector, KNN_K * POOL)
+            knn = index.knn(vector, KNN_K * POOL, within=rows)
             check("fts")
             fts, rare, early = lexical.result()
             hits = fuse(knn, fts)
@@ -399,7 +400,6 @@ class Recaller:
                                              similarity, now,
                                              self._renewed_by_hand(card), names_pasted_error(pasted, card_about(card))))
         self._follow_supersession(candidates, cards, hits, now, pasted)
-        project = self.projects.resolve(workspace)  # before `load`: a new folder is registered first
         candidates = prefer_newer(placed(candidates, self.projects.load()))
         candidates.sort(key=lambda c: (-c.rrf, -c.similarity, c.id))
         check("gates")

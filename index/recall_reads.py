@@ -76,12 +76,12 @@ class CardReader:
 Read = tuple[Card, str] | Exception  # a card and its retrieval text, or why it could not be read
 
 
-def words_side(words, text: str, terms: list[str], reader: CardReader | None = None
+def words_side(words, text: str, terms: list[str], reader: CardReader | None = None, within=None
                ) -> tuple[list[tuple[str, float]], list[str], dict[str, Read]]:
-    """What recall asks of the lexical index: the best matches by bm25, the query's distinctive
-    terms, and (with `reader`) those matches' cards, read while the model still embeds the query:
-    every lexical hit is a candidate, so its card is read either way."""
-    fts = words.fts(text, FTS_K)
+    """What recall asks of the lexical index: the best matches by bm25 (among `within`'s rows, if
+    given), the query's distinctive terms, and (with `reader`) those matches' cards, read while the
+    model still embeds the query: every lexical hit is a candidate, so its card is read either way."""
+    fts = words.fts(text, FTS_K, within)
     rare = distinctive_terms(words.conn, terms)
     return fts, rare, (read_ahead(reader, words.conn, [i for i, _ in fts]) if reader is not None else {})
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from memoir.cards.values import Card
 from memoir.index.card_fields import TABLE_SQL as CARD_FIELDS_SQL
+from memoir.index.places import PLACES_SQL
 from memoir.index.plan import retrieval_text
 
 MAX_BIND = 900  # SQLite's 999-variable limit, with room to spare
@@ -59,6 +60,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts_cards USING fts5(
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_vocab USING fts5vocab(fts_cards, 'row');
 {CARD_FIELDS_SQL};
+{PLACES_SQL};
 """
 
 

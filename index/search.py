@@ -44,9 +44,7 @@ from memoir.index.chain_links import CardsOnDisk, newest_in_chain
 from memoir.index.errors import IndexCorrupt, IndexFailure
 from memoir.index.files import INDEX_FILE, TURNS_FILE
 from memoir.index.rewrite import rewrite_query
-from memoir.index.search_results import (
-    SearchHit, SearchResult, TurnHit, above_floor, screen_result,
-)
+from memoir.index.search_results import SearchHit, SearchResult, TurnHit, above_floor, screen_result
 from memoir.index.turns import Span, TurnIndex, TurnRow, WindowRow, covering, search_words
 
 POOL_PER_HIT = 4  # each path fetches k × this many: status filtering cuts some, fusion reorders
@@ -368,7 +366,8 @@ def search_cards(settings: Settings, query: str, *, embedder, k: int = 10, works
     try:
         pool = min(MAX_POOL, max(1, k) * POOL_PER_HIT)
         vector = embedder.encode_one(text)
-        fused = fuse(index.knn(vector, pool), index.fts(text, pool))
+        rows = index.scope(near) if near is not None else None  # the workspace's rows alone (index/places.py)
+        fused = fuse(index.knn(vector, pool, within=rows), index.fts(text, pool, within=rows))
         need = [i for i, h in fused.items() if "cosine" not in h]
         for card_id, vec in index.vectors(need).items():
             fused[card_id]["cosine"] = float(vec @ vector)
