@@ -273,20 +273,23 @@ MIN_REPLY_CHARS = 200  # an assistant's reply that ended its turn, not a one-lin
 def _starts_new_request(b: _Builder, asked: str) -> bool:
     """A request after the assistant's turn ended in a reply: the user asks for something else,
     whatever the host or the language, so each request is its own experience. Not while a check is
-    red (the loop is open), not after the assistant asked a question (the message answers it), and
-    not a short reply, a go-ahead, words pointing back at the work, or a report that it still does
-    not work, pasted or said (the same problem goes on)."""
+    red (the loop is open), not after the assistant handed the turn back (a question, "let me know
+    which"), and not a short reply, a go-ahead, words pointing back at the work, a rejection, or a
+    report that it still does not work (the same problem goes on). After work that only looked
+    around (a warm-up, "get your bearings"), a problem report is the first real request."""
     last = b.turns[-1]
     text = asked.strip()
+    if b.red or last.role != "assistant" or last.kind != "text" or len(text.split()) < MIN_REQUEST_WORDS \
+            or _FOLLOWS_ON.match(text) or _FOLLOW_UP.match(text) or _POINTS_BACK.match(text) \
+            or first_rule(GO_AHEAD, text[:200]) or first_rule(REJECTS, text[:4000]):
+        return False
+    reports = bool(first_rule(PROBLEM_REPORTS, text[:4000]) or pasted_signature(text))
+    if reports and b.only_looked and b.tool_calls:
+        return True
     # A question ("how do I …") is a request of its own even after a one-line acknowledgement.
     short_reply = b.answered_chars < MIN_REPLY_CHARS and not first_rule(QUESTIONS, text[:300])
-    if b.red or short_reply or last.role != "assistant" or last.kind != "text" \
-            or last.text.rstrip().endswith(("?", "？")) or first_rule(WAITS_FOR_USER, last.text[-600:]):
-        return False
-    if len(text.split()) < MIN_REQUEST_WORDS or _FOLLOWS_ON.match(text) or _FOLLOW_UP.match(text) \
-            or _POINTS_BACK.match(text) or first_rule(GO_AHEAD, text[:200]):
-        return False
-    return not (first_rule(PROBLEM_REPORTS, text[:4000]) or first_rule(REJECTS, text[:4000]) or pasted_signature(text))
+    handed_back = last.text.rstrip().endswith(("?", "？")) or first_rule(WAITS_FOR_USER, last.text[-600:])
+    return not (short_reply or handed_back or reports)
 
 
 def _looks(turn: Turn) -> bool:

@@ -301,3 +301,18 @@ def test_a_question_after_a_one_line_acknowledgement_is_a_request_of_its_own():
          .runs("terraform import module.logs.aws_s3_bucket.this logs").result("Import successful!")
          .says("Use `terraform import` into the address the module declares."))
     assert [e.boundary for e in segment_session(s.turns)] == ["start", "new_request"]
+
+
+def test_a_problem_reported_after_a_warm_up_that_only_looked_starts_its_own_experience():
+    """"Get your bearings" then "the release build is broken": the report is the first real request,
+    even though the assistant's summary ended by asking what to do next."""
+    s = (Script().user("hi! get your bearings in this repo first pls")
+         .runs("ls -la && cat Cargo.toml").result('[package]\nname = "fetchr"')
+         .says(_REPLY + " What would you like to work on?")
+         .user("release build for musl is broken:\nerror: failed to run custom build command for `openssl-sys v0.9`")
+         .runs("cargo build --release --target x86_64-unknown-linux-musl").error("error: failed to run custom build command for `openssl-sys v0.9`")
+         .edits("Cargo.toml", 'reqwest = "0.12"', 'reqwest = { version = "0.12", default-features = false, features = ["rustls-tls"] }')
+         .runs("cargo build --release --target x86_64-unknown-linux-musl").result("Finished release [optimized]"))
+    exps = segment_session(s.turns)
+    assert [e.boundary for e in exps][-1] == "new_request"
+    assert exps[-1].turns[0].text.startswith("release build for musl is broken")
