@@ -113,7 +113,7 @@ class Index:
         self._codes_lock = threading.Lock()
         self._writes = 0  # commits through this connection (`data_version` counts only the others')
         self._scaled = ScaledCopy(lambda: connect(path, busy_timeout_ms=DEFAULT_BUSY_MS, readonly=True), self.dim)
-        self._places = PlaceCache()
+        self._places = PlaceCache(lambda: connect(path, busy_timeout_ms=DEFAULT_BUSY_MS, readonly=True))
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -217,18 +217,18 @@ class Index:
         return [(ids[j], float(scores[j])) for j in order]
 
     def warm(self) -> None:
-        """Read what the first KNN would (every binary code, and the int8 copy of every vector), so a
-        long-lived reader's first prompt does not pay for it; from now on the copy is read again in
-        the background after each commit (`ScaledCopy`)."""
+        """Read what the first KNN and scope would (codes, int8 copy, place grouping), so a long-lived reader's
+        first prompt does not pay; after a commit the copy and grouping are read again in the background."""
         try:
             codes = self._codes()
             self._scaled.read_now(self.conn, codes.version)
+            self._places.read_now(self.conn, codes.version)
         except apsw.Error as exc:
             raise translate(exc, self.path) from exc
 
     def keep_scaled(self) -> None:
-        """Keep the int8 copy of the vectors, read in the background (a reopened long-lived reader)."""
-        self._scaled.keep = True
+        """Keep the int8 copy and the place grouping, read in the background (a reopened long-lived reader)."""
+        self._scaled.keep = self._places.keep = True
 
     @property
     def keeps_scaled(self) -> bool:
@@ -237,9 +237,9 @@ class Index:
     def _version(self) -> tuple:  # the file's state: commits by other connections and by this one
         return (self.conn.execute("PRAGMA data_version").fetchall()[0][0], self._writes)
 
-    def scope(self, test: PlaceTest) -> np.ndarray:
-        """The sorted rowids of the rows whose place `test` accepts, and of any row of no known place."""
-        return self._places.get(self.conn, self._version(), self.path).rows(test)
+    def scope(self, test: PlaceTest) -> np.ndarray | None:
+        """The sorted rowids of the rows `test` accepts and of rows of no known place; None: search every row."""
+        return self._places.rows(self.conn, self._version(), self.path, test)
 
     def _codes(self) -> Codes:
         """The binary codes in memory, read again only after a commit (here or by another process)."""

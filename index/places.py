@@ -7,9 +7,10 @@ table of its own (`card_places`), and a long-lived reader groups the rows by pla
 of the file: a question about one workspace names the places it accepts (a test over ~1,000
 distinct places, not 1M rows), and KNN and FTS5 look at those rows alone (`Index.scope`).
 
-The scope only ever holds more rows than the caller keeps, never fewer: a row whose place the
-index does not know (an index written before this table, until its next rebuild or rewrite) is in
-every scope, and the caller's own test still judges each card it returns.
+A row whose place the index does not know (an index written before this table, until its next
+rebuild or rewrite) is in every scope, and the caller's own test still judges each card it returns.
+A long-lived reader's scope may lag a commit by the background read's time (`PlaceCache`): it can
+then miss the cards committed since, or be too wide, never let another project's card past the gates.
 
 Imports neither numpy nor sqlite-vec at module level: the lexical-only recall reads it too.
 """
@@ -17,9 +18,10 @@ Imports neither numpy nor sqlite-vec at module level: the lexical-only recall re
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from memoir.index.apsw_errors import apsw, translate
+from memoir.index.errors import IndexFailure
 
 PLACES_SQL = ("CREATE TABLE IF NOT EXISTS card_places "
               "(n INTEGER PRIMARY KEY, workspace TEXT NOT NULL, project TEXT NOT NULL)")
@@ -39,7 +41,7 @@ def drop_place(cur, n: int) -> None:
 class Places:
     """The rowids of each place, read at one `data_version`; `unplaced` rows are in every scope."""
 
-    def __init__(self, groups: dict[tuple[str, str], list[int]], unplaced: list[int], version: tuple):
+    def __init__(self, groups: dict[tuple[str, str], Sequence[int]], unplaced: Sequence[int], version: tuple):
         import numpy as np  # deferred: start-up (the lexical-only recall imports this module)
 
         self.groups = {place: np.asarray(ns, dtype=np.int64) for place, ns in groups.items()}
@@ -48,20 +50,34 @@ class Places:
 
     @classmethod
     def read(cls, conn, version: tuple) -> Places:
-        """Group every row by place: one pass over the small table (~0.6 s at 1M rows), and the rows
-        without a place found only when the two tables' counts differ."""
-        groups: dict[tuple[str, str], list[int]] = {}
+        """Group every row by place: one pass over the small table, and the rows without a place found
+        only when the two tables' counts differ.
+
+        One text a row (workspace, NUL, project: a path holds no NUL, so the first one splits it) and
+        a small code per distinct place, then one stable argsort: ~0.65 s at 1M rows where a tuple
+        key and a list per place took ~1 s (bench/RESULTS.md). Most of what is left is SQLite
+        handing over a million strings."""
+        import numpy as np  # deferred: start-up
+
+        code_of: dict[str, int] = {}
+        ns: list[int] = []
+        codes: list[int] = []
         try:
-            placed = conn.execute("SELECT n, workspace, project FROM card_places").fetchall()
+            for n, key in conn.execute("SELECT n, workspace || char(0) || project FROM card_places"):
+                ns.append(n)
+                codes.append(code_of.setdefault(key, len(code_of)))
         except apsw.SQLError:  # no such table: an index from before places, until its next write
-            placed = []
-        for n, workspace, project in placed:
-            groups.setdefault((workspace, project), []).append(n)
+            ns, codes = [], []
         total = conn.execute("SELECT count(*) FROM cards").fetchall()[0][0]
         unplaced: list[int] = []
-        if total != len(placed):
-            known = {n for n, _, _ in placed}
+        if total != len(ns):
+            known = set(ns)
             unplaced = [n for (n,) in conn.execute("SELECT n FROM cards") if n not in known]
+        rowids, coded = np.asarray(ns, dtype=np.int64), np.asarray(codes, dtype=np.int32)
+        order = np.argsort(coded, kind="stable")
+        bounds = np.searchsorted(coded[order], np.arange(len(code_of) + 1))
+        grouped = rowids[order]
+        groups = {tuple(key.split("\0", 1)): grouped[bounds[c]:bounds[c + 1]] for key, c in code_of.items()}
         return cls(groups, unplaced, version)
 
     def rows(self, test: PlaceTest):
@@ -73,28 +89,82 @@ class Places:
 
 
 class PlaceCache:
-    """The `Places` a reader holds: read on the first scoped question, again after any commit."""
+    """The `Places` a reader holds. A one-shot reader reads them in its first scoped question, and
+    again in the first after any commit, on the request's connection. A long-lived reader (`Index.warm`,
+    `keep`) reads them at warm-up and, after a commit, again in the background on a connection of
+    its own, as `ScaledCopy` does the int8 copy (~0.65 s at 1M rows: a prompt's deadline is 300 ms).
 
-    def __init__(self):
-        self._current: Places | None = None
+    Until the new grouping is ready the old one keeps answering. A scope from it is the rows of the
+    places the test accepts *as they were*: it misses a card committed since (its row is in no
+    group), and may be too wide, never a leak: a removed card's rowid finds no row, and a rowid
+    SQLite reused for a new card or a card rewritten with another place are judged by the recall
+    gates on the card's own fields (`TooFarFromWorkspace`), which never read this grouping. Before
+    the first grouping is held a long-lived reader answers None: no scope, the full search."""
+
+    def __init__(self, connect: Callable | None = None):
+        self._connect = connect  # a fresh read-only connection, for the background reads
+        self.keep = False
+        self.current: Places | None = None
+        self.loading: tuple | None = None  # the version a background read is loading
+        self.reads = 0  # groupings read, in a request or not (tests pin that a warm reader's requests read none)
         self._lock = threading.Lock()
 
-    def get(self, conn, version: tuple, path) -> Places:
-        """The places at `version`; a failed read raises the index's typed failure for `path`."""
+    def read_now(self, conn, version: tuple) -> None:
+        """Group the rows now (warm-up), and from now on read again in the background after a commit."""
         with self._lock:
-            if self._current is None or self._current.version != version:
-                self._current = None  # never two copies at once
-                try:
-                    self._current = Places.read(conn, version)
-                except apsw.Error as exc:
-                    raise translate(exc, path) from exc
-            return self._current
+            self.keep, self.current = True, None  # never two copies at once
+            self.current = Places.read(conn, version)
+            self.reads += 1
+
+    def get(self, conn, version: tuple, path) -> Places | None:
+        """The places at `version`, or for a long-lived reader the last ones read (None: none yet);
+        a failed read in the request raises the index's typed failure for `path`."""
+        with self._lock:
+            current = self.current
+            if current is not None and current.version == version:
+                return current
+            if self.keep and self._connect is not None:
+                if self.loading != version:
+                    self.loading = version
+                    threading.Thread(target=self._read, args=(version,), name="memoir-index-places",
+                                     daemon=True).start()
+                return current
+            self.current = None  # never two copies at once
+            try:
+                self.current = Places.read(conn, version)
+            except apsw.Error as exc:
+                raise translate(exc, path) from exc
+            self.reads += 1
+            return self.current
+
+    def rows(self, conn, version: tuple, path, test: PlaceTest):
+        """`Places.rows` of the places `get` gives, or None (search every row) while there are none yet."""
+        places = self.get(conn, version, path)
+        return places.rows(test) if places is not None else None
+
+    def _read(self, version: tuple) -> None:
+        """Its snapshot is at least as new as `version`; were it newer, `get` sees another version and reads again."""
+        try:
+            conn = self._connect()
+            try:
+                places = Places.read(conn, version)
+            finally:
+                conn.close()
+        except (apsw.Error, IndexFailure):
+            places = None
+        with self._lock:
+            if self.loading == version:
+                # A failed read drops the old grouping (the full search answers, the requests' own
+                # reads say why) and is not tried again before the next commit (`loading` stays).
+                self.current = places
+                if places is not None:
+                    self.loading, self.reads = None, self.reads + 1
 
 
 def project_rows(index, projects, project: str):
     """The rows a recall asked in `project` may inject (`TooFarFromWorkspace`: its own project's, and
-    any of no project), or None where the question is of no project: every row could pass, so the
-    full search answers (the slow path). `projects` is the registry's `ProjectMap`."""
+    any of no project), or None where the question is of no project (every row could pass) or no
+    grouping is held yet: the full search answers (the slow path). `projects` is the registry's `ProjectMap`."""
     if not project:
         return None
     return index.scope(lambda workspace, recorded: projects.project_of(workspace, recorded) in ("", project))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import pytest
@@ -81,3 +82,66 @@ def test_a_removed_card_leaves_the_scope_and_rows_of_no_known_place_are_in_every
             other.conn.execute("DROP TABLE card_places")
     # ... holds every row in every scope until its rows are written again: never fewer than the caller keeps
     assert of_place(index, here) == {c.id for c in cards} - {gone}
+
+
+def _settled(index) -> None:
+    """Wait for the long-lived reader's background grouping (pytest's timeout bounds it)."""
+    while index._places.loading is not None:
+        time.sleep(0.01)
+
+
+def ids_of(index, rows) -> set[str]:
+    rows = rows.tolist()
+    return {i for (i,) in index.conn.execute(f"SELECT id FROM cards WHERE n IN ({','.join('?' * len(rows))})", rows)}
+
+
+def test_a_warmed_index_answers_scoped_queries_from_the_grouping_it_read_at_warm_up(index, cards, embedder):
+    index.warm()
+    held, reads = index._places.current, index._places.reads
+    assert held is not None
+    here = of_workspace(ProjectMap().with_paths(PROJECTS), "/work/proj0")
+    for query in QUERIES:
+        rows = index.scope(here)
+        index.knn(embedder.encode([query])[0], 8, within=rows)
+        assert ids_of(index, rows) == {c.id for c in cards if here(c.workspace, c.project)}
+    assert index._places.current is held and index._places.reads == reads  # no request grouped the rows
+
+
+def test_after_a_commit_the_old_grouping_answers_until_the_background_one_holds_the_new_card(index, embedder):
+    index.warm()
+    held = index._places.current
+    here = of_workspace(ProjectMap().with_paths(PROJECTS), "/work/proj0")
+    new = replace(placed_card(600), id="c-new-in-proj0", workspace="/work/proj0", project=PROJECTS["/work/proj0"])
+    with open_index(index.path.parent, embedder) as writer:  # a nightly run's connection
+        writer.apply([new], {new.id: content_hash(render_card(new))})
+    stale = index.scope(here)  # the commit is seen: a background read starts, the old grouping answers
+    assert index._places.loading is not None or index._places.current is not held
+    assert new.id not in ids_of(index, stale)  # a stale scope misses the cards committed since
+    _settled(index)
+    assert index._places.current is not held
+    assert new.id in ids_of(index, index.scope(here))
+
+
+def test_a_stale_scope_is_at_worst_too_wide_where_sqlite_reused_a_removed_cards_rowid(index, cards, embedder):
+    index.warm()
+    projects = ProjectMap().with_paths(PROJECTS)
+    last = max(cards, key=lambda c: index.conn.execute("SELECT n FROM cards WHERE id = ?", (c.id,)).fetchall()[0][0])
+    theirs = of_workspace(projects, last.workspace)
+    other = next(w for w in PROJECTS if w != last.workspace)
+    new = replace(placed_card(601), id="c-reused-rowid", workspace=other, project=PROJECTS[other])
+    with open_index(index.path.parent, embedder) as writer:
+        writer.remove([last.id])
+        writer.apply([new], {new.id: content_hash(render_card(new))})  # takes the removed card's rowid
+    # The old grouping still files that rowid under the removed card's place: the scope is too wide,
+    # and the recall gates judge the card by its own project (TooFarFromWorkspace, test_recall_gates).
+    assert new.id in ids_of(index, index.scope(theirs))
+    _settled(index)
+    assert new.id not in ids_of(index, index.scope(theirs))
+
+
+def test_a_reopened_long_lived_reader_searches_every_row_until_its_first_grouping_is_read(index, cards):
+    index.keep_scaled()  # as the recall service's reader after a rebuild's swap: nothing read yet
+    here = of_workspace(ProjectMap().with_paths(PROJECTS), "/work/proj2")
+    assert index.scope(here) is None  # the full search answers; no request waits for the grouping
+    _settled(index)
+    assert ids_of(index, index.scope(here)) == {c.id for c in cards if here(c.workspace, c.project)}
