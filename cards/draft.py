@@ -449,7 +449,36 @@ def with_inner_lessons(exp: Experience, card: Card, min_conclusion_chars: int = 
     inner = inner_lessons(exp, card, min_conclusion_chars)
     if inner and card.extra.get("kind") != "fix" and card.error_signature in {c.error_signature for _, c in inner}:
         card = card.with_(error_signature="")
-    return [(exp, card), *inner]
+    return _one_card_per_setting([(exp, card), *inner])
+
+
+# "re-running it with `sandbox_permissions: require_escalated` fixed it" (`evidence.evidence_statement`).
+_SETTING_FIX = re.compile(r"re-running it with (`[^`]+`(?: instead of `[^`]+`)?) fixed it")
+_FAILED_WITH = re.compile(r"fails with `([^`]+)` \(t(\d+)\)")
+
+
+def _one_card_per_setting(drafted: list[tuple[Experience, Card]]) -> list[tuple[Experience, Card]]:
+    """One experience, one lesson per setting: when the same setting fixed several commands (a sandbox
+    that needed escalation for `git fetch`, then for a branch), the first card says it, and names the
+    other errors it also cleared; a second card would teach the same thing twice."""
+    out: list[tuple[Experience, Card]] = []
+    first: dict[str, int] = {}
+    for exp, card in drafted:
+        fixed = _SETTING_FIX.search(card.conclusion) if card.extra.get("kind") == "fix" else None
+        if fixed is None:
+            out.append((exp, card))
+            continue
+        if fixed[1] not in first:
+            first[fixed[1]] = len(out)
+            out.append((exp, card))
+            continue
+        at = first[fixed[1]]
+        failed = _FAILED_WITH.search(card.conclusion)
+        also = f"`{failed[1]}` (t{failed[2]})" if failed else f"`{card.error_signature}`"
+        held_exp, held = out[at]
+        out[at] = (held_exp, held.with_(conclusion=within_budget(f"{held.conclusion.rstrip()}\n\n"
+                                                                  f"The same {fixed[1]} also cleared {also}.")))
+    return out
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?:])\s+")

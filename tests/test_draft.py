@@ -195,3 +195,28 @@ def test_a_command_rerun_with_only_its_chaining_operator_changed_is_a_fix_by_tha
     assert lesson.status == "active", lesson.gate
     assert "re-running it with `;` instead of `&&` fixed it" in lesson.conclusion
     assert "Re-run with `;` instead of `&&`" in lesson.title
+
+
+def test_the_same_setting_fixing_two_commands_in_one_experience_is_one_card_naming_both_errors():
+    """A sandbox that needed escalation for `git fetch`, then for a new branch: one lesson, one card."""
+    from memoir.cards.draft import with_inner_lessons
+    from memoir.cards.values import Turn
+
+    s = Script(host="codex").user("write the spec for the startup readiness feature")
+    for command, error in (("git fetch --all --prune", "error: cannot open '.git/FETCH_HEAD': Operation not permitted"),
+                           ("./scripts/new-feature.sh --json",
+                            "fatal: cannot lock ref 'refs/heads/001-x': Operation not permitted")):
+        call = {"command": command, "workdir": "/home/dev/shop"}
+        for args, out, kind in ((call, error, "error"), ({**call, "sandbox_permissions": "require_escalated"}, "ok", "tool_result")):
+            s.turns.append(Turn(host="codex", session_id=s.session_id, seq=len(s.turns), role="assistant", kind="tool_call",
+                                text="shell_command " + json.dumps(args), tool_name="shell_command"))
+            s.turns.append(Turn(host="codex", session_id=s.session_id, seq=len(s.turns), role="tool", kind=kind,
+                                text=out, tool_name="shell_command"))
+        s.says("Done with that step.")
+    s.edits("/home/dev/shop/specs/001-x/spec.md", "", "# Spec\n")
+    exp = _only(s)
+    fixes = [c for _, c in with_inner_lessons(exp, draft_card(exp)) if c.extra.get("kind") == "fix"]
+    assert len(fixes) == 1
+    said = fixes[0].conclusion
+    assert "FETCH_HEAD" in said and "cannot lock ref" in said
+    assert "The same `sandbox_permissions: require_escalated` also cleared" in said
