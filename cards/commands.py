@@ -153,9 +153,21 @@ def same_target(failed: str, passed: str) -> bool:
         return True  # `./gradlew --refresh-dependencies bootRun` is still `./gradlew bootRun`
     runner_a, targets_a = _target(a)
     runner_b, targets_b = _target(b)
-    if runner_a != runner_b or not targets_a or not targets_b:
+    if runner_a != runner_b:
+        # `node assets/build.js`, then `cd assets && node build.js`: the same script from another folder.
+        ra, rb = runner_a.split(), runner_b.split()
+        return len(ra) == len(rb) == 2 and ra[0] == rb[0] and _same_file(ra[1], rb[1]) and targets_a == targets_b
+    if not targets_a or not targets_b:
         return False
-    return all(any(x == y or x.startswith(y + "/") for y in targets_b) for x in targets_a)
+    # `node assets/build.js`, then `cd assets && node build.js`: the same file, named from another folder.
+    return all(any(x == y or x.startswith(y + "/") or _same_file(x, y) for y in targets_b) for x in targets_a)
+
+
+def _same_file(a: str, b: str) -> bool:
+    """One path ends with the other at a folder boundary, and both name a file (`assets/build.js`, `build.js`)."""
+    if "." not in a.rsplit("/", 1)[-1] or a.rsplit("/", 1)[-1] != b.rsplit("/", 1)[-1]:
+        return False
+    return a.endswith("/" + b) or b.endswith("/" + a)
 
 
 _CACHE_FLAG = re.compile(r"^--(?:no-)?[a-z]+-[a-z-]+$")  # `--refresh-dependencies`, `--no-build-cache`, `--no-daemon`

@@ -367,7 +367,9 @@ def iter_segments(turns: list[Turn] | tuple[Turn, ...], rules: SegmentRules,
             yield from b.out[emitted:]
             emitted = len(b.out)
         if turn.kind == "summary":
-            close("compaction")
+            # The host compressed its context, the task goes on: what follows without a new request is
+            # the same request's work (carded under it), not a stretch with no request.
+            close("compaction", mid_task=True)
             continue
         if _is_user_text(turn) and (cmd := slash_command(turn.text)) in _CLEAR_COMMANDS | {"/compact"}:
             close("clear" if cmd in _CLEAR_COMMANDS else "compaction")

@@ -433,3 +433,11 @@ def test_a_fix_too_long_to_show_whole_shows_the_lines_that_name_what_failed():
     said = with_the_fix("The endpoint had no test configuration.", fixed_loop(tuple(s.turns)), tuple(s.turns))
     assert "secret_key_base: String.duplicate(\"test_key_\", 8)" in said
     assert "config :my_app, MyApp.Endpoint," in said and "editing" not in said
+
+
+def test_a_script_run_from_its_own_folder_after_failing_from_the_root_is_the_same_check_fixed_by_the_cd():
+    s = (Script().user("build the assets")
+         .runs("node assets/build.js").error('✘ [ERROR] Could not resolve "js/app.js"')
+         .runs("cd /home/dev/shop/assets && node build.js").result("build ok"))
+    lp = fixed_loop(s.turns)
+    assert lp is not None and lp.fix.setting == "cd /home/dev/shop/assets"

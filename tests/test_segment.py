@@ -316,3 +316,14 @@ def test_a_problem_reported_after_a_warm_up_that_only_looked_starts_its_own_expe
     exps = segment_session(s.turns)
     assert [e.boundary for e in exps][-1] == "new_request"
     assert exps[-1].turns[0].text.startswith("release build for musl is broken")
+
+
+def test_work_after_a_host_compaction_without_a_new_request_is_carded_under_the_same_request():
+    s = (Script().user("add the highlight.js bundle and make sure the assets build")
+         .runs("mix compile").result("Compiled 3 files")
+         .summary("The conversation so far: adding highlight.js to the assets.")
+         .runs("node assets/build.js").error('✘ [ERROR] Could not resolve "js/app.js"')
+         .runs("cd assets && node build.js").result("build ok"))
+    exps, skipped = segment_with_skips(s.turns)
+    assert [e.boundary for e in exps] == ["start", "compaction"] and not skipped
+    assert exps[1].request.startswith("add the highlight.js bundle")
