@@ -177,10 +177,6 @@ def _checked_answer(turns: tuple[Turn, ...]) -> Proof | None:
     if answer is None:
         return None
     w = walk(turns)
-    done = _done_then_answered(w, asked, answer)
-    if done is not None:
-        return Proof("checked_answer", f"t{done.result.seq}", f"question at t{asked.seq}; `{done.command[:60]}` passed at "
-                     f"t{done.result.seq} and the answer at t{answer.seq} names it", asked.seq, done.command)
     edits = [t.seq for _, t in w.changes if t.seq > answer.seq and t.tool_name.lower() in EDIT_TOOLS]
     for run in w.runs:
         if run.call.seq > answer.seq and (not edits or run.call.seq < edits[0]) and run.passed \
@@ -190,19 +186,6 @@ def _checked_answer(turns: tuple[Turn, ...]) -> Proof | None:
         if run.call.seq > answer.seq and run.failed:
             return None
     return None
-
-
-def _done_then_answered(w, asked: Turn, answer: Turn):
-    """The other order of a checked answer: asked how, the agent did it (no file edited, nothing
-    failed), then answered naming what it ran (`terraform import …` passed, "the way is `terraform
-    import` into the module's address"). The last passing run the answer names, or None."""
-    runs = [r for r in w.runs if asked.seq < r.call.seq < answer.seq]
-    if not runs or any(r.failed for r in runs) or any(
-            asked.seq < t.seq < answer.seq and t.tool_name.lower() in EDIT_TOOLS for _, t in w.changes):
-        return None
-    said = answer.text.lower()
-    return next((r for r in reversed(runs) if r.passed and not only_looks(r.command)
-                 and " ".join(command_key(r.command).split()[:2]).lower() in said), None)
 
 
 def _wider_suite(failed: str, command: str) -> bool:

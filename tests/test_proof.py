@@ -320,19 +320,3 @@ def test_a_question_about_memory_or_a_note_is_no_rule_to_keep():
     for said in ("do you remember why the test failed?", "Note: I pushed the branch, please review"):
         card = _settled(Script().user(said).says("It failed on the missing fixture; I pushed nothing else."))
         assert "In the user's words" not in card.conclusion
-
-
-def test_a_question_the_agent_answered_by_doing_it_is_a_checked_answer_when_the_answer_names_what_passed():
-    """Asked how, the agent ran it (no file edited, nothing failed), then said how: the run that passed
-    checks the answer it names. An answer naming nothing it ran proves nothing."""
-    def session(answer: str) -> Script:
-        return (Script().user("how do i bring the hand made logs bucket under terraform? module.logs already exists")
-                .runs("sed -n 1,20p modules/logs/main.tf").result('resource "aws_s3_bucket" "this" {}')
-                .runs("cd envs/staging && terraform import module.logs.aws_s3_bucket.this logs-staging && terraform plan")
-                .result("Import successful!\nNo changes. Your infrastructure matches the configuration.")
-                .says(answer))
-    named = session("The way to adopt an existing bucket is `terraform import` into the address the module declares.")
-    proof = prove(named.turns, confirmed_at=None, users_words=False)
-    assert proof.kind == "checked_answer" and "terraform import" in proof.why
-    other = session("You could also recreate the bucket by hand and copy the objects over with the console.")
-    assert prove(other.turns, confirmed_at=None, users_words=False).kind != "checked_answer"
