@@ -19,7 +19,7 @@ from pathlib import Path
 
 from memoir.cards.collect import CollectReport
 from memoir.cards.config import Settings
-from memoir.cards.distill.rules import RulesPlan
+from memoir.cards.distill.rules import RulesPlan, keep_what_stands
 from memoir.cards.ledger import Ledger
 from memoir.cards.private import tighten_home, tightened_note
 from memoir.cards.errors import CardsError
@@ -218,7 +218,12 @@ def settle_batch_of(run: Run, batch: list[tuple[Experience, Card]], asked: Batch
 def finish_distill(run: Run) -> None:
     """The cards to write, the counts in the summary, and the batches a model incident sends to the queue."""
     summary, distilled, plan = run.summary, run.distilled, run.plan
-    run.cards = [distilled.judged.get(c.id, c) for c in plan.write]
+    judged = [distilled.judged.get(c.id, c) for c in plan.write]
+    run.cards = keep_what_stands(judged, run.library)
+    undone = sum(a.status == "superseded" != b.status for a, b in zip(judged, run.cards))
+    if undone:  # the held-back card replaced nothing: say so beside the rule stage's own count
+        plan.counters["superseded"] -= undone
+        plan.counters["supersession_undone"] += undone
     summary.notes.extend(distilled.notes)
     summary.rules.update({k: v for k, v in plan.counters.items() if v})
     summary.model = distilled.model

@@ -450,3 +450,22 @@ def test_a_generic_tool_failure_line_is_no_signature_to_merge_on():
     for sig in ("tool call error: tool call failed for `<path>`", "error: Failed to find expected lines [<str>] in <path>"):
         assert merge_signature(Card(id="c-1", error_signature=sig)) == ""
     assert merge_signature(Card(id="c-1", error_signature="TS2345: Argument of type <str> is not assignable"))
+
+
+def test_a_supersession_by_a_card_the_gates_held_back_is_undone_and_the_old_card_stands():
+    """A later night's card that superseded an active one in the rule stage, then failed a gate, proves
+    nothing: the active card comes back as it was, and the held card no longer claims to replace it."""
+    from memoir.cards.distill.merge import supersede
+    from memoir.cards.distill.rules import keep_what_stands
+
+    night_one = draft_card(_one(checkout_session("s-1", day=0))[0])
+    held = draft_card(_one(checkout_session("s-2", day=3))[0])
+    assert night_one.status == "active"
+    old, new = supersede(night_one, held.with_(id="c-later"))
+    gated = new.with_(status="candidate", gate="no_unsupported_specifics")
+    kept = {c.id: c for c in keep_what_stands([old, gated], {night_one.id: night_one})}
+    assert kept[night_one.id] == night_one
+    assert kept["c-later"].supersedes == () and "Supersedes" not in kept["c-later"].background
+    # an active new card keeps its supersession; a card first drafted in the same run stays superseded
+    assert keep_what_stands([old, new], {night_one.id: night_one})[0].status == "superseded"
+    assert keep_what_stands([old, gated], {})[0].status == "superseded"

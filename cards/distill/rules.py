@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from memoir.cards.distill.decisions import retracted, retractions
@@ -310,3 +310,25 @@ def _decisions_changed(lib: _Library, fresh: Sequence[str], frozen: frozenset[st
             old, new = supersede(lib.get(old.id), lib.get(card.id))
             lib.put(old), lib.put(new)
             counters["superseded"] += 1
+
+
+def keep_what_stands(cards: Sequence[Card], before: Mapping[str, Card]) -> list[Card]:
+    """Undo a supersession whose new card the gates then held back: a card that is not active proves
+    nothing it could replace another with (a later night's step card the evidence did not back must
+    not take down the active card it superseded). The old card goes back to what it was before this
+    run (`before`: the library as read), and the new one no longer claims to supersede it. A card
+    first drafted in this same run is left superseded: the gates never judged it, so nothing says it
+    would stand. Pure: the cards to write, in their order."""
+    out = {c.id: c for c in cards}
+    for card in cards:
+        if card.status == "active" or not card.supersedes:
+            continue
+        undone = [cid for cid in card.supersedes if (old := out.get(cid)) is not None and old.status == "superseded"
+                  and old.superseded_by == card.id and before.get(cid) is not None
+                  and before[cid].status in ("active", "incomplete")]
+        for cid in undone:
+            out[cid] = before[cid]
+        if undone:
+            out[card.id] = card.with_(supersedes=tuple(s for s in card.supersedes if s not in undone), background="\n".join(
+                ln for ln in card.background.splitlines() if not any(ln.startswith(f"Supersedes {cid},") for cid in undone)))
+    return [out[c.id] for c in cards]
