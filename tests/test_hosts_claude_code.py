@@ -212,3 +212,12 @@ def test_a_cut_moves_off_a_secret_at_either_end_and_keeps_a_key_with_its_value()
     across = "ok " * 130 + "password: Zq7vX9mR2kLpW4" + " x" * 400  # the head cut falls inside the value
     kept = sanitize(clip_whole(across, 600), 4000)  # the default blob_cap
     assert "Zq7vX9" not in kept and "password: " in kept
+
+
+def test_a_permission_mode_line_is_settings_counted_by_name_not_an_unknown_type():
+    lines = [{"type": "permission-mode", "permissionMode": "default", "sessionId": "s"},
+             {"type": "user", "sessionId": "s", "uuid": "u1", "timestamp": "2026-04-08T13:53:15Z", "cwd": "/w",
+              "message": {"role": "user", "content": "why does the build fail?"}}]
+    r = _read("\n".join(json.dumps(x) for x in lines).encode() + b"\n")
+    assert r.skipped["ignored_type"] == 1 and "unknown_type" not in r.skipped
+    assert [t.text for t in r.turns] == ["why does the build fail?"]

@@ -58,6 +58,7 @@ IGNORED_TYPES = frozenset(
         "agent-name",
         "pr-link",
         "attachment",
+        "permission-mode",  # the session's permission mode (default, plan, …): settings, not content
     }
 )
 # Substrings that may mark a bookkeeping line; only lines holding one pay for the regex below,
