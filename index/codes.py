@@ -4,12 +4,14 @@ The `vec0` table stays the stored form (and `Index.verify` checks it against the
 but asking it costs one scan per shard through SQLite's blob reads: ~40 ms at 100k cards on
 2 cores. The same 48 bytes a card, XORed and bit-counted in numpy, take ~1 ms at 100k and ~10 ms
 at 1M, for 4.8 MB and 48 MB of memory. A long-lived reader (the recall service) loads them once
-and again only after a commit (`PRAGMA data_version`), so a nightly run's writes are seen at once.
+and again after each commit (`PRAGMA data_version`): in the request for a one-shot reader, in the
+background for a long-lived one (`CodeCache`), whose old codes answer for the second that takes.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import numpy as np
 
@@ -93,17 +95,33 @@ class Codes:
         order = np.lexsort((rowids[picked], distance[picked]))
         return rowids[picked[order]]
 
-    def positions(self, within: np.ndarray) -> np.ndarray:
-        """Where each of `within` (rowids) sits in the codes; a rowid without a code is left out."""
-        with self._order_lock:  # sorted once per read (~0.1 s at 1M), then a binary search per rowid
+    def sorted_rowids(self) -> tuple[np.ndarray, np.ndarray]:
+        """The argsort of `rowids` and the rowids in that order: sorted once per read (~0.1 s at 1M)."""
+        with self._order_lock:
             if self._order is None:
                 order = np.argsort(self.rowids, kind="stable")
                 self._order = (order, self.rowids[order])
-        order, ascending = self._order
+            return self._order
+
+    def positions(self, within: np.ndarray) -> np.ndarray:
+        """Where each of `within` (rowids) sits in the codes; a rowid without a code is left out."""
+        order, ascending = self.sorted_rowids()  # then a binary search per rowid
         if not len(order):
             return np.zeros(0, dtype=np.intp)
         found = np.minimum(np.searchsorted(ascending, within), len(order) - 1)
         return order[found[ascending[found] == within]]
+
+
+def rescore(found: list[tuple[str, bytes]], vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+    """The `k` best of `found` (card id, float32 blob as stored) by exact cosine with `vector`, ties by
+    id. A blob of another length is skipped (`memoir index check` finds it), never a crash."""
+    found = [(i, b) for i, b in found if len(b) == 4 * len(vector)]
+    if not found:
+        return []
+    ids = [i for i, _ in found]
+    scores = np.frombuffer(b"".join(b for _, b in found), dtype=np.float32).reshape(len(found), -1) @ vector
+    order = sorted(range(len(ids)), key=lambda j: (-scores[j], ids[j]))[:k]
+    return [(ids[j], float(scores[j])) for j in order]
 
 
 def best_first(scores: np.ndarray, n: int) -> np.ndarray:
@@ -235,3 +253,84 @@ class ScaledCopy:
             if self.loading == version and scaled is not None:
                 self.current, self.loading = scaled, None
             # A failed read is not tried again before the next commit.
+
+
+class CodeCache:
+    """The `Codes` a reader holds. A one-shot reader (`memoir recall`, `memoir search`) reads them in
+    its first KNN, and again in the first after any commit, on the request's connection. A long-lived
+    reader (`Index.warm`, `keep`) reads them at warm-up and, after a commit, again in the background
+    on a connection of its own, as `ScaledCopy` does the int8 copy: 147-247 ms at 1M rows, half a
+    prompt's 300 ms deadline, no longer in the request.
+
+    Until the new codes are held the old ones answer, with the int8 copy of their own version
+    (`ScaledCopy.at(codes.version)`): a card committed since is in no shortlist for the second the
+    read takes. The rowids kept for the exact re-score are read from the file (`Index.knn`): one
+    whose card was removed finds no row and is skipped, and one SQLite reused for a new card gives
+    that card, scored by its own vector and judged by the recall gates on its own fields, never the
+    removed card's. Old and new are held together for that second (48 MB each at 1M)."""
+
+    def __init__(self, connect: Callable, dim: int):
+        self._connect, self._dim = connect, dim  # `connect()`: a fresh read-only connection
+        self.keep = False
+        self.current: Codes | None = None
+        self.loading: tuple | None = None  # the version a background read is loading
+        self.reads = 0  # codes read, in a request or not (tests pin that a warm reader's requests read none)
+        self._lock = threading.Lock()  # the recall service asks from one thread per connection
+
+    def read_now(self, conn, version: tuple) -> Codes:
+        """Read the codes now (warm-up), and from now on again in the background after a commit."""
+        with self._lock:
+            self.keep, self.current = True, None  # never two copies at once here: nothing answers yet
+            self.current = _held(Codes.read(conn, self._dim, version))
+            self.reads += 1
+            return self.current
+
+    def get(self, conn, version: tuple) -> Codes:
+        """The codes at `version`, or a long-lived reader's last ones while those are read; raises apsw.Error."""
+        with self._lock:
+            current = self.current
+            if current is not None and current.version == version:
+                return current
+            if self.keep and current is not None:
+                if self.loading != version:
+                    self.loading = version
+                    threading.Thread(target=self._read, args=(version,), name="memoir-index-codes",
+                                     daemon=True).start()
+                return current
+            # A one-shot reader, or a long-lived one holding none yet (reopened after a rebuild's
+            # swap, or its background read failed): read in the request, as nothing else can answer.
+            self.current = None  # never two copies at once
+            self.current = Codes.read(conn, self._dim, version)
+            self.reads += 1
+            return self.current
+
+    def drop(self) -> None:
+        """After a write on the reader's own connection: a one-shot reader lets its codes go now; a
+        long-lived one answers from them until the background read holds the new ones."""
+        if not self.keep:
+            self.current = None
+
+    def _read(self, version: tuple) -> None:
+        """Its snapshot is at least as new as `version`; were it newer, `get` sees another version and reads again."""
+        try:
+            conn = self._connect()
+            try:
+                with conn:  # one read transaction: the chunk scan and its row count see one snapshot
+                    codes = _held(Codes.read(conn, self._dim, version))
+            finally:
+                conn.close()
+        except (apsw.Error, IndexFailure):
+            codes = None
+        with self._lock:
+            if self.loading == version:
+                # A failed read drops the old codes: the next request reads in the request and its
+                # own failure says why.
+                self.current, self.loading = codes, None
+                if codes is not None:
+                    self.reads += 1
+
+
+def _held(codes: Codes) -> Codes:
+    """Codes a long-lived reader will hold, sorted by rowid now, off the request (a scope's first search)."""
+    codes.sorted_rowids()
+    return codes

@@ -10,7 +10,6 @@ in recall (`bench/index.py` prints both).
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -31,7 +30,7 @@ from memoir.index.errors import (
 from memoir.index.files import INDEX_FILE
 from memoir.index.candidates import fts_search
 from memoir.index.card_fields import STAMP_KEY, TABLE_SQL as CARD_FIELDS_SQL, parser_stamp, put_fields
-from memoir.index.codes import Codes, ScaledCopy, best_first
+from memoir.index.codes import CodeCache, Codes, ScaledCopy, best_first, rescore
 from memoir.index.places import PLACES_SQL, PlaceCache, PlaceTest, drop_place, put_place
 from memoir.index.plan import retrieval_text
 from memoir.index.rows import COLUMNS, IndexRow, card_values, chunks, row_hash, row_of, schema_sql
@@ -109,11 +108,14 @@ class Index:
         self.path = path
         self.embedder = embedder
         self.dim = int(embedder.dim)
-        self._loaded_codes: Codes | None = None
-        self._codes_lock = threading.Lock()
         self._writes = 0  # commits through this connection (`data_version` counts only the others')
-        self._scaled = ScaledCopy(lambda: connect(path, busy_timeout_ms=DEFAULT_BUSY_MS, readonly=True), self.dim)
-        self._places = PlaceCache(lambda: connect(path, busy_timeout_ms=DEFAULT_BUSY_MS, readonly=True))
+
+        def aside():  # a connection of their own for the background reads
+            return connect(path, busy_timeout_ms=DEFAULT_BUSY_MS, readonly=True)
+
+        self._code_cache = CodeCache(aside, self.dim)
+        self._scaled = ScaledCopy(aside, self.dim)
+        self._places = PlaceCache(aside)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -137,7 +139,7 @@ class Index:
             raise translate(exc, self.path) from exc
         finally:
             self._writes += 1
-            self._loaded_codes = None
+            self._code_cache.drop()
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -205,30 +207,26 @@ class Index:
             rowids = wide[best[np.isfinite(approx[best])]].tolist()
         else:
             rowids = codes.nearest_rowids(q, max(shortlist, k), within).tolist()
-        if not rowids:
-            return []
+        # Codes read before a commit (`CodeCache`) may name a rowid with no row now (not found, so
+        # skipped) or one reused for another card (that card, as stored, scored by its own vector).
         found = self.conn.execute(
             "SELECT id, embedding FROM cards WHERE n IN (SELECT value FROM json_each(?))",
-            (json.dumps(rowids),)).fetchall()
-        ids = [i for i, _ in found]
-        matrix = np.frombuffer(b"".join(b for _, b in found), dtype=np.float32).reshape(len(found), self.dim)
-        scores = matrix @ q
-        order = sorted(range(len(ids)), key=lambda j: (-scores[j], ids[j]))[:k]
-        return [(ids[j], float(scores[j])) for j in order]
+            (json.dumps(rowids),)).fetchall() if rowids else []
+        return rescore(found, q, k)
 
     def warm(self) -> None:
         """Read what the first KNN and scope would (codes, int8 copy, place grouping), so a long-lived reader's
-        first prompt does not pay; after a commit the copy and grouping are read again in the background."""
+        first prompt does not pay; after a commit all three are read again in the background."""
         try:
-            codes = self._codes()
+            codes = self._code_cache.read_now(self.conn, self._version())
             self._scaled.read_now(self.conn, codes.version)
             self._places.read_now(self.conn, codes.version)
         except apsw.Error as exc:
             raise translate(exc, self.path) from exc
 
     def keep_scaled(self) -> None:
-        """Keep the int8 copy and the place grouping, read in the background (a reopened long-lived reader)."""
-        self._scaled.keep = self._places.keep = True
+        """Keep the codes, int8 copy and place grouping, read again in the background (a reopened long-lived reader)."""
+        self._code_cache.keep = self._scaled.keep = self._places.keep = True
 
     @property
     def keeps_scaled(self) -> bool:
@@ -242,14 +240,9 @@ class Index:
         return self._places.rows(self.conn, self._version(), self.path, test)
 
     def _codes(self) -> Codes:
-        """The binary codes in memory, read again only after a commit (here or by another process)."""
-        with self._codes_lock:  # the recall service asks from one thread per connection
-            version = self._version()
-            codes = self._loaded_codes
-            if codes is None or codes.version != version:
-                self._loaded_codes = codes = None  # never keep two copies at once
-                self._loaded_codes = codes = Codes.read(self.conn, self.dim, version)
-            return codes
+        """The binary codes in memory, read again after a commit (here or by another process): in the
+        request, or for a long-lived reader in the background while its last ones answer (`CodeCache`)."""
+        return self._code_cache.get(self.conn, self._version())
 
     def fts(self, query: str, k: int = 10, *, within: np.ndarray | None = None) -> list[tuple[str, float]]:
         """Lexical matches by bm25 (higher is better), among `within`'s rows if given; any user text is safe."""

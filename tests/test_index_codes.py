@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import pytest
 
-from memoir.index.codes import Scaled, best_first
+from memoir.index.codes import Scaled, best_first, rescore
 from memoir.index.recall_reads import Aside
 
 
@@ -59,3 +59,12 @@ def test_asides_running_at_once_each_return_their_own_result_and_raise_their_own
         else:
             assert aside.result() == i * i
     assert [Aside(lambda x: x + 1, i).result() for i in range(20)] == list(range(1, 21))  # kept threads again
+
+
+def test_rescore_ranks_by_exact_cosine_ties_by_id_and_skips_a_blob_of_another_length():
+    vector = np.asarray([0.6, 0.8, 0.0], dtype=np.float32)
+    blob = lambda *xs: np.asarray(xs, dtype=np.float32).tobytes()  # noqa: E731
+    found = [("b", blob(0.6, 0.8, 0.0)), ("a", blob(0.6, 0.8, 0.0)), ("c", blob(1.0, 0.0, 0.0)),
+             ("damaged", blob(1.0, 0.0)), ("d", blob(0.0, 0.0, 1.0))]
+    assert [(i, round(s, 4)) for i, s in rescore(found, vector, 3)] == [("a", 1.0), ("b", 1.0), ("c", 0.6)]
+    assert rescore([], vector, 3) == [] and rescore([("damaged", blob(1.0))], vector, 3) == []

@@ -210,6 +210,12 @@ def _settled(index) -> None:
         time.sleep(0.01)
 
 
+def _codes_settled(index) -> None:
+    """Wait for the long-lived reader's background read of its binary codes (pytest's timeout bounds it)."""
+    while index._code_cache.loading is not None:
+        time.sleep(0.01)
+
+
 def test_a_long_lived_readers_knn_over_its_int8_copy_answers_as_the_file_does(index):
     vectors = default_embedder().encode(QUERIES)
     from_file = [index.knn(q, 5) for q in vectors]
@@ -218,14 +224,63 @@ def test_a_long_lived_readers_knn_over_its_int8_copy_answers_as_the_file_does(in
     assert [index.knn(q, 5, shortlist=8, wide=64) for q in vectors] == from_file
 
 
-def test_a_long_lived_reader_never_ranks_by_a_copy_older_than_the_last_commit(index, tmp_path):
+def test_a_long_lived_reader_ranks_a_commits_rows_once_its_codes_are_read_again_in_the_background(index, tmp_path):
     embedder = default_embedder()
     index.warm()
     other = make_card(502).with_(conclusion="Vermilion ibex ledger: the croissant cache forgets every Tuesday.")
     query = embedder.encode_one(other.conclusion)
     with open_index(tmp_path / "index", embedder) as writer:  # a nightly run's connection
         writer.apply([other], {other.id: content_hash(render_card(other))})
-    assert index.knn(query, 1)[0][0] == other.id  # the copy is stale: ranked from the file meanwhile
+    # The old codes and the int8 copy of their version answer: the new row is in no shortlist yet.
+    assert other.id not in [i for i, _ in index.knn(query, 3)]
+    _codes_settled(index)
+    assert index.knn(query, 1)[0][0] == other.id  # the new codes; their int8 copy is stale: ranked from the file
     _settled(index)
     assert index._scaled.current is not None and len(index._scaled.current.rowids) == index.count()
     assert index.knn(query, 1)[0][0] == other.id  # and from the fresh copy once read
+
+
+def test_a_warmed_index_answers_after_a_commit_without_reading_the_codes_in_the_request(index, tmp_path):
+    embedder = default_embedder()
+    index.warm()
+    held, reads = index._code_cache.current, index._code_cache.reads
+    vectors = embedder.encode(QUERIES)
+    before = [index.knn(q, 5) for q in vectors]
+    assert index._code_cache.current is held and index._code_cache.reads == reads  # no commit: nothing read
+    new = make_card(503).with_(conclusion="Saffron narwhal abacus: the teapot linker drops odd symbols.")
+    query = embedder.encode_one(retrieval_text(new))
+    with open_index(tmp_path / "index", embedder) as writer:  # a nightly run's connection
+        writer.apply([new], {new.id: content_hash(render_card(new))})
+    # Had the request read the codes, the new card (its own text's nearest) would lead this answer.
+    assert new.id not in [i for i, _ in index.knn(query, 5)]
+    assert index.knn(vectors[0], 5) == before[0]
+    _codes_settled(index)
+    assert index._code_cache.current is not held and index._code_cache.reads == reads + 1  # one read, aside
+    (n,) = index.conn.execute("SELECT n FROM cards WHERE id = ?", (new.id,)).fetchall()[0]
+    assert index._code_cache.current.nearest(query, 1) == [n]
+    assert index.knn(query, 1)[0][0] == new.id
+
+
+def test_old_codes_skip_a_removed_cards_rowid_and_score_a_reused_one_as_the_card_now_there(index, cards, tmp_path):
+    embedder = default_embedder()
+    index.warm()
+    stale = index._code_cache.current
+    rowid = dict(index.conn.execute("SELECT id, n FROM cards"))
+    gone, last = cards[5], max(cards, key=lambda c: rowid[c.id])
+    query = embedder.encode_one(retrieval_text(gone))
+    assert stale.nearest(query, 1) == [rowid[gone.id]] and rowid[last.id] in stale.rowids.tolist()
+    new = make_card(504).with_(conclusion="Cobalt lemur pulley: the sorbet queue retries forever.")
+    with open_index(tmp_path / "index", embedder) as writer:
+        writer.remove([gone.id, last.id])
+        writer.apply([new], {new.id: content_hash(render_card(new))})  # takes the last card's rowid
+    assert index.conn.execute("SELECT id FROM cards WHERE n = ?", (rowid[last.id],)).fetchall() == [(new.id,)]
+    # The first request after the commit answers from the old codes. k=32 re-scores 2 k = 64 rowids
+    # exactly from the file: every old one, the removed card's and the reused one among them.
+    found = index.knn(query, 32)
+    assert len(found) == 32 and gone.id not in dict(found) and last.id not in dict(found)
+    vectors = index.vectors(dict(found))
+    for card_id, score in found:  # each card scored by its own stored vector, never the removed card's
+        assert score == pytest.approx(float(vectors[card_id] @ query), abs=1e-5)
+    _codes_settled(index)
+    held = index._code_cache.current.rowids.tolist()
+    assert rowid[gone.id] not in held and rowid[last.id] in held and len(held) == index.count()
