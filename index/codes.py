@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from memoir.index.apsw_errors import apsw
-from memoir.index.errors import IndexFailure
+from memoir.index.held import HeldCopy
 
 
 DENSE_ROWIDS = 4  # a rowid table is kept while max rowid <= 4 x rows: deletions leave gaps, rebuilds close them
@@ -209,22 +209,19 @@ def _read_chunks(conn, width: int) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(ids), np.concatenate(codes)
 
 
-class ScaledCopy:
+class ScaledCopy(HeldCopy):
     """The int8 copy a long-lived reader keeps (`Index.warm`): read at warm-up, then again in the
     background after each commit, on a connection of its own (`connect()` opens one), so the
     requests' connection stays free and no request waits the ~0.5 s the read takes at 100k cards."""
 
-    def __init__(self, connect, dim: int):
-        self._connect, self._dim = connect, dim
-        self.keep = False
-        self.current: Scaled | None = None
-        self.loading: tuple | None = None  # the version a background read is loading
-        self._lock = threading.Lock()
+    thread_name = "memoir-index-vectors"
 
-    def read_now(self, conn, version: tuple) -> None:
-        with self._lock:
-            self.keep, self.current = True, None  # never two copies at once
-            self.current = Scaled.read(conn, self._dim, version)
+    def __init__(self, connect, dim: int):
+        super().__init__(connect)
+        self._dim = dim
+
+    def load(self, conn, version: tuple, held: bool) -> Scaled:
+        return Scaled.read(conn, self._dim, version)
 
     def at(self, version: tuple) -> Scaled | None:
         """The copy read at `version`, or None: not kept, or stale and being read again (KNN then
@@ -232,30 +229,15 @@ class ScaledCopy:
         if not self.keep:
             return None
         with self._lock:
-            if self.current is not None and self.current.version == version:
-                return self.current
+            if (fresh := self._fresh(version)) is not None:
+                return fresh
             if self.loading != version:
-                self.current, self.loading = None, version
-                threading.Thread(target=self._read, args=(version,), name="memoir-index-vectors", daemon=True).start()
+                self.current = None  # never two copies at once
+                self._refresh_aside(version)
             return None
 
-    def _read(self, version: tuple) -> None:
-        """Its snapshot is at least as new as `version`; were it newer, `at` sees another version and reads again."""
-        try:
-            conn = self._connect()
-            try:
-                scaled = Scaled.read(conn, self._dim, version)
-            finally:
-                conn.close()
-        except (apsw.Error, IndexFailure):
-            scaled = None  # the requests' own reads meet the failure and say why
-        with self._lock:
-            if self.loading == version and scaled is not None:
-                self.current, self.loading = scaled, None
-            # A failed read is not tried again before the next commit.
 
-
-class CodeCache:
+class CodeCache(HeldCopy):
     """The `Codes` a reader holds. A one-shot reader (`memoir recall`, `memoir search`) reads them in
     its first KNN, and again in the first after any commit, on the request's connection. A long-lived
     reader (`Index.warm`, `keep`) reads them at warm-up and, after a commit, again in the background
@@ -267,67 +249,42 @@ class CodeCache:
     read takes. The rowids kept for the exact re-score are read from the file (`Index.knn`): one
     whose card was removed finds no row and is skipped, and one SQLite reused for a new card gives
     that card, scored by its own vector and judged by the recall gates on its own fields, never the
-    removed card's. Old and new are held together for that second (48 MB each at 1M)."""
+    removed card's. Old and new are held together for that second (48 MB each at 1M). A failed
+    background read drops the old codes: the next request reads in the request and its own failure
+    says why."""
+
+    thread_name = "memoir-index-codes"
+    retry_after_failure = True
 
     def __init__(self, connect: Callable, dim: int):
-        self._connect, self._dim = connect, dim  # `connect()`: a fresh read-only connection
-        self.keep = False
-        self.current: Codes | None = None
-        self.loading: tuple | None = None  # the version a background read is loading
-        self.reads = 0  # codes read, in a request or not (tests pin that a warm reader's requests read none)
-        self._lock = threading.Lock()  # the recall service asks from one thread per connection
+        super().__init__(connect)
+        self._dim = dim
 
-    def read_now(self, conn, version: tuple) -> Codes:
-        """Read the codes now (warm-up), and from now on again in the background after a commit."""
-        with self._lock:
-            self.keep, self.current = True, None  # never two copies at once here: nothing answers yet
-            self.current = _held(Codes.read(conn, self._dim, version))
-            self.reads += 1
-            return self.current
+    def load(self, conn, version: tuple, held: bool) -> Codes:
+        codes = Codes.read(conn, self._dim, version)
+        return _held(codes) if held else codes
+
+    def load_aside(self, conn, version: tuple) -> Codes:
+        with conn:  # one read transaction: the chunk scan and its row count see one snapshot
+            return self.load(conn, version, held=True)
 
     def get(self, conn, version: tuple) -> Codes:
         """The codes at `version`, or a long-lived reader's last ones while those are read; raises apsw.Error."""
         with self._lock:
-            current = self.current
-            if current is not None and current.version == version:
-                return current
-            if self.keep and current is not None:
-                if self.loading != version:
-                    self.loading = version
-                    threading.Thread(target=self._read, args=(version,), name="memoir-index-codes",
-                                     daemon=True).start()
-                return current
+            if (fresh := self._fresh(version)) is not None:
+                return fresh
+            if self.keep and self.current is not None:
+                self._refresh_aside(version)
+                return self.current
             # A one-shot reader, or a long-lived one holding none yet (reopened after a rebuild's
             # swap, or its background read failed): read in the request, as nothing else can answer.
-            self.current = None  # never two copies at once
-            self.current = Codes.read(conn, self._dim, version)
-            self.reads += 1
-            return self.current
+            return self._read_in_request(conn, version)
 
     def drop(self) -> None:
         """After a write on the reader's own connection: a one-shot reader lets its codes go now; a
         long-lived one answers from them until the background read holds the new ones."""
         if not self.keep:
             self.current = None
-
-    def _read(self, version: tuple) -> None:
-        """Its snapshot is at least as new as `version`; were it newer, `get` sees another version and reads again."""
-        try:
-            conn = self._connect()
-            try:
-                with conn:  # one read transaction: the chunk scan and its row count see one snapshot
-                    codes = _held(Codes.read(conn, self._dim, version))
-            finally:
-                conn.close()
-        except (apsw.Error, IndexFailure):
-            codes = None
-        with self._lock:
-            if self.loading == version:
-                # A failed read drops the old codes: the next request reads in the request and its
-                # own failure says why.
-                self.current, self.loading = codes, None
-                if codes is not None:
-                    self.reads += 1
 
 
 def _held(codes: Codes) -> Codes:

@@ -17,11 +17,10 @@ Imports neither numpy nor sqlite-vec at module level: the lexical-only recall re
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 
 from memoir.index.apsw_errors import apsw, translate
-from memoir.index.errors import IndexFailure
+from memoir.index.held import HeldCopy
 
 PLACES_SQL = ("CREATE TABLE IF NOT EXISTS card_places "
               "(n INTEGER PRIMARY KEY, workspace TEXT NOT NULL, project TEXT NOT NULL)")
@@ -88,7 +87,7 @@ class Places:
         return np.sort(np.concatenate([self.unplaced, *taken]))
 
 
-class PlaceCache:
+class PlaceCache(HeldCopy):
     """The `Places` a reader holds. A one-shot reader reads them in its first scoped question, and
     again in the first after any commit, on the request's connection. A long-lived reader (`Index.warm`,
     `keep`) reads them at warm-up and, after a commit, again in the background on a connection of
@@ -99,66 +98,33 @@ class PlaceCache:
     group), and may be too wide, never a leak: a removed card's rowid finds no row, and a rowid
     SQLite reused for a new card or a card rewritten with another place are judged by the recall
     gates on the card's own fields (`TooFarFromWorkspace`), which never read this grouping. Before
-    the first grouping is held a long-lived reader answers None: no scope, the full search."""
+    the first grouping is held a long-lived reader answers None: no scope, the full search. A failed
+    background read drops the old grouping (the full search answers, the requests' own reads say
+    why) and is not tried again before the next commit."""
 
-    def __init__(self, connect: Callable | None = None):
-        self._connect = connect  # a fresh read-only connection, for the background reads
-        self.keep = False
-        self.current: Places | None = None
-        self.loading: tuple | None = None  # the version a background read is loading
-        self.reads = 0  # groupings read, in a request or not (tests pin that a warm reader's requests read none)
-        self._lock = threading.Lock()
+    thread_name = "memoir-index-places"
 
-    def read_now(self, conn, version: tuple) -> None:
-        """Group the rows now (warm-up), and from now on read again in the background after a commit."""
-        with self._lock:
-            self.keep, self.current = True, None  # never two copies at once
-            self.current = Places.read(conn, version)
-            self.reads += 1
+    def load(self, conn, version: tuple, held: bool) -> Places:
+        return Places.read(conn, version)
 
     def get(self, conn, version: tuple, path) -> Places | None:
         """The places at `version`, or for a long-lived reader the last ones read (None: none yet);
         a failed read in the request raises the index's typed failure for `path`."""
         with self._lock:
-            current = self.current
-            if current is not None and current.version == version:
-                return current
+            if (fresh := self._fresh(version)) is not None:
+                return fresh
             if self.keep and self._connect is not None:
-                if self.loading != version:
-                    self.loading = version
-                    threading.Thread(target=self._read, args=(version,), name="memoir-index-places",
-                                     daemon=True).start()
-                return current
-            self.current = None  # never two copies at once
+                self._refresh_aside(version)
+                return self.current
             try:
-                self.current = Places.read(conn, version)
+                return self._read_in_request(conn, version)
             except apsw.Error as exc:
                 raise translate(exc, path) from exc
-            self.reads += 1
-            return self.current
 
     def rows(self, conn, version: tuple, path, test: PlaceTest):
         """`Places.rows` of the places `get` gives, or None (search every row) while there are none yet."""
         places = self.get(conn, version, path)
         return places.rows(test) if places is not None else None
-
-    def _read(self, version: tuple) -> None:
-        """Its snapshot is at least as new as `version`; were it newer, `get` sees another version and reads again."""
-        try:
-            conn = self._connect()
-            try:
-                places = Places.read(conn, version)
-            finally:
-                conn.close()
-        except (apsw.Error, IndexFailure):
-            places = None
-        with self._lock:
-            if self.loading == version:
-                # A failed read drops the old grouping (the full search answers, the requests' own
-                # reads say why) and is not tried again before the next commit (`loading` stays).
-                self.current = places
-                if places is not None:
-                    self.loading, self.reads = None, self.reads + 1
 
 
 def project_rows(index, projects, project: str):
