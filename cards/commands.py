@@ -106,6 +106,21 @@ def command_of(turn: Turn) -> str:
     return _command(turn.tool_name, turn.text)
 
 
+_ID_ARGS = ("task_id", "bash_id", "shell_id")  # what a call that reads a background command's result names it by
+
+
+def retrieved_id(call: Turn) -> str:
+    """The background command id a call asks the result of (Claude Code's `TaskOutput`), or ''."""
+    if call.kind != "tool_call" or not any(a in call.text[:400] for a in _ID_ARGS):
+        return ""
+    body = call.text[len(call.tool_name):].lstrip() if call.text.startswith(call.tool_name) else call.text
+    try:
+        args = json.loads(body)
+    except (ValueError, RecursionError):
+        return ""
+    return next((v for a in _ID_ARGS if isinstance(v := args.get(a), str) and v), "") if isinstance(args, dict) else ""
+
+
 def one_line(command: str, limit: int = MAX_COMMAND) -> str:
     """The first line of a command, whitespace collapsed, at most `limit` chars."""
     lines = command.strip().splitlines()

@@ -2,8 +2,8 @@
 
 Pure functions over ordered `Turn`s, for every host:
 
-- `walk`: each shell call paired with its result (a *run* with a verdict), the changes, and the
-  errors a user pasted;
+- `walk`: each shell call paired with its result (a *run* with a verdict; a background check's result
+  read back by id, `cards.background`), the changes, and the errors a user pasted;
 - `loops`: each failing check followed through the changes after it to the same check run again
   (the same command or test target, or the same outcome by another route: a CI wait, a rollout,
   a probe, a migration). Each change group is an `Attempt`, with the assistant's words before it;
@@ -12,8 +12,7 @@ Pure functions over ordered `Turn`s, for every host:
 - `names_in` / `mentions`: the files, identifiers and settings a change or an error names, so an
   explanation can be tied to what it explains.
 
-Conclusions (`cards.conclude`), verification (`cards.outcomes`), how an experience ended
-(`cards.evidence`) and drafting read this one walk.
+Conclusions, verification, how an experience ended and drafting read this one walk.
 """
 
 from __future__ import annotations
@@ -24,13 +23,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memoir.cards.background import started_id, task_verdict
 from memoir.cards.commands import (
-    call_settings, chain_steps, changes_before_check, command_key, steps_before, command_of, describe_change, is_change, is_test_or_build, one_line,
+    call_settings, chain_steps, retrieved_id, changes_before_check, command_key, steps_before, command_of, describe_change, is_change, is_test_or_build, one_line,
     only_looks, same_target, separator_change, target_stems,
 )
 from memoir.cards.cues import is_tooling_error
 from memoir.cards.phrasebook import PENDING, first_rule
-from memoir.cards.signals import KUBECTL, failing_tests, is_declined
+from memoir.cards.signals import KUBECTL, error_places, failing_tests, is_declined
 from memoir.cards.signatures import error_signature, is_error_output
 from memoir.cards.values import Turn, per_turns
 from memoir.cards.verdicts import is_failing, is_passing, reads_as_still_failing
@@ -69,6 +69,7 @@ def walk(turns: tuple[Turn, ...]) -> Walk:
     pasted: list[tuple[int, Turn, str]] = []
     looked: list[str] = []
     pending: list[tuple[int, Turn]] = []  # calls awaiting results, in order
+    background: dict[str, tuple[int, Turn, str]] = {}  # id -> the check sent to the background
     for i, turn in enumerate(turns):
         if turn.kind == "tool_call":
             pending.append((i, turn))
@@ -85,6 +86,9 @@ def walk(turns: tuple[Turn, ...]) -> Walk:
                 continue
             at_call, call = pending.pop(k)
             command = command_of(call)
+            verdict = None
+            if not command and (task := background.get(retrieved_id(call))):  # a background check's result
+                (at_call, call, command), verdict = task, task_verdict(turn.text)
             if not command or is_declined(turn.text):
                 continue
             if only_looks(command) and not runs_check(command):
@@ -96,11 +100,12 @@ def walk(turns: tuple[Turn, ...]) -> Walk:
             failed = (turn.kind == "error" and not is_tooling_error(turn)) or is_failing(turn.text)
             # A background start or a poll of an unfinished process has no verdict yet (`PENDING`).
             passed = not failed and (turn.kind == "tool_result" or is_passing(turn.text)) and not first_rule(PENDING, turn.text[:300])
-            runs.append(Run(call, turn, command, at_call, i, failed, passed,
-                            error_signature(turn.text) if failed else ""))
+            failed, passed = verdict or (failed, passed)
+            runs.append(Run(call, turn, command, at_call, i, failed, passed, error_signature(turn.text) if failed else ""))
+            if not failed and not passed and (task_id := started_id(turn.text)):
+                background[task_id] = (at_call, call, command)
         elif turn.role == "user" and turn.kind == "text" and is_error_output(turn.text):
-            sig = error_signature(turn.text)
-            if sig:
+            if sig := error_signature(turn.text):
                 pasted.append((i, turn, sig))
     return Walk(tuple(_read_by_the_assistant(turns, runs)), tuple(changes), tuple(pasted), tuple(looked))
 
@@ -480,14 +485,15 @@ def _failed_explanations(turns: tuple[Turn, ...]) -> dict[int, int]:
     by_seq = {t.seq: t for t in turns}
     out: dict[int, int] = {}
     for lp in loops(turns):
-        before = lp.failure.signature
+        before, output = lp.failure.signature, lp.failure.output
         for attempt in lp.attempts:
             sig = attempt.check.signature
-            if not attempt.worked and sig and sig == before and not sig.startswith("exit code"):
+            moved = bool(error_places(output) & error_places(attempt.check.result.text))  # the same place
+            if not attempt.worked and sig and (sig == before or moved) and not sig.startswith("exit code"):
                 names = names_in(attempt, lp.failure)
                 for seq in attempt.said:
                     text = by_seq[seq].text
                     if states_something(text) and mentions(text, names):
                         out.setdefault(seq, attempt.check.result.seq)
-            before = sig
+            before, output = sig, attempt.check.result.text
     return out

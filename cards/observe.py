@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memoir.cards.commands import changed_paths, command_of, is_change, one_line
+from memoir.cards.commands import changed_paths, command_of, is_change, one_line, retrieved_id
 from memoir.cards.cues import commit_subject, is_chatter
 from memoir.cards.loop import runs_check, walk
 from memoir.cards.phrasebook import CONFIRMS, PENDING, PROBLEM_REPORTS, REJECTS, RETRACTS, first_rule
@@ -68,6 +68,8 @@ def observe(turns: Sequence[Turn]) -> tuple[Observation, ...]:
                 act, detail = "change", ", ".join(changed_paths(t)) or one_line(command or t.text, 100)
             elif i in calls or (command and runs_check(command)):
                 act, detail = "check", one_line(command, 100)
+            elif task := retrieved_id(t):  # its result is the verdict of a check sent to the background
+                act, detail = "check", f"the result of background command {task}"
             else:
                 act, detail = "look", one_line(command or t.text, 100)
         elif t.kind in ("tool_result", "error"):

@@ -441,3 +441,52 @@ def test_a_script_run_from_its_own_folder_after_failing_from_the_root_is_the_sam
          .runs("cd /home/dev/shop/assets && node build.js").result("build ok"))
     lp = fixed_loop(s.turns)
     assert lp is not None and lp.fix.setting == "cd /home/dev/shop/assets"
+
+
+# --- an error that moved is not an error cleared ---------------------------------------------------------
+
+UNDEFINED_VAR = ("== Compilation error ==\n     error: undefined variable \"payload\"\n     │\n 115 │   assert payload.total == 0\n"
+                 "     └─ test/app/counts_test.exs:115:14: App.CountsTest.\"test counts\"/1\n")
+UNDEFINED_FUN = ("== Compilation error ==\n     error: undefined function assert_broadcast/2 (expected App.CountsTest to "
+                 "define such a function or for it to be imported)\n     │\n 115 │   assert_broadcast(\"counts\", %{total: 0})\n"
+                 "     └─ test/app/counts_test.exs:115:7: App.CountsTest.\"test counts\"/1\n")
+
+
+def _moved_then_fixed() -> Script:
+    """A guess changes the code; the same check then fails at the same line with another error; the import fixes it."""
+    s = Script().user("the counts test does not compile")
+    s.runs("mix test test/app/counts_test.exs").error(UNDEFINED_VAR)
+    s.says("The formatter added parentheses to assert_broadcast in counts_test.exs, which breaks the pattern.")
+    _edit(s, "/home/dev/shop/test/app/counts_test.exs", "assert_broadcast \"counts\", payload", "assert_broadcast(\"counts\", %{total: 0})")
+    s.runs("mix test test/app/counts_test.exs").error(UNDEFINED_FUN)
+    s.says("counts_test.exs needs to import Phoenix.ChannelTest for assert_broadcast.")
+    _edit(s, "/home/dev/shop/test/app/counts_test.exs", "use ExUnit.Case", "use ExUnit.Case\n  import Phoenix.ChannelTest")
+    s.runs("mix test test/app/counts_test.exs").result("6 tests, 0 failures")
+    return s
+
+
+def test_an_error_at_the_place_the_first_error_pointed_at_means_the_change_moved_it_and_the_guess_was_wrong():
+    s = _moved_then_fixed()
+    assert set(failed_explanations(s.turns)) == {3}
+    card = _card(s)
+    assert "formatter added parentheses" in card.counterexamples and "formatter" not in card.conclusion
+    assert "import Phoenix.ChannelTest" in card.conclusion and card.status == "active"
+    assert "undefined variable" in card.error_signature  # the error the experience was about: the first
+
+
+def test_an_error_that_moved_gets_no_card_of_its_own_as_a_step_cleared():
+    from memoir.cards.draft import inner_lessons
+    s = _moved_then_fixed()
+    exp = Experience(s.host, s.session_id, tuple(s.turns))
+    assert inner_lessons(exp, _card(s)) == []
+
+
+def test_errors_at_other_places_are_steps_each_cleared_by_its_own_change():
+    from memoir.cards.signals import error_places
+    assert error_places(UNDEFINED_VAR) == {("counts_test.exs", 115)}
+    assert error_places(UNDEFINED_VAR) & error_places(UNDEFINED_FUN)
+    trace = ("** (RuntimeError) no :secret_key_base configuration found\n    (phoenix 1.8.1) lib/phoenix/endpoint.ex:420: x/1\n"
+             "    test/app/page_test.exs:12: (test)\n")
+    other = ("** (RuntimeError) Phoenix LiveView requires lazy_html as a test dependency\n"
+             "    (phoenix_live_view 1.1.3) lib/phoenix_live_view/test/dom.ex:8: y/1\n    test/app/page_test.exs:12: (test)\n")
+    assert error_places(trace) == {("endpoint.ex", 420)} and not error_places(trace) & error_places(other)
