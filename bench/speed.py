@@ -5,7 +5,8 @@ of copies whose common words are their own (only when `../shared/samples` is pre
 repeat every text, so their cards merge; one copy repeats none; the distinct copies draft as many
 cards as a first night over that many MB, and the stages that run once per card show) and
 of bench.ingest's synthetic corpus, each against reading every file and `json.loads` of every
-line; peak RSS for a corpus and four times it (flat in corpus size); one session of 5k / 20k /
+line; a first night over one copy of the real logs with the index and the turn index, beside the
+same night with neither; peak RSS for a corpus and four times it (flat in corpus size); one session of 5k / 20k /
 100k turns (CPU seconds, the least of `--repeats` runs: linear in session length); one 200 MB JSON line (bounded memory); the
 first `memoir search` after a run on a new home (the second set's logs; beside it, the same search
 loading the model itself); recall
@@ -196,6 +197,17 @@ def search_row(work: Path, query: str = "upload rejected because the body is too
             f"{first_s:.2f} s (warm recall service)", f"{alone_s:.1f} s loading the model itself", "-", "<= 1 s")
 
 
+def first_night_row(logs: Path, work: Path, name: str) -> tuple[str, str, str, str, str]:
+    """A first night on a new home over `logs`: `memoir run` with the card index and the turn index
+    (every turn and window embedded, `turn_index_in_run`), beside the same night with neither
+    (`--no-index`), each in a child process on a home of its own."""
+    bare_s, _ = _timed_cli(work / "home-night-bare", "run", "--logs", str(logs), "--no-index", "--json")
+    full_s, out = _timed_cli(work / "home-night-full", "run", "--logs", str(logs), "--json")
+    turns = json.loads(out).get("turns", 0)
+    return (f"a first night over {name} ({turns} turns) with the index and the turn index", f"{full_s:.1f} s",
+            f"{bare_s:.1f} s with neither (--no-index)", f"{full_s / bare_s:.1f}x", "<= 2x")
+
+
 def recall_rows(cards: int, queries: int, hook_calls: int, work: Path) -> list[tuple[str, str, str, str, str]]:
     """bench.recall at `cards` cards in a child process: its summary as rows of the table."""
     summary = work / "recall.json"
@@ -246,6 +258,8 @@ def main() -> None:
     ap.add_argument("--scoped-cards", type=int, default=1_000_000, help="cards in the workspace-scoped row (0: none)")
     ap.add_argument("--scoped-workspaces", type=int, default=1_000)
     ap.add_argument("--ingest-only", action="store_true", help="only the ingest rows")
+    ap.add_argument("--no-first-night", dest="first_night", action="store_false",
+                    help="leave out the first-night row (one copy of the real logs run with and without the index)")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -288,6 +302,9 @@ def main() -> None:
         if args.ingest_only:
             _print(rows, notes)
             return
+        if args.first_night:
+            night = next(((n, p) for n, p in corpora if n == "real logs, one copy"), corpora[-1])
+            rows.append(first_night_row(night[1], work, night[0]))
         small, big = args.rss_mb
         rss = []
         for mb in (small, big):
