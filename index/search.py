@@ -45,7 +45,7 @@ from memoir.index.errors import IndexCorrupt, IndexFailure
 from memoir.index.files import INDEX_FILE, TURNS_FILE
 from memoir.index.rewrite import rewrite_query
 from memoir.index.search_results import SearchHit, SearchResult, TurnHit, above_floor, screen_result
-from memoir.index.turns import Span, TurnIndex, TurnRow, WindowRow, covering, search_words
+from memoir.index.turns import EMBEDDED_KINDS, Span, TurnIndex, TurnRow, WindowRow, covering, search_words
 
 POOL_PER_HIT = 4  # each path fetches k × this many: status filtering cuts some, fusion reorders
 MAX_POOL = 200
@@ -387,7 +387,8 @@ def search_cards(settings: Settings, query: str, *, embedder, k: int = 10, works
         if near is not None:
             keep = keep & np.array([not r.cwd or near(r.cwd, "") for r in rows], dtype=bool)
             wkeep = wkeep & np.array([not w.cwd or near(w.cwd, "") for w in windows], dtype=bool)
-        matches = nearest_turns(rows, matrix, vector, pool, keep=keep)
+        own = np.array([r.kind in EMBEDDED_KINDS for r in rows], dtype=bool)  # the others carry a window's vector
+        matches = nearest_turns(rows, matrix, vector, pool, keep=keep & own)
         found = [at[(f, line, seq)] for f, line, seq, _ in search_words(settings.state_dir, text, pool)
                  if (f, line, seq) in at]
         lexical = [(rows[i], float(matrix[i] @ vector)) for i in found if keep[i]]

@@ -65,12 +65,17 @@ BUSY_MS = 2000
 # too short to say what it is about ("yes, do that"), a card covers only what was distilled; a
 # window about a card's mean span (11 turns on the sets measured) finds the talk around an answer.
 WINDOW_TURNS = 11
-WINDOW_STEP = 5  # windows overlap by more than half: an answer never sits only at a window's edge
+WINDOW_STEP = 8  # windows overlap by three turns: an answer at one edge sits inside the next (5 and 11 searched worse)
 WINDOW_TURN_CHARS = 300  # each turn's share of a window's text: the model reads ~256 word pieces at most
 WINDOWS_VERSION = f"{WINDOW_TURNS}/{WINDOW_STEP}/{WINDOW_TURN_CHARS}"
 EMBED_BUDGET = 2000  # new turn texts one refresh embeds (~10-20 s on 2 cores): a first search over a
 # large ledger answers from the cards and the turns embedded so far instead of hanging for minutes
 EMBED_STEP = 512  # texts per encode call, each batch its own transaction
+# Turns embedded one by one: what the user and the assistant said, the commands run, errors. A tool's
+# output (a file read, a test log: a third of a coding session's turns, and its longest texts) is found
+# by its words (`turn_words`) and through the windows that hold it: its own vector cost a third of a
+# first night's embedding and found no answer the windows and the words missed (`bench.search`).
+EMBEDDED_KINDS = ("text", "error", "summary", "tool_call")
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,9 +274,11 @@ class TurnIndex:
                 self._store_windows(rows)
                 size, mtime = ledgered[path][1:]
                 self.conn.execute("INSERT INTO files VALUES (?,?,?)", (path, size, mtime))
+        kinds = ",".join("?" * len(EMBEDDED_KINDS))
         missing = self.conn.execute(
             "SELECT t.hash, t.text FROM turns t LEFT JOIN vectors v ON v.hash = t.hash "
-            "WHERE v.hash IS NULL GROUP BY t.hash ORDER BY max(t.timestamp) DESC, t.hash").fetchall()
+            f"WHERE v.hash IS NULL AND t.kind IN ({kinds}) GROUP BY t.hash ORDER BY max(t.timestamp) DESC, t.hash",
+            EMBEDDED_KINDS).fetchall()
         unlimited = budget is None
         budget = len(missing) if budget is None else budget
         pending = max(0, len(missing) - budget)
@@ -340,12 +347,26 @@ class TurnIndex:
         return problems
 
     def load(self) -> tuple[list[TurnRow], np.ndarray, dict[str, list[Span]]]:
-        """Every turn (file, line order), its vectors as one matrix, and the card spans by session."""
+        """Every turn with a vector (file, line order), the vectors as one matrix, and the card spans by
+        session. A turn of a kind not embedded alone (`EMBEDDED_KINDS`) carries the vector of the first
+        window that holds it: a word match on it is scored by the stretch of session around it."""
         found = self.conn.execute(
             "SELECT t.file, t.line, t.host, t.session_id, t.seq, t.role, t.kind, t.timestamp, t.cwd, t.text, v.vector "
-            "FROM turns t JOIN vectors v ON v.hash = t.hash ORDER BY t.file, t.line, t.seq").fetchall()
-        rows = [TurnRow(*r[:10]) for r in found]
-        matrix = (np.frombuffer(b"".join(r[10] for r in found), dtype=np.float32).reshape(len(found), -1)
+            "FROM turns t LEFT JOIN vectors v ON v.hash = t.hash ORDER BY t.file, t.line, t.seq").fetchall()
+        held: dict[tuple[str, str], list[tuple[int, int, bytes]]] = {}
+        for file, session, first, last, vector in self.conn.execute(
+                "SELECT w.file, w.session_id, w.first_seq, w.last_seq, v.vector FROM windows w "
+                "JOIN window_vectors v ON v.hash = w.hash ORDER BY w.file, w.session_id, w.first_seq"):
+            held.setdefault((file, session), []).append((first, last, vector))
+
+        def vector_of(r: tuple) -> bytes | None:
+            if r[10] is not None or r[6] in EMBEDDED_KINDS:
+                return r[10]  # its own, or none yet (an embedded kind waits for its own)
+            return next((v for first, last, v in held.get((r[0], r[3]), ()) if first <= r[4] <= last), None)
+
+        found = [(r, v) for r in found if (v := vector_of(r)) is not None]
+        rows = [TurnRow(*r[:10]) for r, _ in found]
+        matrix = (np.frombuffer(b"".join(v for _, v in found), dtype=np.float32).reshape(len(found), -1)
                   if found else np.zeros((0, 1), dtype=np.float32))
         spans: dict[str, list[Span]] = {}
         for card_id, session_id, lo, hi in self.conn.execute("SELECT card_id, session_id, lo, hi FROM spans"):

@@ -122,9 +122,13 @@ def test_instruction_shaped_cards_and_turns_never_appear_in_search_while_normal_
         assert by_id[planted].conclusion == by_id[planted].title == ""
     assert "override" in by_id[ACTIVE_OVERRIDE].withheld
     assert not by_id[NORMAL].withheld and "WATCHFILES_FORCE_POLLING" in by_id[NORMAL].conclusion
-    turns = list(result.turns) + [t for h in result.hits for t in h.evidence]
-    assert any(t.withheld and t.kind == "tool_result" for t in turns)  # the planted README, found and withheld
     assert not PLANTED.search(json.dumps(result.to_json()))
+    # A tool's output is found by its words (it has no vector of its own): asked in the README's own words,
+    # it is shown, and withheld.
+    readme = search_cards(home, "dev setup polling", embedder=embedder, k=20, floor=0.0)
+    turns = list(readme.turns) + [t for h in readme.hits for t in h.evidence]
+    assert any(t.withheld and t.kind == "tool_result" for t in turns)  # the planted README, found and withheld
+    assert not PLANTED.search(json.dumps(readme.to_json()))
     lexical = search_turns(home, "dev setup polling uvicorn docker", k=20)
     assert any(t.withheld for t in lexical.turns) and not PLANTED.search(json.dumps(lexical.to_json()))
 

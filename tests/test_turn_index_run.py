@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import shutil
+
+import numpy as np
 from pathlib import Path
 
 from memoir.cards.config import load_settings
 from memoir.cards.ledger import Ledger
 from memoir.flows.pipeline import run_pipeline
 from memoir.index.embed import default_embedder
-from memoir.index.turns import TurnIndex
+from memoir.index.turns import EMBEDDED_KINDS, TurnIndex
 from tests.user_cards import FEEDCLI_LOG
 
 SECOND_SET = Path(__file__).resolve().parent / "fixtures" / "second_set"
@@ -88,7 +90,8 @@ def test_a_turn_index_stopped_mid_way_keeps_what_it_embedded_and_the_next_refres
         kept = turns.conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
         assert kept == 8  # two batches of four, each committed on its own
         assert turns.conn.execute("SELECT count(*) FROM files").fetchone()[0] == 1  # the log read stays read
-        total = turns.conn.execute("SELECT count(DISTINCT hash) FROM turns").fetchone()[0]
+        total = turns.conn.execute("SELECT count(DISTINCT hash) FROM turns WHERE kind IN (%s)"
+                                   % ",".join("?" * len(EMBEDDED_KINDS)), EMBEDDED_KINDS).fetchone()[0]
         again = turns.refresh_files(ledgered, embedder, settings.blob_cap, budget=None)
         assert again.read == 0 and again.embedded == total - kept  # only what the stopped night left
         rows, matrix, _ = turns.load()
@@ -124,3 +127,31 @@ def test_a_turn_index_past_its_deadline_leaves_the_run_committed_and_recorded(tm
         assert refresh.embedded + refresh.windows_embedded > 0  # the next refresh continues the work
     finally:
         again.close()
+
+
+def test_a_tools_output_gets_no_vector_of_its_own_and_is_scored_by_the_window_that_holds_it(tmp_path, embedder):
+    """Lexical first: a tool's output is found by its words; its vector is its window's, so a word match
+    on it is weighed by the stretch of session around it, and the dense list holds only own vectors."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(FEEDCLI_LOG, logs / FEEDCLI_LOG.name)
+    settings = load_settings(home=tmp_path / "home")
+    run_pipeline(settings, [logs], with_index=False)
+    turns = TurnIndex(settings.state_dir, embedder.model_id)
+    try:
+        turns.refresh_files(_ledgered(settings), embedder, settings.blob_cap, budget=None)
+        embedded_kinds = {k for (k,) in turns.conn.execute(
+            "SELECT DISTINCT t.kind FROM turns t JOIN vectors v ON v.hash = t.hash")}
+        assert embedded_kinds and embedded_kinds <= set(EMBEDDED_KINDS)
+        assert turns.conn.execute("SELECT count(*) FROM turns WHERE kind = 'tool_result'").fetchone()[0] > 0
+        rows, matrix, _ = turns.load()
+        outputs = [i for i, r in enumerate(rows) if r.kind == "tool_result"]
+        assert outputs  # every output is still a row: a word match on it is shown
+        windows, wmatrix = turns.load_windows()
+        for i in outputs[:5]:
+            r = rows[i]
+            holder = next(j for j, w in enumerate(windows)
+                          if w.file == r.file and w.session_id == r.session_id and w.first_seq <= r.seq <= w.last_seq)
+            assert np.array_equal(matrix[i], wmatrix[holder])
+    finally:
+        turns.close()
