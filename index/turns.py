@@ -19,6 +19,7 @@ card files once per card file hash (the card index names the hash) and kept in t
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping
@@ -353,16 +354,19 @@ class TurnIndex:
         found = self.conn.execute(
             "SELECT t.file, t.line, t.host, t.session_id, t.seq, t.role, t.kind, t.timestamp, t.cwd, t.text, v.vector "
             "FROM turns t LEFT JOIN vectors v ON v.hash = t.hash ORDER BY t.file, t.line, t.seq").fetchall()
-        held: dict[tuple[str, str], list[tuple[int, int, bytes]]] = {}
+        held: dict[tuple[str, str], tuple[list[int], list[int], list[bytes]]] = {}
         for file, session, first, last, vector in self.conn.execute(
                 "SELECT w.file, w.session_id, w.first_seq, w.last_seq, v.vector FROM windows w "
                 "JOIN window_vectors v ON v.hash = w.hash ORDER BY w.file, w.session_id, w.first_seq"):
-            held.setdefault((file, session), []).append((first, last, vector))
+            firsts, lasts, vectors = held.setdefault((file, session), ([], [], []))
+            firsts.append(first), lasts.append(last), vectors.append(vector)
 
         def vector_of(r: tuple) -> bytes | None:
             if r[10] is not None or r[6] in EMBEDDED_KINDS:
                 return r[10]  # its own, or none yet (an embedded kind waits for its own)
-            return next((v for first, last, v in held.get((r[0], r[3]), ()) if first <= r[4] <= last), None)
+            firsts, lasts, vectors = held.get((r[0], r[3]), ((), (), ()))
+            j = bisect.bisect_left(lasts, r[4])  # windows are one size: their ends rise with their starts
+            return vectors[j] if j < len(lasts) and firsts[j] <= r[4] else None
 
         found = [(r, v) for r in found if (v := vector_of(r)) is not None]
         rows = [TurnRow(*r[:10]) for r, _ in found]
