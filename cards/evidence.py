@@ -77,7 +77,10 @@ def ending(turns: Sequence[Turn], ends_session: bool = True) -> Ending | None:
         return None
     at, said = talk[-1]
     text = said.text.strip()
-    if at == len(turns) - 1 and ends_cut(text) and not text.endswith("```"):
+    # A piece cut out of a longer stretch (`ends_session=False`) may end on "Now let me run the suite:": the
+    # step it announces is the next piece's first turn, not a message cut off.
+    announces = not ends_session and text.endswith(":")
+    if at == len(turns) - 1 and ends_cut(text) and not text.endswith("```") and not announces:
         tail = " ".join(text.split()[-12:])
         what = f"the last message stops mid-sentence (t{said.seq})"
         return Ending("ended_mid_sentence", said.seq, f"{what}: “…{tail}”", what)

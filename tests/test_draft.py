@@ -51,6 +51,17 @@ def test_a_last_message_cut_mid_sentence_marks_the_card_incomplete_with_the_open
     assert "open:" in card.follow_up and "fix is therefore" in card.follow_up
 
 
+def test_a_piece_cut_out_of_a_longer_stretch_may_end_announcing_its_next_step_and_is_not_cut_mid_sentence():
+    from memoir.cards.evidence import ending
+    s = (Script().user("make the channel test pass")
+         .runs("mix test test/app/channel_test.exs").error("error: undefined function assert_broadcast/2")
+         .edits("/home/dev/shop/test/app/channel_test.exs", "use ExUnit.Case", "use ExUnit.Case\n  import Phoenix.ChannelTest")
+         .runs("mix test test/app/channel_test.exs").result("6 tests, 0 failures")
+         .says("All 6 tests pass. Now let me run the full test suite to make sure nothing is broken:"))
+    assert ending(s.turns, ends_session=False) is None  # the next piece starts with that run
+    assert ending(s.turns, ends_session=True).reason == "ended_mid_sentence"  # nothing came after it
+
+
 @pytest.mark.parametrize("text,problem", [
     ("", "conclusion_too_short"),
     ("Fixed.", "conclusion_too_short"),
