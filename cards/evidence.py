@@ -189,6 +189,9 @@ def shown_in(turns: Sequence[Turn], signature: str) -> str:
     return signature
 
 
+MIN_SHOWN_ERROR = 30  # characters an error line needs to stand for its output in Evidence
+
+
 def proof_span(turns: Sequence[Turn], fix: Verification | None) -> tuple[int, int] | None:
     """The turns (first seq, last seq) from the failure a fix cleared to the check that proved it:
     what a fix card's Evidence shows. Steps before belong to the task around it, steps after to the
@@ -212,13 +215,14 @@ def evidence_list(exp: Experience, fix: Verification | None = None) -> str:
     before = [t.seq for t in exp.turns if span is not None and t.seq < span[0] and t.kind == "tool_call"]
     if before:
         items.append(f"- [t{before[0]}–t{before[-1]}] {len(before)} steps of the task before the failure (not shown)")
-    failed = {r.result.seq for r in walk(exp.turns).runs if r.failed}  # a failing check's output shows its error
+    # A failing check's output shows its error line, when that line says more than its tail ("Reason: Error" does not).
+    failed = {r.result.seq for r in walk(exp.turns).runs if r.failed}
     for t in exp.turns:
         if span is not None and not span[0] <= t.seq <= span[1]:
             continue
         if t.kind == "tool_call":
             items.append(f"- [t{t.seq}] ran `{_flat(t.text, 160)}`")
-        elif t.kind == "error" or (t.seq in failed and error_signature(t.text)):
+        elif t.kind == "error" or (t.seq in failed and len(shown_error(t.text, error_signature(t.text))) >= MIN_SHOWN_ERROR):
             sig = error_signature(t.text)
             items.append(f"- [t{t.seq}] error: {_flat(shown_error(t.text, sig) if sig else t.text[:120], 240)}")
         elif t.kind == "tool_result" and is_notable_result(t.text):
