@@ -4,15 +4,14 @@
 
 The gates judge every card, rule-made or model-made. A card that fails one stays `candidate`
 (out of default recall) with the failing gate's name in its front matter; nothing is deleted.
-Judging is pure: a card, the text of its source turns (memoir.cards.quality_inputs), the active
-cards, and a similarity function go in; a `Verdict` comes out. The embedder is injected because
-`cards` may not import `index`; tests pass the real one or a lexical stand-in.
+Judging is pure: a card, its source turns (memoir.cards.quality_inputs), the active cards, and a
+similarity function go in; a `Verdict` comes out. The embedder is injected (`cards` may not import `index`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from memoir.cards.quality_inputs import (
@@ -443,7 +442,7 @@ def not_duplicate(card: Card, active_cards: Sequence[Card], similarity: Similari
 def judge_card(
     card: Card,
     evidence: EvidenceView,
-    active_cards: Sequence[Card] = (),
+    active_cards: Sequence[Card] | Callable[[Card], Sequence[Card]] = (),
     similarity: Similarity | None = None,
 ) -> Verdict:
     """Run every gate; the first failure (in `QUALITY_GATE_NAMES` order) names the verdict.
@@ -451,7 +450,8 @@ def judge_card(
     Args:
         card: the card to judge, rule-made or model-made.
         evidence: the card's source turns with roles.
-        active_cards: cards already active (the card itself is skipped by id).
+        active_cards: cards already active (the card itself skipped by id), or a function of the card giving
+            them, asked only when every other gate passed (it needs the model; a held card is decided).
         similarity: embedding similarity in [0, 1]; lexical overlap alone when None.
     """
     verified = verified_conclusion(card, evidence)
@@ -464,8 +464,11 @@ def judge_card(
         failure_conditions_stated(card, checked=verified.passed),
         no_unsupported_specifics(card, evidence),
         instruction_not_self_promoted(card, evidence),
-        not_duplicate(card, active_cards, similarity),
     )
+    if not callable(active_cards) or all(r.passed for r in results):
+        results += (not_duplicate(card, active_cards(card) if callable(active_cards) else active_cards, similarity),)
+    else:
+        results += (_result("not_duplicate", ""),)  # held already: not asked (see `active_cards`)
     failed = [r for r in results if not r.passed]
     return Verdict(
         passed=not failed,

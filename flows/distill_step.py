@@ -111,6 +111,21 @@ class Neighbourhood:
         self._encode([c.conclusion.strip() for c in near.values() if c.conclusion.strip()])
         return sorted(near.values(), key=lambda c: c.id)
 
+    @property
+    def lazy(self) -> bool:
+        """With the index and the model, each card's neighbours are found when the duplicate gate asks (`near`)."""
+        return self.index is not None and self.embedder is not None
+
+    def near(self, card: Card) -> list[Card]:
+        """The active cards nearest one card's conclusion; encodes its text and theirs."""
+        text = card.conclusion.strip()
+        if not text:
+            return []
+        self._encode([text])
+        found = {cid: self.by_id[cid] for cid, _ in self.index.knn(self.vectors[text], k=NEIGHBOURS) if cid in self.by_id}
+        self._encode([c.conclusion.strip() for c in found.values() if c.conclusion.strip()])
+        return sorted(found.values(), key=lambda c: c.id)
+
     def _encode(self, texts: list[str]) -> None:
         missing = sorted({t for t in texts if t not in self.vectors})
         if missing:
@@ -202,7 +217,8 @@ def ask_batch(batch: Sequence[tuple[Experience, Card]], settings: Settings, endp
 def settle(batch: Sequence[tuple[Experience, Card]], asked: BatchReport, neighbourhood: Neighbourhood,
            outcome: DistillReport) -> None:
     """The gates over one asked batch, against the cards active so far: call in the batches' order."""
-    active = neighbourhood.prepare([c for _, c in batch])
+    # With the model, only a card the other gates let through is embedded, against its own neighbours.
+    active = neighbourhood.near if neighbourhood.lazy else neighbourhood.prepare([c for _, c in batch])
     result = settle_batch(batch, asked, bool(outcome.endpoints), active, neighbourhood.similarity)
     outcome.counts.update(result.counts)
     outcome.alerts.extend(result.alerts)

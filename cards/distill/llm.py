@@ -18,7 +18,7 @@ Plan/apply: `build_prompt` (llm_prompt), `parse_slots` and `apply_slots` (llm_sl
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from memoir.cards.config import Settings
@@ -77,18 +77,22 @@ def distill_batch(
 
 
 def settle_batch(experiences_and_cards: Sequence[tuple[Experience, Card]], asked: BatchReport, model_enabled: bool,
-                 active_cards: Sequence[Card] = (), similarity: Similarity | None = None) -> BatchReport:
+                 active_cards: Sequence[Card] | Callable[[Card], Sequence[Card]] = (),
+                 similarity: Similarity | None = None) -> BatchReport:
     """The gates over what `ask_model` left, in the batch's order: a card gone active here is one
-    the next card must not duplicate. Pure; the order, not the timing, decides."""
+    the next card must not duplicate. Pure; the order, not the timing, decides. `active_cards` may be a
+    function giving the active cards near a card (asked only for a card the other gates let through)."""
     out = asked
-    active = [c for c in active_cards if c.status == "active"]
+    near = active_cards if callable(active_cards) else None
+    active = [] if near is not None else [c for c in active_cards if c.status == "active"]
+    against = (lambda c: [*(x for x in near(c) if x.status == "active"), *active]) if near is not None else active
     evidence = {card.id: exp for exp, card in experiences_and_cards}
     for card, distilled in asked.asked:
         if distilled is None:
             out.cards.append(card)
             continue
         # Read back from the spool card by card: a batch of merged cards can name most of a corpus.
-        verdict = judge_card(card, EvidenceView.of(loaded_turns(evidence[card.id])), active, similarity)
+        verdict = judge_card(card, EvidenceView.of(loaded_turns(evidence[card.id])), against, similarity)
         # A card the model answered with junk is decided as the rule stage alone would decide it.
         decided = decide_status(card, verdict, model_enabled and card.id not in asked.junk, distilled)
         out.verdicts[card.id] = verdict
