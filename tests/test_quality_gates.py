@@ -146,6 +146,19 @@ def test_not_duplicate_rejects_a_near_copy_of_an_active_card():
     assert only_failure(GOOD, active=[twin]) == "not_duplicate"
 
 
+def test_the_duplicate_gate_asks_for_a_cards_neighbours_only_when_every_other_gate_let_it_through():
+    twin = GOOD.with_(id="c-twin", status="active", conclusion=GOOD.conclusion.replace("instead", "then"))
+    asked = []
+
+    def near(card):
+        asked.append(card.id)
+        return [twin]
+    assert judge_card(GOOD, EVIDENCE, near).failed_gate == "not_duplicate" and asked == [GOOD.id]
+    held = judge_card(GOOD.with_(counterexamples="n/a"), EVIDENCE, near)
+    assert held.failed_gate == "failure_conditions_stated" and asked == [GOOD.id]  # not asked: no model call
+    assert [r.gate for r in held.results] == list(QUALITY_GATE_NAMES)
+
+
 def test_not_duplicate_ignores_the_card_itself_and_inactive_cards():
     assert judge_card(GOOD, EVIDENCE, [GOOD.with_(status="active"), GOOD.with_(id="c-x", status="candidate")]).passed
 
