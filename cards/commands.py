@@ -208,6 +208,17 @@ def chain_steps(command: str) -> list[str]:
     return [p.strip() for p in _STEP.split(command) if p.strip()]
 
 
+_SEARCH_FILTER = re.compile(r"^(?:rg|grep|egrep|fgrep|ag|ack|findstr|select-string|sls)\b", re.I)
+
+
+def ends_in_search_filter(command: str) -> bool:
+    """Does the command's last step pipe into a search (`git ls-remote origin | rg x`)? Its exit 1 is
+    the search finding nothing, not the command before it failing."""
+    steps = chain_steps(command)
+    stages = re.split(r"(?<!\|)\|(?!\|)", steps[-1]) if steps else []
+    return len(stages) > 1 and bool(_SEARCH_FILTER.match(stages[-1].strip()))
+
+
 _STEM_NOISE = re.compile(r"^(?:test_)|(?:_test|_spec|\.test|\.spec|_tests)$")
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from memoir.cards.background import started_id, task_verdict
 from memoir.cards.commands import (
-    call_settings, chain_steps, retrieved_id, changes_before_check, command_key, steps_before, command_of, describe_change, is_change, is_test_or_build, one_line,
+    call_settings, chain_steps, ends_in_search_filter, retrieved_id, changes_before_check, command_key, steps_before, command_of, describe_change, is_change, is_test_or_build, one_line,
     only_looks, same_target, separator_change, target_stems,
 )
 from memoir.cards.cues import is_tooling_error
@@ -84,9 +84,8 @@ def walk(turns: tuple[Turn, ...]) -> Walk:
             k = next((k for k, (_, c) in enumerate(pending) if not name or c.tool_name == name), None)
             if k is None:
                 continue
-            at_call, call = pending.pop(k)
+            (at_call, call), verdict = pending.pop(k), None
             command = command_of(call)
-            verdict = None
             if not command and (task := background.get(retrieved_id(call))):  # a background check's result
                 (at_call, call, command), verdict = task, task_verdict(turn.text)
             if not command or is_declined(turn.text):
@@ -100,6 +99,8 @@ def walk(turns: tuple[Turn, ...]) -> Walk:
             failed = (turn.kind == "error" and not is_tooling_error(turn)) or is_failing(turn.text)
             # A background start or a poll of an unfinished process has no verdict yet (`PENDING`).
             passed = not failed and (turn.kind == "tool_result" or is_passing(turn.text)) and not first_rule(PENDING, turn.text[:300])
+            if failed and ends_in_search_filter(command) and error_signature(turn.text) == "exit code 1":
+                verdict = verdict or (False, True)  # `… | rg x` found no line: the command before it ran
             failed, passed = verdict or (failed, passed)
             runs.append(Run(call, turn, command, at_call, i, failed, passed, error_signature(turn.text) if failed else ""))
             if not failed and not passed and (task_id := started_id(turn.text)):

@@ -16,7 +16,7 @@ from memoir.cards.distill.extract import find_disproved
 from memoir.cards.draft import draft_card
 from memoir.cards.evidence import ending
 from memoir.cards.commands import describe_change
-from memoir.cards.loop import failed_explanations, fixed_loop, loops, same_check
+from memoir.cards.loop import failed_explanations, fixed_loop, loops, same_check, walk
 from memoir.cards.outcomes import verification
 from memoir.cards.values import Experience
 from memoir.cards.values import Turn
@@ -490,3 +490,22 @@ def test_errors_at_other_places_are_steps_each_cleared_by_its_own_change():
     other = ("** (RuntimeError) Phoenix LiveView requires lazy_html as a test dependency\n"
              "    (phoenix_live_view 1.1.3) lib/phoenix_live_view/test/dom.ex:8: y/1\n    test/app/page_test.exs:12: (test)\n")
     assert error_places(trace) == {("endpoint.ex", 420)} and not error_places(trace) & error_places(other)
+
+
+# --- a search at the end of a pipe that finds nothing ------------------------------------------------------
+
+def test_a_pipe_into_a_search_that_finds_nothing_is_no_failure_of_the_command_before_it():
+    from memoir.cards.commands import ends_in_search_filter
+    assert ends_in_search_filter("git ls-remote --heads origin | rg -e 'refs/heads/x$'")
+    assert ends_in_search_filter("pytest -q 2>&1 | grep FAILED")
+    assert not ends_in_search_filter("rg TODO src") and not ends_in_search_filter("make test || grep -r x .")
+    s = Script(host="codex").user("make a feature branch for the startup spec")
+    s.runs("git ls-remote --heads origin | rg -e 'refs/heads/[0-9]+-startup$'")
+    s.error("Exit code: 1\nOutput:\nssh: Could not resolve hostname github.com: -65563\nfatal: Could not read from remote repository.\n")
+    s.says("The sandbox blocks the network; re-running with escalated permissions.")
+    s.runs("git ls-remote --heads origin | rg -e 'refs/heads/[0-9]+-startup$'")
+    s.result("Exit code: 1\nOutput:\nNow using node v22.20.0 (npm v10.9.3)\n")  # reached the remote; no such branch
+    runs = walk(tuple(s.turns)).runs
+    assert [(r.failed, r.passed) for r in runs] == [(True, False), (False, True)]
+    s2 = Script().user("x").runs("pytest -q 2>&1 | grep -c FAILED").result("Exit code: 1\n0\n")
+    assert walk(tuple(s2.turns)).runs[0].passed  # grep counted none
