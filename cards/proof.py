@@ -345,7 +345,7 @@ def confirmed_command_failed(turns: Sequence[Turn], confirmed_at: int) -> int | 
     """The seq of an earlier paste of the user's, in this experience, where the very command they now confirm
     ("this worked: X=1 app") ran and printed an error. The answer credits what the command carries (a
     setting, a flag), but the command failed with it before: something else changed in between. A paste
-    where the program was not found at all ran nothing with the setting, and does not count."""
+    where the program was not even found counts too: installing it in between may be what made it work."""
     said = next((t.text for t in turns if t.seq == confirmed_at), "")
     spans = {" ".join(part.split()) for line in said.splitlines() for part in (line, line.rsplit(":", 1)[-1])}
     spans = {s for s in spans if len(s) >= MIN_CONFIRMED_COMMAND and " " in s and any(c in s for c in "=-/.")}
@@ -354,9 +354,7 @@ def confirmed_command_failed(turns: Sequence[Turn], confirmed_at: int) -> int | 
             continue
         for span in spans:
             ran = re.search(r"\s+".join(map(re.escape, span.split())), t.text)
-            after = t.text[ran.end():ran.end() + _AFTER_COMMAND] if ran is not None else ""
-            # A program that could not start never ran with the setting: that run tells nothing against it.
-            if after and is_error_output(after) and not error_signature(after).startswith("command not found"):
+            if ran is not None and is_error_output(t.text[ran.end():ran.end() + _AFTER_COMMAND]):
                 return t.seq
     return None
 
