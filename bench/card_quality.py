@@ -293,8 +293,8 @@ def latest_review(folder: Path = REVIEWS) -> tuple[str, dict[tuple[str, str], st
         return "", {}
     verdicts = {}
     for line in files[-1].read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
+        row = json.loads(line) if line.strip() else {}
+        if "verdict" in row:  # a reviewer's list of problems with no card has none
             verdicts[(row["set"], row["card"])] = row["verdict"]
     return files[-1].name, verdicts
 
