@@ -64,7 +64,7 @@ class Settings:
     # A host-log line longer than this is skipped unread (`bad_line_too_large`): decoding one
     # 200 MB line would take gigabytes. Pasted images stay well under it.
     max_line_bytes: int = 16 * 1024 * 1024
-    # Build the deep-search turn index (every turn and window embedded) at the end of each run, so
+    # Build the deep-search turn index (its turns and windows embedded) at the end of each run, so
     # the first `memoir search` finds it ready; off, the first search builds it, a batch at a time.
     turn_index_in_run: bool = True
     # A session's start also reads the previous session's log (the newest other log beside the new

@@ -1,8 +1,9 @@
-"""The turn index deep search fuses with the card index: one vector per sanitized turn of the ledgered logs.
+"""The turn index deep search fuses with the card index: vectors for the sanitized turns of the ledgered logs.
 
 Like the card index it is derived, never canonical: `turns.sqlite` in the state dir holds, per
 ledgered log file, its sanitized turns and the size/mtime they were read at, plus one vector per
-distinct turn text keyed by the sha256 of that text (the content-hash skip: an appended log embeds
+distinct turn text of the kinds embedded alone (`EMBEDDED_KINDS`: what was said, commands, errors;
+a tool's output is found by its words and scored by its window's vector), keyed by the sha256 of that text (the content-hash skip: an appended log embeds
 only its new turns, a rerun embeds nothing). The model id is stored beside the vectors; another
 model drops them all. Delete the file at any time: the next search reads the logs again. `memoir run`
 refreshes it after each run (every new text, with progress), so a first search finds it ready; a
