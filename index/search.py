@@ -382,13 +382,12 @@ def search_cards(settings: Settings, query: str, *, embedder, k: int = 10, works
     near_windows: list[WindowMatch] = []
     spans: Mapping[str, list[Span]] = {}
     if turns is not None:
-        rows, matrix, spans, hidden_rows, windows, wmatrix, hidden_windows, at = turns
+        rows, matrix, spans, hidden_rows, windows, wmatrix, hidden_windows, at, embedded = turns
         keep, wkeep = ~hidden_rows, ~hidden_windows
         if near is not None:
             keep = keep & np.array([not r.cwd or near(r.cwd, "") for r in rows], dtype=bool)
             wkeep = wkeep & np.array([not w.cwd or near(w.cwd, "") for w in windows], dtype=bool)
-        own = np.array([r.kind in EMBEDDED_KINDS for r in rows], dtype=bool)  # the others carry a window's vector
-        matches = nearest_turns(rows, matrix, vector, pool, keep=keep & own)
+        matches = nearest_turns(rows, matrix, vector, pool, keep=keep & embedded)  # only turns with vectors of their own
         found = [at[(f, line, seq)] for f, line, seq, _ in search_words(settings.state_dir, text, pool)
                  if (f, line, seq) in at]
         lexical = [(rows[i], float(matrix[i] @ vector)) for i in found if keep[i]]
@@ -460,7 +459,8 @@ def load_turns(settings: Settings, embedder, index, store: CardStore, problems: 
                                    for _, (lo, hi) in gone.ranges.get((w.host, w.session_id), ())) for w in windows],
                               dtype=bool)
     at = {(r.file, r.line, r.seq): i for i, r in enumerate(rows)}  # a word match's row, by its place
-    loaded = (rows, matrix, spans, hidden, windows, wmatrix, hidden_windows, at)
+    embedded = np.array([r.kind in EMBEDDED_KINDS for r in rows], dtype=bool)  # the others carry their window's vector
+    loaded = (rows, matrix, spans, hidden, windows, wmatrix, hidden_windows, at, embedded)
     if refresh.pending or refresh.windows_pending:
         # Not cached: the next search in this process embeds the next batch.
         problems.append(f"{refresh.pending + refresh.windows_pending} session turns and windows are not searchable "
