@@ -489,8 +489,8 @@ def _failed_explanations(turns: tuple[Turn, ...]) -> dict[int, int]:
         before, output = lp.failure.signature, lp.failure.output
         for attempt in lp.attempts:
             sig = attempt.check.signature
-            moved = bool(error_places(output) & error_places(attempt.check.result.text))  # the same place
-            if not attempt.worked and sig and (sig == before or moved) and not sig.startswith("exit code"):
+            if not attempt.worked and sig and not sig.startswith("exit code") and (  # the same error, or at its place
+                    sig == before or error_places(output) & error_places(attempt.check.result.text)):
                 names = names_in(attempt, lp.failure)
                 for seq in attempt.said:
                     text = by_seq[seq].text

@@ -334,7 +334,7 @@ def is_declined(text: str) -> bool:
 
 
 # Where an error points: `path/file.ext:12` (most compilers and linters) or `File "x.py", line 12`.
-_PLACE = re.compile(r"([\w.\-]+\.[A-Za-z]{1,6}):(\d+)|File \"[^\"\n]*?([\w.\-]+)\", line (\d+)")
+_PLACE = re.compile(r"(?<!//)(?<![\w.\-])([\w.\-]+\.[A-Za-z]{1,6}):(\d+)|File \"[^\"\n]*?([\w.\-]+)\", line (\d+)")  # not a URL's host
 _ERROR_WORD = re.compile(r"(?i)error|exception|panic")
 PLACE_LINES = 8  # an error's own place is on its line or in the few after it (a compiler's arrow, a first frame)
 
@@ -343,13 +343,15 @@ def error_places(output: str) -> set[tuple[str, int]]:
     """The (file name, line) each error of an output points at first: on its line or in the few after it.
     A change after which the check fails at a place the earlier error pointed at moved that error, it
     did not clear it: an undefined variable that becomes an undefined function on the same line is
-    one problem, not two. Frames further down a trace (the test that called it) are no error's place."""
+    one problem, not two. Frames further from the error line (the test that called it) are no error's place."""
     lines = output[:20000].splitlines()
     out = set()
     for i, line in enumerate(lines):
         if not _ERROR_WORD.search(line):
             continue
-        m = next((m for ln in lines[i:i + PLACE_LINES] if (m := _PLACE.search(ln))), None)
+        m = next((m for ln in lines[i:i + PLACE_LINES] if (m := _PLACE.search(ln))), None)  # a compiler's arrow
+        if m is None:  # a trace's innermost frame comes just before its exception line (Python)
+            m = next((m for ln in reversed(lines[max(0, i - PLACE_LINES):i]) if (m := _PLACE.search(ln))), None)
         if m is not None:
             out.add((m.group(1) or m.group(3), int(m.group(2) or m.group(4))))
     return out

@@ -490,6 +490,9 @@ def test_errors_at_other_places_are_steps_each_cleared_by_its_own_change():
     other = ("** (RuntimeError) Phoenix LiveView requires lazy_html as a test dependency\n"
              "    (phoenix_live_view 1.1.3) lib/phoenix_live_view/test/dom.ex:8: y/1\n    test/app/page_test.exs:12: (test)\n")
     assert error_places(trace) == {("endpoint.ex", 420)} and not error_places(trace) & error_places(other)
+    python = 'Traceback (most recent call last):\n  File "/app/t.py", line 3, in <module>\n  File "/app/cart.py", line 12\nKeyError: 1'
+    assert error_places(python) == {("cart.py", 12)}  # the innermost frame, just above the exception
+    assert error_places("Error: request to https://api.example.com:443/v1 failed") == set()  # a URL's host is no place
 
 
 # --- a search at the end of a pipe that finds nothing ------------------------------------------------------
