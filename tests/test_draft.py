@@ -4,6 +4,7 @@ import pytest
 
 from memoir.cards.conclude import choose_conclusion
 from memoir.cards.draft import conclusion_problem, draft_card
+from memoir.cards.evidence import ending
 from memoir.cards.values import SECTIONS
 from memoir.cards.segment import segment_session
 from tests.turns import Script
@@ -52,7 +53,6 @@ def test_a_last_message_cut_mid_sentence_marks_the_card_incomplete_with_the_open
 
 
 def test_a_piece_cut_out_of_a_longer_stretch_may_end_announcing_its_next_step_and_is_not_cut_mid_sentence():
-    from memoir.cards.evidence import ending
     s = (Script().user("make the channel test pass")
          .runs("mix test test/app/channel_test.exs").error("error: undefined function assert_broadcast/2")
          .edits("/home/dev/shop/test/app/channel_test.exs", "use ExUnit.Case", "use ExUnit.Case\n  import Phoenix.ChannelTest")

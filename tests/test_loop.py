@@ -13,11 +13,12 @@ import pytest
 
 from memoir.cards.conclude import choose_conclusion
 from memoir.cards.distill.extract import find_disproved
-from memoir.cards.draft import draft_card
+from memoir.cards.draft import draft_card, inner_lessons
 from memoir.cards.evidence import ending
-from memoir.cards.commands import describe_change
+from memoir.cards.commands import describe_change, ends_in_search_filter
 from memoir.cards.loop import failed_explanations, fixed_loop, loops, same_check, walk
 from memoir.cards.outcomes import verification
+from memoir.cards.signals import error_places
 from memoir.cards.values import Experience
 from memoir.cards.values import Turn
 from tests.turns import T0, Script
@@ -475,14 +476,12 @@ def test_an_error_at_the_place_the_first_error_pointed_at_means_the_change_moved
 
 
 def test_an_error_that_moved_gets_no_card_of_its_own_as_a_step_cleared():
-    from memoir.cards.draft import inner_lessons
     s = _moved_then_fixed()
     exp = Experience(s.host, s.session_id, tuple(s.turns))
     assert inner_lessons(exp, _card(s)) == []
 
 
 def test_errors_at_other_places_are_steps_each_cleared_by_its_own_change():
-    from memoir.cards.signals import error_places
     assert error_places(UNDEFINED_VAR) == {("counts_test.exs", 115)}
     assert error_places(UNDEFINED_VAR) & error_places(UNDEFINED_FUN)
     trace = ("** (RuntimeError) no :secret_key_base configuration found\n    (phoenix 1.8.1) lib/phoenix/endpoint.ex:420: x/1\n"
@@ -498,7 +497,6 @@ def test_errors_at_other_places_are_steps_each_cleared_by_its_own_change():
 # --- a search at the end of a pipe that finds nothing ------------------------------------------------------
 
 def test_a_pipe_into_a_search_that_finds_nothing_is_no_failure_of_the_command_before_it():
-    from memoir.cards.commands import ends_in_search_filter
     assert ends_in_search_filter("git ls-remote --heads origin | rg -e 'refs/heads/x$'")
     assert ends_in_search_filter("pytest -q 2>&1 | grep FAILED")
     assert not ends_in_search_filter("rg TODO src") and not ends_in_search_filter("make test || grep -r x .")
