@@ -30,7 +30,7 @@ from memoir.cards.commands import (
 )
 from memoir.cards.cues import is_tooling_error
 from memoir.cards.phrasebook import PENDING, first_rule
-from memoir.cards.signals import KUBECTL, error_places, failing_tests, is_declined
+from memoir.cards.signals import KUBECTL, error_moved, failing_tests, is_declined
 from memoir.cards.signatures import error_signature, is_error_output
 from memoir.cards.values import Turn, per_turns
 from memoir.cards.verdicts import is_failing, is_passing, reads_as_still_failing
@@ -490,7 +490,7 @@ def _failed_explanations(turns: tuple[Turn, ...]) -> dict[int, int]:
         for attempt in lp.attempts:
             sig = attempt.check.signature
             if not attempt.worked and sig and not sig.startswith("exit code") and (  # the same error, or at its place
-                    sig == before or error_places(output) & error_places(attempt.check.result.text)):
+                    sig == before or error_moved(output, attempt.check.result.text)):
                 names = names_in(attempt, lp.failure)
                 for seq in attempt.said:
                     text = by_seq[seq].text

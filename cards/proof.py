@@ -36,7 +36,7 @@ from memoir.cards.cues import is_chatter, is_prompt_template
 from memoir.cards.loop import TEST_RUNNER, Loop, fixed_loop, runner_of, same_check, setting_change, walk
 from memoir.cards.outcomes import REPORT_LEAD, verification
 from memoir.cards.phrasebook import COMPILE_ERRORS, DEPENDENCY_FIX, GO_AHEAD, QUESTIONS, ENVIRONMENT, LOCAL_ROUTE, OTHER_ROUTE, UNRELATED, PROBLEM_REPORTS, REJECTS, RETRACTS, first_rule
-from memoir.cards.signals import error_places
+from memoir.cards.signals import error_moved
 from memoir.cards.signatures import error_signature, is_error_output
 from memoir.cards.values import Turn
 
@@ -108,7 +108,7 @@ def stepped(lp: Loop) -> set[str]:
         sig = attempt.check.signature
         if (not attempt.worked and sig and before and sig != before and not before.startswith("exit code")
                 and not attempt.setting and command_key(attempt.check.command) == command_key(lp.failure.command)
-                and not error_places(output) & error_places(attempt.check.result.text)):
+                and not error_moved(output, attempt.check.result.text)):
             out.add(before)
         before, output = sig, attempt.check.result.text
     return out

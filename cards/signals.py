@@ -355,3 +355,9 @@ def error_places(output: str) -> set[tuple[str, int]]:
         if m is not None:
             out.add((m.group(1) or m.group(3), int(m.group(2) or m.group(4))))
     return out
+
+
+def error_moved(earlier: str, later: str) -> bool:
+    """Does an error in `later` point where one in `earlier` did (`error_places`)? Then the change between
+    the two outputs moved that error; it did not clear it."""
+    return bool(error_places(earlier) & error_places(later))

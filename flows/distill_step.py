@@ -95,21 +95,11 @@ class Neighbourhood:
         self.index, self.embedder = index, embedder
         self.vectors: dict[str, np.ndarray] = {}
 
-    def prepare(self, cards: Sequence[Card]) -> list[Card]:
-        """The active cards near any of `cards`; encodes every text it will compare, in one batch."""
-        if self.index is None or self.embedder is None:
-            spaces = {c.workspace for c in cards}
-            pool = [c for c in self.active if c.workspace in spaces]
-            return sorted(pool, key=lambda c: (c.updated, c.id))[-LEXICAL_POOL:]
-        texts = [c.conclusion.strip() for c in cards if c.conclusion.strip()]
-        self._encode(texts)
-        near: dict[str, Card] = {}
-        for text in texts:
-            for cid, _ in self.index.knn(self.vectors[text], k=NEIGHBOURS):
-                if cid in self.by_id:
-                    near[cid] = self.by_id[cid]
-        self._encode([c.conclusion.strip() for c in near.values() if c.conclusion.strip()])
-        return sorted(near.values(), key=lambda c: c.id)
+    def pool(self, cards: Sequence[Card]) -> list[Card]:
+        """Without the index or the model: the most recent active cards of `cards`' workspaces, compared by words."""
+        spaces = {c.workspace for c in cards}
+        pool = [c for c in self.active if c.workspace in spaces]
+        return sorted(pool, key=lambda c: (c.updated, c.id))[-LEXICAL_POOL:]
 
     @property
     def lazy(self) -> bool:
@@ -218,7 +208,7 @@ def settle(batch: Sequence[tuple[Experience, Card]], asked: BatchReport, neighbo
            outcome: DistillReport) -> None:
     """The gates over one asked batch, against the cards active so far: call in the batches' order."""
     # With the model, only a card the other gates let through is embedded, against its own neighbours.
-    active = neighbourhood.near if neighbourhood.lazy else neighbourhood.prepare([c for _, c in batch])
+    active = neighbourhood.near if neighbourhood.lazy else neighbourhood.pool([c for _, c in batch])
     result = settle_batch(batch, asked, bool(outcome.endpoints), active, neighbourhood.similarity)
     outcome.counts.update(result.counts)
     outcome.alerts.extend(result.alerts)
