@@ -21,7 +21,9 @@ from memoir.index.pending import PendingIndex
 from memoir.flows.lock import run_lock
 from memoir.index.rebuild import RebuildReport, ensure_index, rebuild_index, remove_leftovers
 from memoir.index.sync import sync_index
-from memoir.index.turns import TurnIndex
+from memoir.index.turns import EMBED_STEP, TurnIndex, TurnRefresh
+
+UNTIL_STEP = 64  # texts per encode call when the refresh has a time limit: it stops within a few seconds of it
 
 
 @dataclass
@@ -88,11 +90,13 @@ class IndexStep:
             self._index.close()
             self._index = None
 
-    def refresh_turns(self, progress: Callable | None = None) -> None:
-        """Bring the turn index deep search reads up to the committed ledger, every new turn embedded.
+    def refresh_turns(self, progress: Callable | None = None, until: float | None = None) -> TurnRefresh | None:
+        """Bring the turn index deep search reads up to the committed ledger, every new turn embedded
+        (or as much as fits before `until`, a `time.monotonic()`: the rest is counted and waits).
 
         Done here, with progress, so that the first `memoir search` on a home finds it built rather
-        than reading and embedding every log in silence. A failure is a note: search refreshes it too.
+        than reading and embedding every log in silence. A failure is a note (and None): search
+        refreshes it too.
         """
         state = self.settings.state_dir
         try:
@@ -101,7 +105,8 @@ class IndexStep:
             turn_index = TurnIndex(state, self.embedder.model_id)
             try:
                 refresh = turn_index.refresh_files(ledgered, self.embedder, self.settings.blob_cap,
-                                                   budget=None, progress=progress)
+                                                   budget=None, progress=progress, until=until,
+                                                   step=EMBED_STEP if until is None else UNTIL_STEP)
                 index = self.open()
                 problems = list(refresh.problems)
                 if index is not None:
@@ -111,8 +116,9 @@ class IndexStep:
                 self.close()
         except (sqlite3.Error, LedgerError, IndexFailure, OSError) as exc:
             self.notes.append(f"turn index not refreshed ({exc}); the next `memoir search` refreshes it")
-            return
+            return None
         self.notes.extend(f"turn index: {p}" for p in problems)
+        return refresh
 
 
 def rebuild_alone(settings: Settings, embedder, concurrency: int, progress: Callable[[int], None] | None = None,
@@ -125,3 +131,13 @@ def rebuild_alone(settings: Settings, embedder, concurrency: int, progress: Call
         remove_leftovers(settings.index_dir)
         return rebuild_index(CardStore(settings.cards_dir, settings.state_dir), settings.index_dir, embedder,
                              concurrency, progress=progress, pending=PendingIndex(settings.state_dir))
+
+
+def refresh_turns_alone(settings: Settings, embedder, progress: Callable | None = None,
+                        wait_s: float = 0.0) -> tuple[TurnRefresh | None, list[str]]:
+    """`memoir index turns`: finish the turn index a run left within its share of time, under the
+    home's run lock (a run refreshes it too). Returns what was done (None: it could not) and the notes."""
+    with run_lock(settings.state_dir, wait_s, what="turn index"):
+        step = IndexStep(settings, CardStore(settings.cards_dir, settings.state_dir), embedder)
+        return step.refresh_turns(progress), step.notes
+

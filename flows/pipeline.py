@@ -13,7 +13,7 @@ import gc
 import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,6 +84,8 @@ class Run:
     distilled: DistillReport | None = None  # what the model stage and the gates decided so far
     redrawn: set[str] = field(default_factory=set)  # ids a rewritten log drafts again: not in distill's library
     origins: Origins = field(default_factory=dict)  # the log file of each run of a session's turns
+    embed_outside_index_s: float = 0.0  # the model's load and encodes before the index step (the duplicate gate)
+    started: float = field(default_factory=time.monotonic)
 
 
 def open_run(settings: Settings, logs: list[str], host: str = "auto", with_index: bool = True,
@@ -263,6 +265,7 @@ def update_index(run: Run) -> None:
     """Index what changed, or queue the ids when the index cannot take them."""
     if run.index is None:
         return
+    run.embed_outside_index_s = getattr(run.index.embedder, "spent_s", 0.0)
     run.index.sync(run.changed)
     run.summary.index = dict(run.index.figures)
     run.summary.notes.extend(run.index.notes)
@@ -278,18 +281,44 @@ def commit(run: Run) -> None:
 def refresh_turns(run: Run) -> None:
     """Embed the turns this run read into the turn index, so the first search finds it ready.
 
-    Runs after the commit and the record: past its deadline it stops, keeps every batch it embedded,
-    and says so; the cards, the index, the ledger and the run's record are already written."""
+    Runs after the commit and the record: past its share of the run's time (`turn_index_share`) or
+    its deadline it stops, keeps every file it read and every batch it embedded, and says what is
+    left; the cards, the index, the ledger and the run's record are already written."""
     if run.index is not None and run.settings.turn_index_in_run:
         before = len(run.index.notes)
+        now = time.monotonic()
+        until = turn_index_until(now - run.started, run.summary.steps_s, run.embed_outside_index_s,
+                                 run.settings.turn_index_share, now)
         try:
-            run.index.refresh_turns(run.progress)
+            refresh = run.index.refresh_turns(run.progress, until)
         except StepTimeout:
             run.index.close()
             run.summary.notes.append(
                 "turn index: stopped at its deadline (step_timeout_s) with what it embedded kept; cards, index, "
                 "ledger and the run's record were committed before it, and the next run or search continues it")
+        else:
+            if refresh is not None and refresh.left:
+                run.summary.notes.append(
+                    f"turn index: stopped at its share of the run (turn_index_share {run.settings.turn_index_share:g}) "
+                    f"with {refresh.read} logs read and {refresh.embedded + refresh.windows_embedded} texts embedded; "
+                    f"{refresh.files_pending} logs and {refresh.pending + refresh.windows_pending} texts wait for the "
+                    "next run or search (`memoir index turns` does them now)")
         run.summary.notes.extend(run.index.notes[before:])
+
+
+def turn_index_until(elapsed_s: float, steps_s: Mapping[str, float], embed_outside_s: float, share: float,
+                     now: float) -> float | None:
+    """When the turn index must stop: indexing so far plus the turn index may take `share` times the
+    rest of the run (`elapsed_s` since it started), and the turn index at least `TURN_INDEX_MIN_S`.
+    None: no limit (share 0).
+
+    Indexing is the index steps and the model's load and encodes before them (the duplicate gate
+    asks the index inside distill, `embed_outside_s`); the rest of the run is every other second."""
+    if share <= 0:
+        return None
+    indexing = sum(steps_s.get(name, 0.0) for name in INDEX_STEPS) + embed_outside_s
+    own = max(0.0, elapsed_s - indexing)
+    return now + max(TURN_INDEX_MIN_S, share * own - indexing)
 
 
 def record(run: Run) -> None:
@@ -362,6 +391,10 @@ STEPS: tuple[Step, ...] = (
     # there keeps what it embedded (index.turns) and stops nothing committed.
     Step("turn index", refresh_turns, drawn=False, needs_index=True),
 )
+INDEX_STEPS = ("index check", "index")  # the steps that exist only for the index (`turn_index_until`)
+# However short the run, its turn index may take this long: a nightly over a few new sessions (a second
+# of reading beside the model's five-second load) still gets its turns embedded that night.
+TURN_INDEX_MIN_S = 15.0
 
 
 def run_step(run: Run, step: Step) -> None:

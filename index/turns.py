@@ -23,6 +23,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import sqlite3
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,6 +152,12 @@ class TurnRefresh:
     problems: tuple[str, ...] = ()
     windows_embedded: int = 0  # window texts embedded (from what the turns left of the budget)
     windows_pending: int = 0
+    files_pending: int = 0  # logs not read yet: the refresh stopped at its time limit (`until`)
+
+    @property
+    def left(self) -> int:
+        """Texts and files a later refresh still has to do."""
+        return self.pending + self.windows_pending + self.files_pending
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +168,10 @@ class Span:
     session_id: str
     lo: int
     hi: int
+
+
+def _past(until: float | None) -> bool:
+    return until is not None and time.monotonic() >= until
 
 
 def text_hash(text: str) -> str:
@@ -239,7 +250,7 @@ class TurnIndex:
 
     def refresh_files(self, ledgered: Mapping[str, tuple[str, int, int]], embedder, blob_cap: int, *,
                       budget: int | None = EMBED_BUDGET, progress: Callable | None = None,
-                      step: int = EMBED_STEP) -> TurnRefresh:
+                      step: int = EMBED_STEP, until: float | None = None) -> TurnRefresh:
         """Read changed logs again and embed only turn texts not seen before (by content hash).
 
         Args:
@@ -250,6 +261,9 @@ class TurnIndex:
                 does); the rest wait (unmatched) for the next refresh.
             progress: `progress("turn index", done, total, detail)` per file read and per batch embedded.
             step: texts per encode call, each batch committed on its own.
+            until: a `time.monotonic()` past which no further file is read and no further batch
+                embedded (a run's share of time for its turn index); what is left is counted and
+                waits, as past the budget. None: no time limit.
         """
         known = {p: (s, m) for p, s, m in self.conn.execute("SELECT path, size, mtime_ns FROM files")}
         plan = plan_file_changes(ledgered, known)
@@ -259,7 +273,11 @@ class TurnIndex:
         with self.conn:
             for path in plan.drop:
                 self._drop_file(path)
+        files_pending = 0
         for i, (path, host) in enumerate(plan.read):
+            if _past(until):
+                files_pending = len(plan.read) - i
+                break
             if progress:
                 progress("turn index", i, len(plan.read), "reading the logs")
             rows = read_turns(path, host, blob_cap)
@@ -285,14 +303,18 @@ class TurnIndex:
         budget = len(missing) if budget is None else budget
         pending = max(0, len(missing) - budget)
         missing = missing[:budget]  # newest first: recent sessions are the likelier answers
-        self._embed_into("vectors", missing, embedder, step, progress, "embedding turns")
+        done = self._embed_into("vectors", missing, embedder, step, progress, "embedding turns", until)
+        pending += len(missing) - done
+        missing = missing[:done]
         windows = self.conn.execute(
             "SELECT w.hash, w.text FROM windows w LEFT JOIN window_vectors v ON v.hash = w.hash "
             "WHERE v.hash IS NULL GROUP BY w.hash ORDER BY w.hash").fetchall()
         room = len(windows) if unlimited else max(0, budget - len(missing))
         windows_pending = max(0, len(windows) - room)
         windows = windows[:room]
-        self._embed_into("window_vectors", windows, embedder, step, progress, "embedding session windows")
+        done = self._embed_into("window_vectors", windows, embedder, step, progress, "embedding session windows", until)
+        windows_pending += len(windows) - done
+        windows = windows[:done]
         if progress:
             done = len(missing) + len(windows)
             progress("turn index", done, done, f"{len(missing)} turns and {len(windows)} windows embedded")
@@ -300,13 +322,16 @@ class TurnIndex:
             # Vectors no turn uses any more (a rewritten or dropped log) go too: the file stays the logs' size.
             self.conn.execute("DELETE FROM vectors WHERE hash NOT IN (SELECT hash FROM turns)")
             self.conn.execute("DELETE FROM window_vectors WHERE hash NOT IN (SELECT hash FROM windows)")
-        return TurnRefresh(len(plan.read), len(plan.drop), len(missing), pending, tuple(problems),
-                           len(windows), windows_pending)
+        return TurnRefresh(len(plan.read) - files_pending, len(plan.drop), len(missing), pending, tuple(problems),
+                           len(windows), windows_pending, files_pending)
 
     def _embed_into(self, table: str, texts: list[tuple[str, str]], embedder, step: int, progress: Callable | None,
-                    detail: str) -> None:
-        """(hash, text) pairs embedded `step` at a time into `table`, each batch its own transaction."""
+                    detail: str, until: float | None = None) -> int:
+        """(hash, text) pairs embedded `step` at a time into `table`, each batch its own transaction,
+        until `until` passes; returns how many were embedded (a prefix of `texts`)."""
         for start in range(0, len(texts), step):
+            if _past(until):
+                return start
             if progress:
                 progress("turn index", start, len(texts), detail)
             part = texts[start:start + step]
@@ -314,6 +339,7 @@ class TurnIndex:
             with self.conn:
                 self.conn.executemany(f"INSERT OR REPLACE INTO {table} VALUES (?, ?)",
                                       [(h, v.astype(np.float32).tobytes()) for (h, _), v in zip(part, vecs)])
+        return len(texts)
 
     def _store_windows(self, rows: list[TurnRow]) -> None:
         """The windows cut from `rows` (one file's turns, or all the index holds), keyed by their text's hash."""

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import shutil
+import time
 
 import numpy as np
 from pathlib import Path
 
+from click.testing import CliRunner
+
 from memoir.cards.config import load_settings
 from memoir.cards.ledger import Ledger
+from memoir.flows import pipeline
+from memoir.flows.cli.main import cli
 from memoir.flows.pipeline import run_pipeline
 from memoir.index.embed import default_embedder
 from memoir.index.turns import EMBEDDED_KINDS, TurnIndex
@@ -24,6 +30,7 @@ def _ledgered(settings):
 
 def test_a_run_leaves_every_read_turn_embedded_and_every_card_span_recorded(tmp_path, embedder, monkeypatch):
     monkeypatch.setenv("MEMOIR_TURN_INDEX_IN_RUN", "1")  # the default; the suite turns it off elsewhere
+    monkeypatch.setenv("MEMOIR_TURN_INDEX_SHARE", "0")  # no share of time: every turn, however slow the machine
     logs = tmp_path / "logs"
     logs.mkdir()
     shutil.copy(FEEDCLI_LOG, logs / FEEDCLI_LOG.name)
@@ -155,3 +162,52 @@ def test_a_tools_output_gets_no_vector_of_its_own_and_is_scored_by_the_window_th
             assert np.array_equal(matrix[i], wmatrix[holder])
     finally:
         turns.close()
+
+
+def test_a_refresh_past_its_time_reads_and_embeds_nothing_more_and_counts_what_waits(tmp_path, embedder):
+    logs = tmp_path / "logs"
+    for host in ("claude-code", "codex"):
+        shutil.copytree(SECOND_SET / host, logs / host)
+    settings = load_settings(home=tmp_path / "home")
+    run_pipeline(settings, [logs], with_index=False)
+    ledgered = _ledgered(settings)
+    turns = TurnIndex(settings.state_dir, embedder.model_id)
+    try:
+        first = turns.refresh_files(ledgered, embedder, settings.blob_cap, budget=None, until=time.monotonic())
+        assert (first.read, first.embedded, first.windows_embedded) == (0, 0, 0)
+        assert first.files_pending == len(ledgered) and first.left == len(ledgered)
+        rest = turns.refresh_files(ledgered, embedder, settings.blob_cap, budget=None)
+        assert rest.read == len(ledgered) and rest.embedded > 0 and rest.left == 0  # the next one does it all
+    finally:
+        turns.close()
+
+
+def test_a_run_past_its_share_of_time_says_what_waits_and_index_turns_finishes_it(tmp_path, embedder, monkeypatch):
+    """A first night over a large backlog stops its turn index at its share of the run; `memoir index
+    turns` (or the next run) does the rest, and then nothing is left."""
+    monkeypatch.setenv("MEMOIR_TURN_INDEX_IN_RUN", "1")
+    monkeypatch.setenv("MEMOIR_TURN_INDEX_SHARE", "0.000001")
+    monkeypatch.setattr(pipeline, "TURN_INDEX_MIN_S", 0.0)  # no floor: the share alone, already spent
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(FEEDCLI_LOG, logs / FEEDCLI_LOG.name)
+    settings = load_settings(home=tmp_path / "home")
+    report = run_pipeline(settings, [logs])
+    waits = [n for n in report.notes if n.startswith("turn index: stopped at its share of the run")]
+    assert waits and "1 logs and 0 texts wait" in waits[0], report.notes
+    assert list(settings.cards_dir.glob("*.md")) and _ledgered(settings)  # the night itself is whole
+    out = CliRunner().invoke(cli, ["--home", str(settings.home), "index", "turns", "--json"])
+    assert out.exit_code == 0, out.output
+    figures = json.loads(out.output[out.output.index("{"):])
+    assert figures["logs_read"] == 1 and figures["turns_embedded"] > 0 and figures["left"] == 0
+    turns = TurnIndex(settings.state_dir, embedder.model_id)
+    try:
+        again = turns.refresh_files(_ledgered(settings), embedder, settings.blob_cap, budget=None)
+        assert again.left == 0 and (again.read, again.embedded) == (0, 0)
+    finally:
+        turns.close()
+
+
+def test_index_turns_on_a_home_that_never_ran_says_so_and_fails(tmp_path):
+    out = CliRunner().invoke(cli, ["--home", str(tmp_path / "nowhere"), "index", "turns"])
+    assert out.exit_code != 0 and "nothing has run here yet" in out.output

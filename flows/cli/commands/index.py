@@ -1,4 +1,4 @@
-"""`memoir index rebuild|check`: the derived index's maintenance commands."""
+"""`memoir index rebuild|check|turns`: the derived indexes' maintenance commands."""
 
 from __future__ import annotations
 
@@ -103,6 +103,42 @@ def rebuild_cmd(ctx, concurrency: int | None, as_json: bool, wait: float | None)
                    f"{human_size(report.size_bytes)}")
     for problem in report.problems:
         click.echo(f"skipped unreadable card file: {problem}", err=True)
+
+
+@index_group.command("turns")
+@click.option("--json", "as_json", is_flag=True, help="Print what was read and embedded as JSON.")
+@click.option("--wait", type=click.FloatRange(0), default=None, metavar="SECONDS",
+              help="Wait this long for a run in progress to finish (default: the setting "
+                   "run_lock_timeout_s, 0), then exit with code 3.")
+@pass_ctx
+def turns_cmd(ctx, as_json: bool, wait: float | None) -> None:
+    """Finish the deep-search turn index now: read the logs a run read and embed every turn left.
+
+    A run embeds turns only within its share of time (the setting turn_index_share), so that a first
+    night over a large backlog ends in minutes; what it left waits for the next run or search. This
+    does it all at once, with progress, under the home's run lock. Search finds every turn by its
+    words meanwhile.
+    """
+    from memoir.flows.index_step import refresh_turns_alone  # deferred: start-up (apsw, sqlite-vec)
+    from memoir.index.embed import default_embedder  # deferred: start-up (numpy)
+
+    s = ctx.settings
+    if not s.home.is_dir():
+        raise CommandError(f"no memoir home at {s.home}: nothing has run here yet; run `memoir run`")
+    with Display(as_json, env=ctx.env) as progress:
+        refresh, notes = refresh_turns_alone(s, announced(default_embedder(), progress), progress,
+                                             wait_s=s.run_lock_timeout_s if wait is None else wait)
+    if refresh is None:
+        raise CommandError("; ".join(notes) or "the turn index could not be refreshed")
+    figures = {"logs_read": refresh.read, "logs_dropped": refresh.dropped, "turns_embedded": refresh.embedded,
+               "windows_embedded": refresh.windows_embedded, "left": refresh.left, "problems": list(notes)}
+    if as_json:
+        emit_json(figures)
+    else:
+        click.echo(f"turn index: {refresh.read} logs read, {refresh.embedded} turns and "
+                   f"{refresh.windows_embedded} windows embedded, {refresh.left} left")
+        for note in notes:
+            click.echo(f"  - {note}", err=True)
 
 
 @index_group.command("check", help=CHECK_HELP)
