@@ -67,10 +67,11 @@ class Settings:
     # Build the deep-search turn index (its turns and windows embedded) at the end of each run, so
     # the first `memoir search` finds it ready; off, the first search builds it, a batch at a time.
     turn_index_in_run: bool = True
-    # A run's indexing (the model's load, the card vectors, reading the logs again and embedding their
-    # turns) may take this many times the rest of the run, no more: with 1.0 indexing at most doubles a
-    # night. What the turn index has not done by then waits, counted, for the next run, a search or
-    # `memoir index turns`; the card index is always done. 0: no limit (every turn embedded in the run).
+    # A run over more than 2,000 turns (a backlog) gives its indexing (the model's load, the card
+    # vectors, reading the logs again and embedding their turns) this many times the rest of the run,
+    # no more: with 1.0 indexing at most doubles a first night. What the turn index has not done by then
+    # waits, counted, for the next run, a search or `memoir index turns`; the card index is always
+    # done, and a smaller run embeds all it read. 0: no limit (every turn embedded in the run).
     turn_index_share: float = 1.0
     # A session's start also reads the previous session's log (the newest other log beside the new
     # transcript) in a detached `memoir run` of that one file, under the run lock, while the brief is

@@ -287,8 +287,9 @@ def refresh_turns(run: Run) -> None:
     if run.index is not None and run.settings.turn_index_in_run:
         before = len(run.index.notes)
         now = time.monotonic()
-        until = turn_index_until(now - run.started, run.summary.steps_s, run.embed_outside_index_s,
-                                 run.settings.turn_index_share, now)
+        until = None if run.summary.turns <= TURN_INDEX_WHOLE_TURNS else \
+            turn_index_until(now - run.started, run.summary.steps_s, run.embed_outside_index_s,
+                             run.settings.turn_index_share, now)
         try:
             refresh = run.index.refresh_turns(run.progress, until)
         except StepTimeout:
@@ -309,8 +310,7 @@ def refresh_turns(run: Run) -> None:
 def turn_index_until(elapsed_s: float, steps_s: Mapping[str, float], embed_outside_s: float, share: float,
                      now: float) -> float | None:
     """When the turn index must stop: indexing so far plus the turn index may take `share` times the
-    rest of the run (`elapsed_s` since it started), and the turn index at least `TURN_INDEX_MIN_S`.
-    None: no limit (share 0).
+    rest of the run (`elapsed_s` since it started). None: no limit (share 0).
 
     Indexing is the index steps and the model's load and encodes before them (the duplicate gate
     asks the index inside distill, `embed_outside_s`); the rest of the run is every other second."""
@@ -318,7 +318,7 @@ def turn_index_until(elapsed_s: float, steps_s: Mapping[str, float], embed_outsi
         return None
     indexing = sum(steps_s.get(name, 0.0) for name in INDEX_STEPS) + embed_outside_s
     own = max(0.0, elapsed_s - indexing)
-    return now + max(TURN_INDEX_MIN_S, share * own - indexing)
+    return now + max(0.0, share * own - indexing)
 
 
 def record(run: Run) -> None:
@@ -392,9 +392,9 @@ STEPS: tuple[Step, ...] = (
     Step("turn index", refresh_turns, drawn=False, needs_index=True),
 )
 INDEX_STEPS = ("index check", "index")  # the steps that exist only for the index (`turn_index_until`)
-# However short the run, its turn index may take this long: a nightly over a few new sessions (a second
-# of reading beside the model's five-second load) still gets its turns embedded that night.
-TURN_INDEX_MIN_S = 15.0
+# A run that read this many turns or fewer (a night of a day's sessions) brings the turn index fully up
+# to date, however long that takes beside its own second of reading: the share is for a backlog.
+TURN_INDEX_WHOLE_TURNS = 2000
 
 
 def run_step(run: Run, step: Step) -> None:

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from memoir.cards.config import load_settings
 from memoir.cards.values import SECTION_TITLES
-from memoir.flows.pipeline import TURN_INDEX_MIN_S, turn_index_until
+from memoir.flows.pipeline import turn_index_until
 from memoir.cards.store import CardStore, parse_card
 from memoir.flows.cli.main import cli
 from memoir.flows.pipeline import fewer_collections, run_pipeline
@@ -246,9 +246,4 @@ def test_the_turn_index_may_take_its_share_of_the_run_past_the_indexing_already_
     assert until == 100.0 + (46.0 - 14.5)
     assert turn_index_until(60.5, steps, 6.0, 2.0, now=100.0) == 100.0 + (92.0 - 14.5)
     assert turn_index_until(60.5, steps, 6.0, 0.0, now=100.0) is None  # no limit
-
-
-def test_a_short_run_still_gives_its_turn_index_the_floor():
-    # A nightly over a few new sessions: a second of reading beside the model's load.
-    until = turn_index_until(7.0, {"collect": 1.0, "index": 1.0}, 5.0, 1.0, now=0.0)
-    assert until == TURN_INDEX_MIN_S
+    assert turn_index_until(20.0, steps, 6.0, 1.0, now=100.0) == 100.0  # the card index took it all: nothing now

@@ -187,7 +187,7 @@ def test_a_run_past_its_share_of_time_says_what_waits_and_index_turns_finishes_i
     turns` (or the next run) does the rest, and then nothing is left."""
     monkeypatch.setenv("MEMOIR_TURN_INDEX_IN_RUN", "1")
     monkeypatch.setenv("MEMOIR_TURN_INDEX_SHARE", "0.000001")
-    monkeypatch.setattr(pipeline, "TURN_INDEX_MIN_S", 0.0)  # no floor: the share alone, already spent
+    monkeypatch.setattr(pipeline, "TURN_INDEX_WHOLE_TURNS", 0)  # a run as big as a backlog
     logs = tmp_path / "logs"
     logs.mkdir()
     shutil.copy(FEEDCLI_LOG, logs / FEEDCLI_LOG.name)
