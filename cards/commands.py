@@ -51,6 +51,9 @@ _NOISE_FLAG = re.compile(
     r"--watchAll=false|--no-watch|--reporter=\w+"
 )
 _FILE_NAME = re.compile(r"\.\w{1,5}$")
+# An editor tool with sub-commands (`str_replace_editor`, `str_replace_based_edit_tool`) asked only to
+# show a file or folder: `{"command":"view","path":…}` reads, like any look.
+_EDITOR_READS = re.compile(r'\s*\{(?:"[^"]*":(?:"[^"]*"|[^,"{}\[\]]*),)*"command":"view"')
 # Commands that only look (a search with no match exits 1): neither a failure nor a check.
 _INSPECT = re.compile(
     r"(?:rg|grep|egrep|fgrep|ag|ack|find|fd|ls|cat|head|tail|less|more|wc|echo|printf|pwd|which|type|file|stat|"
@@ -263,11 +266,12 @@ def is_test_or_build(command: str) -> bool:
 
 
 def is_change(turn: Turn) -> bool:
-    """An edit tool, or a shell command that writes files, dependencies or state."""
+    """An edit tool (unless this call of it only reads), or a shell command that writes files,
+    dependencies or state."""
     if turn.kind != "tool_call":
         return False
     if turn.tool_name.lower() in EDIT_TOOLS:
-        return True
+        return not _EDITOR_READS.match(turn.text[len(turn.tool_name):len(turn.tool_name) + 300])
     return _changes_files(command_of(turn))
 
 

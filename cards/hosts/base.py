@@ -333,10 +333,15 @@ def clip_whole(text: str, limit: int) -> str:
     return f"{text[:head]}\n…[{tail_at - head} chars cut]…\n{text[tail_at:]}"
 
 
-def compact_json(value: object, limit: int = TOOL_CALL_CHARS) -> str:
-    """One-line JSON of a tool input, bounded."""
+def compact_json(value: object, limit: int = TOOL_CALL_CHARS, short_first: bool = False) -> str:
+    """One-line JSON of a tool input, bounded; `short_first`: a dict's long texts after its other values."""
+    def dumps(v: object) -> str:
+        return json.dumps(v, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
     try:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+        if short_first and isinstance(value, dict) and all(isinstance(k, str) for k in value):
+            text = "{" + ",".join(f"{dumps(k)}:{dumps(value[k])}" for k in _short_first(value)) + "}"
+        else:
+            text = dumps(value)
     except (TypeError, ValueError):
         text = str(value)
     except RecursionError:
@@ -344,8 +349,19 @@ def compact_json(value: object, limit: int = TOOL_CALL_CHARS) -> str:
     return clip(text, limit)
 
 
+LONG_TEXT = 200  # a string argument longer than this (a file's content, an edit's text) comes after the others
+
+
+def _short_first(args: dict) -> list:
+    """A call's argument names in name order, its long texts last: a write's `path` sorts after its
+    `content` or `file_text`, and the bound on a call's text would cut the path away, or a shown
+    excerpt would show the content and not which file it went to."""
+    return sorted(args, key=lambda k: (isinstance(args[k], str) and len(args[k]) > LONG_TEXT, k))
+
+
 def tool_call_text(name: str, args: object, limit: int = TOOL_CALL_CHARS) -> str:
-    """`name {json args}`: the readable form of a tool call, its arguments bounded by `limit`.
+    """`name {json args}`: the readable form of a tool call, its arguments bounded by `limit`, long
+    texts last.
 
     Every string argument is sanitized decoded, before it is rendered as JSON (where `\\n` and
     `\\"` would hide `password: …` from the text rules) and before it is bounded (where a cut
@@ -360,13 +376,13 @@ def tool_call_text(name: str, args: object, limit: int = TOOL_CALL_CHARS) -> str
     if isinstance(args, str):
         body = sanitize_value(args)
     else:
-        body = compact_json(args, sys.maxsize)
+        body = compact_json(args, sys.maxsize, short_first=True)
         # The decoded pass is needed where the rendering hides something (an escaped line break or
         # quote: a backslash) or where the cut below could split a secret. Otherwise the rendered
         # text shows every value as it is, and the pipeline's pass over it finds the same; most
         # calls (a file path, a short command) skip a second sanitizer pass this way.
         if "\\" in body or len(body) > limit or '","-' in body:  # `","-`: an argument list with a flag
-            body = compact_json(sanitize_value(args), limit)
+            body = compact_json(sanitize_value(args), limit, short_first=True)
     return f"{name} {clip(body, limit)}".strip()
 
 
