@@ -31,7 +31,12 @@ def is_interruption(text: str) -> bool:
 _GREETING = re.compile(
     r"^\W*(?:hi+|hey+|hello|yo|hiya|howdy|good (?:morning|afternoon|evening)|gm|thanks?(?: you)?(?: so much)?|"
     r"thx|ty|cheers|ok(?:ay)?|k|cool|great|nice|perfect|awesome|test(?:ing)?|ping|are you there|warmup|"
-    r"how are you(?: doing)?|what'?s up|sup)(?:[\s,!.?]+(?:there|claude|codex|aider|mate|buddy|again))*[\s!.?:)]*$",
+    r"how are you(?: doing)?|what'?s up|sup|"
+    # the same warm-ups and thanks outside English
+    r"hola|buen(?:os|as) (?:días|dias|tardes|noches)|gracias|ol[áa]|oi|obrigad[oa]|bonjour|salut|merci|hallo|moin|danke|"
+    r"dank je(?: wel)?|bedankt|ahoj|d[íi]ky|děkuji|안녕(?:하세요)?|감사합니다|고마워요?|你好|您好|谢谢|多谢|"
+    r"こんにちは|ありがとう(?:ございます)?)"
+    r"(?:[\s,!.?]+(?:there|claude|codex|aider|mate|buddy|again))*[\s!.?:)！。，？]*$",
     re.I,
 )
 
@@ -167,6 +172,6 @@ def remembered(text: str) -> str:
     text = text.strip()
     cue = next((r.pattern.match(text) for r in REMEMBERS if r.pattern.match(text)), None)
     words = text[cue.end():].strip() if cue else ""
-    if not words or len(text) > MAX_REMEMBERED or text.rstrip().endswith("?"):
+    if not words or len(text) > MAX_REMEMBERED or text.rstrip().endswith(("?", "？")):
         return ""
     return words

@@ -3,7 +3,8 @@
 A rule that decides whether a card reaches an agent must be visible: `memoir explain` names the rules
 that fired on each turn, and `tests/test_phrasebook.py` runs every rule of every table against its
 own hits and misses, so a pattern that drifts fails a test that names it. Tables cover the languages
-sessions are written in (English, Spanish, Portuguese, French, Dutch, Czech, German, Korean):
+sessions are written in (English, Spanish, Portuguese, French, Dutch, Czech, German, Korean; Chinese
+and Japanese in `cards.phrasebook_cjk`, whose script has no word boundaries):
 whether a card is proven is decided from commands, exit codes and edits, and these tables only read
 what a *person* says (a confirmation, a rejection, a problem report) or what a tool prints when it
 has not finished.
@@ -12,30 +13,9 @@ has not finished.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
-
-@dataclass(frozen=True, slots=True)
-class Rule:
-    """One named pattern, with examples it must match (`hits`) and must not (`misses`)."""
-
-    name: str
-    pattern: re.Pattern
-    hits: tuple[str, ...]
-    misses: tuple[str, ...]
-    why: str
-
-    def search(self, text: str) -> bool:
-        return self.pattern.search(text) is not None
-
-
-def _rx(pattern: str) -> re.Pattern:
-    return re.compile(pattern, re.IGNORECASE | re.UNICODE)
-
-
-def first_rule(table: tuple[Rule, ...], text: str) -> str:
-    """The name of the first rule of `table` that matches `text`, or ''."""
-    return next((r.name for r in table if r.search(text)), "")
+from memoir.cards import phrasebook_cjk as cjk
+from memoir.cards.rule_table import Rule, first_rule, rx as _rx  # noqa: F401 - the stages read first_rule from here
 
 
 # --- a tool result that says the check has not finished: no verdict, neither pass nor fail ----------
@@ -94,7 +74,7 @@ CONFIRMS: tuple[Rule, ...] = (
          ("이제 잘 작동합니다", "해결됐어요 감사합니다"),
          ("작동하지 않아요",),
          "Korean confirmations."),
-)
+) + cjk.CONFIRMS
 
 # A reply that takes a confirmation back ("not", "still", "but"), in the same languages.
 UNCONFIRMED: tuple[Rule, ...] = (
@@ -110,7 +90,7 @@ UNCONFIRMED: tuple[Rule, ...] = (
          ("sigue sin funcionar", "ça ne marche pas", "pořád to nefunguje", "여전히 오류가 나요"),
          ("¡Ya funciona!",),
          "The same negations outside English."),
-)
+) + cjk.UNCONFIRMED
 
 
 # --- the user reporting that something is wrong: a problem, before any check ran ----------------
@@ -133,7 +113,7 @@ PROBLEM_REPORTS: tuple[Rule, ...] = (
           "빌드 오류가 나요"),
          ("añade un botón", "ajoute un bouton"),
          "The same reports outside English."),
-)
+) + cjk.PROBLEM_REPORTS
 
 
 # --- the user rejecting what was just done: after a card's range, it contradicts the card ------------
@@ -158,7 +138,7 @@ REJECTS: tuple[Rule, ...] = (
           "Nee, dat bedoelde ik niet", "pořád to nefunguje", "여전히 같은 오류가 나요"),
          ("¡funciona!", "noch eine Frage"),
          "The same rejections outside English."),
-)
+) + cjk.REJECTS
 
 # The agent (later in the session) saying an earlier explanation or fix was not it.
 RETRACTS: tuple[Rule, ...] = (
@@ -209,7 +189,7 @@ RETRACTS: tuple[Rule, ...] = (
           "seed_orders의 커밋은 원인이 아니었습니다", "이전 수정은 불필요했습니다"),
          ("příčinou byl chybějící index", "원인은 누락된 인덱스였습니다"),
          "Czech and Korean: a later finding that the cause or the fix was something else."),
-)
+) + cjk.RETRACTS
 
 
 # --- an answer that undoes the change the evidence shows worked -----------------------------------
@@ -331,7 +311,7 @@ REMEMBERS: tuple[Rule, ...] = (
           "recuerda: siempre pnpm, nunca npm", "Onthoud: nooit npm", "기억해: 항상 pnpm"),
          ("I remember this worked last week", "do you remember why the test failed?", "Note: I pushed the branch, please review"),
          "A user who asks the agent to remember something states a rule in their own words; the card keeps them."),
-)
+) + cjk.REMEMBERS
 MAX_REMEMBERED = 400  # longer than this, a message that opens with "remember" is a task, not a rule to keep
 
 
@@ -352,7 +332,7 @@ DECISIONS: tuple[Rule, ...] = (
          ("usa siempre pnpm, nunca npm", "toujours pnpm, jamais npm", "vždy pnpm, nikdy npm", "항상 pnpm을 쓰세요"),
          ("añade un botón",),
          "The same choices outside English."),
-)
+) + cjk.DECISIONS
 
 
 # --- a diagnosis said as a guess: never the conclusion of a step nothing but its own change proved ---------
@@ -365,7 +345,7 @@ HEDGES: tuple[Rule, ...] = (
          ("The error suggests libssl-dev is missing", "This is probably a caching issue", "quizás falta la variable"),
          ("The test config is missing secret_key_base.",),
          "A guess before a change is not what the change proved: the evidence is said instead."),
-)
+) + cjk.HEDGES
 
 
 # --- the user saying where a failure shows: here too, or something else entirely --------------------------
@@ -388,7 +368,7 @@ UNRELATED: tuple[Rule, ...] = (
          ("ok unrelated, i moved the venv to 3.12", "another one, GET /routes/{id} blows up", "otra cosa: el login falla"),
          ("no, that's not it", "still failing"),
          "The user's next words open a new problem: what they paste is about that, not a rejection of the card."),
-)
+) + cjk.UNRELATED
 
 
 # --- an error the compiler or type checker reports: any build of that code exercises it ------------------
@@ -421,7 +401,7 @@ QUESTIONS: tuple[Rule, ...] = (
          ("¿cómo agrego una migración?", "comment ajouter une migration ?", "jak přidám migraci?", "마이그레이션은 어떻게 추가하나요?"),
          ("añade un botón",),
          "The same questions outside English."),
-)
+) + cjk.QUESTIONS
 
 
 # --- the user agreeing to what the assistant proposed ----------------------------------------------------
@@ -434,7 +414,7 @@ GO_AHEAD: tuple[Rule, ...] = (
           "ano, udělej to", "네 그렇게 해주세요"),
          ("why does it hang?", "add a button"),
          "A go-ahead confirms the choice the assistant proposed; with a problem behind it and a reason, it is a decision."),
-)
+) + cjk.GO_AHEAD
 
 
 # --- the assistant handing the turn back: the user's next message answers it --------------------------
@@ -456,7 +436,7 @@ WAITS_FOR_USER: tuple[Rule, ...] = (
          ("Por favor, compartilhe a mensagem de erro exata.", "Avísame cuál prefieres.", "Dites-moi lequel garder.",
           "Laat me weten welke je wilt houden.", "어느 것을 유지할지 알려주세요."), ("Instalé la dependencia.", "J'ai corrigé l'import."),
          "The same hand-back outside English."),
-)
+) + cjk.WAITS_FOR_USER
 
 
 # --- a sentence that points back instead of saying what was learned ------------------------------------

@@ -184,6 +184,8 @@ TRANSLATIONS = {
     "nl": ("de test voor het totaal faalt, kun je het fixen?", "nee, het werkt nog steeds niet", "Het werkt nu!"),
     "ko": ("장바구니 합계 테스트가 실패해요. 고쳐 줄 수 있나요?", "여전히 같은 오류가 나요", "이제 잘 작동합니다"),
     "pt": ("o teste do total do carrinho falha, pode corrigir?", "não, ainda não funciona", "Funcionou, valeu"),
+    "zh": ("购物车总价的测试失败了，能修一下吗？", "不对，还是报错", "可以了，谢谢"),
+    "ja": ("カートの合計のテストが失敗します。直してもらえますか？", "違います、まだエラーが出ます", "直りました、ありがとう"),
 }
 
 
