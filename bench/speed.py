@@ -226,6 +226,9 @@ def recall_rows(cards: int, queries: int, hook_calls: int, work: Path) -> list[t
              f"{now['p50']:.1f} / {now['p99']:.1f} ms (CPU p99 {now['cpu_p99']:.1f})",
              f"{before['p50']:.1f} / {before['p99']:.1f} ms path before (CPU p99 {before['cpu_p99']:.1f})",
              f"{now['p99'] / before['p99']:.2f}x p99", "p99 < 20 ms"),
+            (f"recall p99 against the query's embedding + KNN alone, {size}", f"{now['p99']:.1f} ms",
+             f"{got['alone']['embed_p99']:.1f} + {got['alone']['knn_p99']:.1f} ms (embedding, KNN; same run)",
+             f"{now['p99'] / (got['alone']['embed_p99'] + got['alone']['knn_p99']):.2f}x", "<= 1.5x"),
             (f"KNN recall@10 vs exact float KNN, {size}", f"{got['recall_at_10']['now']:.4f}",
              f"{got['recall_at_10']['before']:.4f} path before", "-", ">= 0.99")]
     hooks = got.get("hooks", {})

@@ -65,7 +65,30 @@ def index_section(settings: Settings) -> StatusSection:
     elif health.status != "healthy":
         advice = "`memoir index rebuild`" if health.status == "corrupt" else "`memoir run` or `memoir index rebuild`"
         line += f" — {'; '.join(health.problems[:2])}; fix: {advice} (runbooks/index-corruption.md)"
-    return StatusSection("index", health.to_dict(), (line,))
+    lines, figures = [line], health.to_dict()
+    left = turns_waiting(settings)
+    if left is not None:
+        figures["turn_index_waiting"] = {"logs": left[0], "texts": left[1]}
+        if any(left):
+            lines.append(f"  turn index: {left[0]} logs not read and {left[1]} texts not embedded yet "
+                         "(the next run or search continues; `memoir index turns` does it now)")
+    return StatusSection("index", figures, tuple(lines))
+
+
+def turns_waiting(settings: Settings) -> tuple[int, int] | None:
+    """What a run left of the deep-search turn index within its share of time (`turn_index_share`)."""
+    from memoir.cards.ledger import Ledger, LedgerError  # deferred: start-up
+    from memoir.index.files import TURNS_FILE
+    from memoir.index.turns import waiting  # deferred: start-up (numpy)
+
+    if not (settings.state_dir / TURNS_FILE).is_file():
+        return None  # no turn index yet: nothing to open (a status never creates the ledger)
+    try:
+        with Ledger.in_state_dir(settings.state_dir) as ledger:
+            ledgered = {e.path: (e.host, e.size, e.mtime_ns) for e in ledger.entries()}
+    except (LedgerError, OSError):
+        return None
+    return waiting(settings.state_dir, ledgered)
 
 
 HOOK_OUTCOMES = ("injected", "empty", "timeout", "cold_start", "error")

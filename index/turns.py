@@ -419,6 +419,29 @@ class TurnIndex:
 TURN_POSTINGS_BUDGET = 20000  # postings one lexical turn query may rank: turns far outnumber cards
 
 
+def waiting(state_dir: Path, ledgered: Mapping[str, tuple[str, int, int]]) -> tuple[int, int] | None:
+    """(logs the turn index has not read as the ledger has them, texts it has not embedded), read
+    without writing (`memoir status`); None when there is no turn index yet or it cannot be read."""
+    path = Path(state_dir) / TURNS_FILE
+    if not path.is_file():
+        return None
+    kinds = ",".join("?" * len(EMBEDDED_KINDS))
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_MS / 1000)
+        try:
+            known = {p: (size, mtime) for p, size, mtime in conn.execute("SELECT path, size, mtime_ns FROM files")}
+            texts = conn.execute(
+                f"SELECT count(DISTINCT t.hash) FROM turns t LEFT JOIN vectors v ON v.hash = t.hash "
+                f"WHERE v.hash IS NULL AND t.kind IN ({kinds})", EMBEDDED_KINDS).fetchone()[0]
+            texts += conn.execute("SELECT count(DISTINCT w.hash) FROM windows w LEFT JOIN window_vectors v "
+                                  "ON v.hash = w.hash WHERE v.hash IS NULL").fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+    return len(plan_file_changes(ledgered, known).read), texts
+
+
 def lexical_turns(conn: sqlite3.Connection, text: str, k: int) -> list[tuple[str, int, int, float]]:
     """(file, line, seq, bm25; higher is better) of the k turns whose words best match `text`.
 

@@ -196,10 +196,14 @@ def test_a_run_past_its_share_of_time_says_what_waits_and_index_turns_finishes_i
     waits = [n for n in report.notes if n.startswith("turn index: stopped at its share of the run")]
     assert waits and "1 logs and 0 texts wait" in waits[0], report.notes
     assert list(settings.cards_dir.glob("*.md")) and _ledgered(settings)  # the night itself is whole
+    status = CliRunner().invoke(cli, ["--home", str(settings.home), "status", "--json"])
+    assert json.loads(status.output[status.output.index("{"):])["index"]["turn_index_waiting"]["logs"] == 1
     out = CliRunner().invoke(cli, ["--home", str(settings.home), "index", "turns", "--json"])
     assert out.exit_code == 0, out.output
     figures = json.loads(out.output[out.output.index("{"):])
     assert figures["logs_read"] == 1 and figures["turns_embedded"] > 0 and figures["left"] == 0
+    status = CliRunner().invoke(cli, ["--home", str(settings.home), "status"])
+    assert "index" in status.output and "turn index:" not in status.output  # nothing waits: no line
     turns = TurnIndex(settings.state_dir, embedder.model_id)
     try:
         again = turns.refresh_files(_ledgered(settings), embedder, settings.blob_cap, budget=None)
