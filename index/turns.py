@@ -427,7 +427,7 @@ def waiting(state_dir: Path, ledgered: Mapping[str, tuple[str, int, int]]) -> tu
         return None
     kinds = ",".join("?" * len(EMBEDDED_KINDS))
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_MS / 1000)
+        conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, timeout=BUSY_MS / 1000)
         try:
             known = {p: (size, mtime) for p, size, mtime in conn.execute("SELECT path, size, mtime_ns FROM files")}
             texts = conn.execute(

@@ -17,7 +17,7 @@ from memoir.flows import pipeline
 from memoir.flows.cli.main import cli
 from memoir.flows.pipeline import run_pipeline
 from memoir.index.embed import default_embedder
-from memoir.index.turns import EMBEDDED_KINDS, TurnIndex
+from memoir.index.turns import EMBEDDED_KINDS, TurnIndex, waiting
 from tests.user_cards import FEEDCLI_LOG
 
 SECOND_SET = Path(__file__).resolve().parent / "fixtures" / "second_set"
@@ -176,6 +176,11 @@ def test_a_refresh_past_its_time_reads_and_embeds_nothing_more_and_counts_what_w
         first = turns.refresh_files(ledgered, embedder, settings.blob_cap, budget=None, until=time.monotonic())
         assert (first.read, first.embedded, first.windows_embedded) == (0, 0, 0)
         assert first.files_pending == len(ledgered) and first.left == len(ledgered)
+        odd = tmp_path / "a home ?#x"  # read-only, by a URI: a folder name with URI characters still opens
+        odd.mkdir()
+        turns.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the copy holds what the log file held
+        shutil.copy(settings.state_dir / "turns.sqlite", odd / "turns.sqlite")
+        assert waiting(odd, ledgered) == (len(ledgered), 0)
         rest = turns.refresh_files(ledgered, embedder, settings.blob_cap, budget=None)
         assert rest.read == len(ledgered) and rest.embedded > 0 and rest.left == 0  # the next one does it all
     finally:
