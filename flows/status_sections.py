@@ -78,7 +78,7 @@ def index_section(settings: Settings) -> StatusSection:
 def turns_waiting(settings: Settings) -> tuple[int, int] | None:
     """What a run left of the deep-search turn index within its share of time (`turn_index_share`)."""
     from memoir.cards.ledger import Ledger, LedgerError  # deferred: start-up
-    from memoir.index.files import TURNS_FILE
+    from memoir.index.files import TURNS_FILE  # deferred: start-up (the index package)
     from memoir.index.turns import waiting  # deferred: start-up (numpy)
 
     if not (settings.state_dir / TURNS_FILE).is_file():
