@@ -206,11 +206,11 @@ def first_night_row(logs: Path, work: Path, name: str) -> tuple[str, str, str, s
     bare_s, _ = _timed_cli(work / f"home-night-bare-{tag}", "run", "--logs", str(logs), "--no-index", "--json")
     full_s, out = _timed_cli(work / f"home-night-full-{tag}", "run", "--logs", str(logs), "--json")
     report = json.loads(out)
-    left = next((n for n in report.get("notes", []) if n.startswith("turn index: stopped at its share")), "")
+    logs, texts = (report["index"].get(k, 0) for k in ("turn_logs_waiting", "turn_texts_waiting"))
     rest_s, rest = _timed_cli(work / f"home-night-full-{tag}", "index", "turns", "--json")
     rest = json.loads(rest[rest.index("{"):])
-    after = (f"; it left {left.split('; ')[-1].split(' wait')[0]}, which `memoir index turns` embedded in {rest_s:.0f} s "
-             f"({rest['turns_embedded']} turns, {rest['windows_embedded']} windows)") if left else "; it left nothing"
+    after = (f"; it left {logs} logs and {texts} texts, which `memoir index turns` embedded in {rest_s:.0f} s "
+             f"({rest['turns_embedded']} turns, {rest['windows_embedded']} windows)") if logs or texts else "; it left nothing"
     return (f"a first night over {name} ({report.get('turns', 0)} turns) with the index and the turn index",
             f"{full_s:.1f} s{after}", f"{bare_s:.1f} s with neither (--no-index)", f"{full_s / bare_s:.1f}x", "<= 2x")
 

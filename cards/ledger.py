@@ -267,6 +267,11 @@ class Ledger:
         rows = self._db.execute(f"SELECT {_COLUMNS} FROM files ORDER BY path").fetchall()
         return [_row_to_entry(r) for r in rows]
 
+    def as_read(self) -> dict[str, tuple[str, int, int]]:
+        """path -> (host, size, mtime_ns) as last read: what a reader derived from the logs (the turn
+        index) compares its own files against."""
+        return {e.path: (e.host, e.size, e.mtime_ns) for e in self.entries()}
+
     def commit(self, entries: Iterable[LedgerEntry]) -> int:
         """Record reads whose cards are stored; all or nothing. Returns the number of files recorded."""
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")

@@ -101,7 +101,7 @@ class IndexStep:
         state = self.settings.state_dir
         try:
             with Ledger.in_state_dir(state) as ledger:
-                ledgered = {e.path: (e.host, e.size, e.mtime_ns) for e in ledger.entries()}
+                ledgered = ledger.as_read()
             turn_index = TurnIndex(state, self.embedder.model_id)
             try:
                 refresh = turn_index.refresh_files(ledgered, self.embedder, self.settings.blob_cap,

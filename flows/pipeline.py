@@ -299,6 +299,8 @@ def refresh_turns(run: Run) -> None:
                 "ledger and the run's record were committed before it, and the next run or search continues it")
         else:
             if refresh is not None and refresh.left:
+                run.summary.index.update(turn_logs_waiting=refresh.files_pending,
+                                         turn_texts_waiting=refresh.pending + refresh.windows_pending)
                 run.summary.notes.append(
                     f"turn index: stopped at its share of the run (turn_index_share {run.settings.turn_index_share:g}) "
                     f"with {refresh.read} logs read and {refresh.embedded + refresh.windows_embedded} texts embedded; "

@@ -85,7 +85,7 @@ def turns_waiting(settings: Settings) -> tuple[int, int] | None:
         return None  # no turn index yet: nothing to open (a status never creates the ledger)
     try:
         with Ledger.in_state_dir(settings.state_dir) as ledger:
-            ledgered = {e.path: (e.host, e.size, e.mtime_ns) for e in ledger.entries()}
+            ledgered = ledger.as_read()
     except (LedgerError, OSError):
         return None
     return waiting(settings.state_dir, ledgered)

@@ -429,7 +429,7 @@ def load_turns(settings: Settings, embedder, index, store: CardStore, problems: 
         return None
     try:
         with Ledger(ledger_path) as ledger:
-            ledgered = {e.path: (e.host, e.size, e.mtime_ns) for e in ledger.entries()}
+            ledgered = ledger.as_read()
 
         def stamp() -> tuple:
             return (embedder.model_id, settings.blob_cap, tuple(sorted(ledgered.items())),

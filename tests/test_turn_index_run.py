@@ -25,7 +25,7 @@ SECOND_SET = Path(__file__).resolve().parent / "fixtures" / "second_set"
 
 def _ledgered(settings):
     with Ledger.in_state_dir(settings.state_dir) as ledger:
-        return {e.path: (e.host, e.size, e.mtime_ns) for e in ledger.entries()}
+        return ledger.as_read()
 
 
 def test_a_run_leaves_every_read_turn_embedded_and_every_card_span_recorded(tmp_path, embedder, monkeypatch):
@@ -200,6 +200,7 @@ def test_a_run_past_its_share_of_time_says_what_waits_and_index_turns_finishes_i
     report = run_pipeline(settings, [logs])
     waits = [n for n in report.notes if n.startswith("turn index: stopped at its share of the run")]
     assert waits and "1 logs and 0 texts wait" in waits[0], report.notes
+    assert (report.index["turn_logs_waiting"], report.index["turn_texts_waiting"]) == (1, 0)
     assert list(settings.cards_dir.glob("*.md")) and _ledgered(settings)  # the night itself is whole
     status = CliRunner().invoke(cli, ["--home", str(settings.home), "status", "--json"])
     assert json.loads(status.output[status.output.index("{"):])["index"]["turn_index_waiting"]["logs"] == 1
