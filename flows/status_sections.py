@@ -71,7 +71,7 @@ def index_section(settings: Settings) -> StatusSection:
         figures["turn_index_waiting"] = {"logs": left[0], "texts": left[1]}
         if any(left):
             lines.append(f"  turn index: {left[0]} logs not read and {left[1]} texts not embedded yet "
-                         "(the next run or search continues; `memoir index turns` does it now)")
+                         "(the next run or search continues; `memoir index turns` does it now; runbooks/turn-index-behind.md)")
     return StatusSection("index", figures, tuple(lines))
 
 
