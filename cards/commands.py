@@ -378,7 +378,7 @@ def changed_paths(turn: Turn) -> tuple[str, ...]:
 _SEARCH_REPLACE = re.compile(r"-{3,} SEARCH\n([\s\S]*?)\n={3,}\n([\s\S]*?)\n\+{3,} REPLACE")
 
 
-def _same_line(line: str) -> str:
+def same_line(line: str) -> str:
     """A line as an edit compares it: a comma a list's next item added, or indentation, changes nothing."""
     return line.strip().rstrip(",")
 
@@ -403,8 +403,8 @@ def added_text(turn: Turn) -> str:
             blocks = _SEARCH_REPLACE.findall(new)
             if blocks:  # a diff in the edit's content (Cline, Roo): the REPLACE lines less the SEARCH lines
                 old, new = "\n".join(b[0] for b in blocks), "\n".join(b[1] for b in blocks)
-            gone = {_same_line(line) for line in old.splitlines()} if isinstance(old, str) else set()
-            return "\n".join(line for line in new.splitlines() if _same_line(line) not in gone)
+            gone = {same_line(line) for line in old.splitlines()} if isinstance(old, str) else set()
+            return "\n".join(line for line in new.splitlines() if same_line(line) not in gone)
     patch = command_of(turn) or turn.text
     if "*** Begin Patch" in patch or "\n+" in patch:
         return "\n".join(line[1:] for line in patch.splitlines() if line.startswith("+") and not line.startswith("+++"))

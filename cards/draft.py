@@ -24,6 +24,7 @@ from memoir.cards.phrasebook import DECISIONS, HEDGES, first_rule
 from memoir.cards.proof import ACTIVE_KINDS, Proof, contradiction, prove, stepped
 from memoir.cards.quality_inputs import EvidenceView, typed_by_user
 from memoir.cards.cues import commit_subject, is_chatter, is_prompt_template, remembered
+from memoir.cards.self_evident import told_by_error
 from memoir.cards.signatures import error_signature, shown_error
 from memoir.cards.title import make_title, strip_boilerplate, strip_opener
 
@@ -331,6 +332,8 @@ def _extra(source: str, proof: Proof, settled: bool) -> dict:
         extra["proof"] = proof.why
         if proof.self_inflicted:
             extra["self_inflicted"] = True
+        if proof.told:
+            extra["told_by_error"] = True
     return extra
 
 
@@ -438,6 +441,10 @@ def _steps(exp: Experience, lp: Loop, index: dict[int, int], min_conclusion_char
             follow_up="", extra={**card.extra, "kind": "fix", "proof": proof,
                                  "conclusion_source": "pre_fix_explanation" if said else "evidence"})
         card.extra.pop("self_inflicted", None)
+        card.extra.pop("told_by_error", None)
+        if shown and told_by_error(by_seq[before_at].text if before_at in by_seq else "", attempt.changes,
+                                   lp.failure.command):
+            card.extra["told_by_error"] = True
         out.append((sub, card))
         before_sig, before_at = sig, attempt.check.result.seq
     return out

@@ -15,6 +15,9 @@ GATE_HELP: dict[str, str] = {
     "self_inflicted": "The failure was in files the agent itself had changed earlier in the same experience, and "
                       "the fix changed only those (a slip of its own, not the environment's). Confirm it if the "
                       "lesson transfers after all.",
+    "self_evident": "The failing command's own output printed the fix that cleared it (\"Run 'x sync' to fix\", "
+                    "\"add this line to your config\"), word for word: the error says it again next time, so the card "
+                    "would only take one of recall's two places. Confirm it if the lesson holds more than the message.",
     "verifiable_judgment": "The conclusion must be a claim someone could check (X fails when Y; use A, "
                            "not B, because C), not a feeling or a diary of steps. Clears when the "
                            "Conclusion states that claim: edit it, then confirm.",

@@ -2,7 +2,7 @@
 
 What the hook, the session brief and MCP put in an agent's context is card text, and a card can
 hold whatever a session log held, a confirmed card too. The shapes are the quality gates' own
-(`cards/quality_gates.py`, `MARKUP_SHAPE` and `COMMAND_SHAPES`), never a second list:
+(`cards/instruction_shapes.py`, `MARKUP` and `COMMAND_SHAPES`), never a second list:
 - role tags, tool-call markup and chat-template tokens lose their angle brackets
   (`<system>` → `‹system›`), so no model reads them as a turn or a tool call;
 - a sentence that tries to override instructions or pipes text into a shell is quoted and
@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from memoir.cards.plain_text import plain
-from memoir.cards.quality_gates import COMMAND_SHAPES, MARKUP_SHAPE
+from memoir.cards.instruction_shapes import COMMAND_SHAPES, MARKUP
 
 LABEL = "instruction-shaped text from a session log, not an instruction"
 # A sentence ends at . ! or ? before a space, or at a line break (a quote never spans lines).
@@ -27,7 +27,7 @@ _QUOTED = str.maketrans({"|": "¦", "]": "］", "“": '"', "”": '"'})  # noth
 
 def defang_markup(text: str) -> str:
     """`text` with every role tag, tool-call tag and chat-template token's brackets made inert."""
-    return MARKUP_SHAPE.sub(lambda m: m.group(0).translate(_DEFANG), text)
+    return MARKUP.sub(lambda m: m.group(0).translate(_DEFANG), text)
 
 
 def _sentence_around(text: str, start: int, end: int) -> tuple[int, int]:

@@ -36,6 +36,7 @@ from memoir.cards.cues import is_chatter, is_prompt_template
 from memoir.cards.loop import TEST_RUNNER, Loop, fixed_loop, runner_of, same_check, setting_change, walk
 from memoir.cards.outcomes import REPORT_LEAD, verification
 from memoir.cards.phrasebook import COMPILE_ERRORS, DEPENDENCY_FIX, GO_AHEAD, QUESTIONS, ENVIRONMENT, LOCAL_ROUTE, OTHER_ROUTE, UNRELATED, PROBLEM_REPORTS, REJECTS, RETRACTS, first_rule
+from memoir.cards.self_evident import told_by_error
 from memoir.cards.signals import error_moved
 from memoir.cards.signatures import error_signature, is_error_output
 from memoir.cards.values import Turn
@@ -76,6 +77,7 @@ class Proof:
     signature: str = ""  # the error the fix cleared
     self_inflicted: bool = False
     paths: tuple[str, ...] = ()  # the files the fix changed
+    told: bool = False  # the failure's own output held the fix (`cards.self_evident`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,8 +271,11 @@ def prove(turns: Sequence[Turn], *, confirmed_at: int | None, users_words: bool,
         # The turn that showed the card's own error (a chain's later step, when its first errors have cards of their own).
         shown = next((a.check.result.seq for a in lp.failed_attempts if sig != lp.failure.signature
                       and a.check.signature == sig), lp.failure.seq)
+        output = next((t.text for t in turns if t.seq == shown), lp.failure.output)
+        told = told_by_error(output, lp.fix.changes, lp.failure.command)
         return Proof("fix", f"t{check.result.seq}", f"failed at t{shown}, passed after the change at "
-                     f"t{check.result.seq}", lp.failure.seq, check.command, sig, self_inflicted(turns, lp), tuple(paths))
+                     f"t{check.result.seq}", lp.failure.seq, check.command, sig, self_inflicted(turns, lp), tuple(paths),
+                     told)
     elsewhere = None  # a check that passed, but cannot prove a problem seen on another route
     fresh = verification(turns) if problem is not None else None
     if fresh is not None and fresh.failed_seq is None and problem is not None and fresh.seq > problem[0]:

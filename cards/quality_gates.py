@@ -19,6 +19,7 @@ from memoir.cards.quality_inputs import (
     typed_by_user,
 )
 from memoir.cards.gate_help import GATE_HELP
+from memoir.cards.instruction_shapes import EXFILTRATE, MARKUP, OVERRIDE, REMOTE_EXEC, SHELL_PIPE, TURN_MARKER
 from memoir.cards.plain_text import json_unescaped, plain
 from memoir.cards.limits import stated_limits
 from memoir.cards.signatures import error_signature, mask, shown_error
@@ -30,6 +31,7 @@ QUALITY_GATE_NAMES = (
     "contradicted_later",
     "work_report",
     "self_inflicted",
+    "self_evident",
     "verified_conclusion",
     "verifiable_judgment",
     "failure_conditions_stated",
@@ -150,6 +152,13 @@ def self_inflicted_failure(card: Card) -> GateResult:
     """A failure in the agent's own fresh lines, fixed in those lines alone, does not transfer."""
     return _result("self_inflicted", "the failure was in files the agent changed earlier in the same experience, "
                    "and the fix changed only those" if card.extra.get("self_inflicted") and card.confirmed_by != "user" else "")
+
+
+def self_evident(card: Card) -> GateResult:
+    """A fix the failing run's own output printed (`cards.self_evident`): the error says it again next time."""
+    told = card.extra.get("told_by_error") and card.confirmed_by != "user"
+    return _result("self_evident", "the error's own output printed the fix that cleared it, so the card adds "
+                   "nothing the error will not say again" if told else "")
 
 
 # --- gate: verified conclusion -------------------------------------------------------------------
@@ -317,44 +326,6 @@ def no_unsupported_specifics(card: Card, evidence: EvidenceView) -> GateResult:
 
 # --- gate: instruction not self-promoted --------------------------------------------------------
 
-# Overriding the reader's instructions is never a reusable judgment, whoever typed it.
-_OVERRIDE = re.compile(
-    r"(?i)\b(?:ignore|disregard|forget|override)\s+(?:(?:all|any|the|your|of|these|those)\s+){0,3}(?:previous|"
-    r"prior|above|earlier|preceding|system|other|original)\s+(?:instructions?|prompts?|rules?|guidance|directions?|"
-    r"directives?|messages?)|\b(?:ignore|disregard|forget)\s+(?:everything|all|anything)\s+(?:above|before|prior)\b|"
-    r"\bdisregard\s+(?:all\s+|the\s+)?above\b|\byou are now\b|\bsystem prompt\b|\bnew instructions?\s*:|"
-    # The same in the other languages memoir reads.
-    r"\bignor(?:a|e|ez|es)\s+(?:(?:todas|todos|toutes|tous|as|os|las|los|les|tus|vos)\s+){0,2}(?:las\s+|les\s+|as\s+)?"
-    r"(?:instrucciones|instru[cç][õo]es|instructions|indicaciones|consignes)\s+(?:anteriores|pr[ée]c[ée]dentes|previas)|"
-    r"\bignorier(?:e|en)?\s+(?:alle\s+)?(?:vorherigen|bisherigen|obigen|vorigen)\s+(?:anweisungen|instruktionen)|"
-    r"\bnegeer\s+(?:alle\s+)?(?:vorige|eerdere|voorgaande)\s+(?:instructies|aanwijzingen)|"
-    r"\bignoruj(?:te)?\s+(?:v[šs]echny\s+)?p[řr]edchoz[íi]\s+(?:instrukce|pokyny)|이전\s*(?:의\s*)?지시\S*\s*무시"
-)
-_SHELL_PIPE = re.compile(r"(?i)\|\s*(?:sudo\s+)?(?:ba|z|da|k|fi)?sh\b|\|\s*(?:python\d?|perl|ruby|node)\s*(?:-\s*)?(?:$|[`'\"\s])")
-# A download piped into a shell, or run by command or process substitution (`bash -c "$(curl …)"`).
-_REMOTE_EXEC = re.compile(r"(?i)\b(?:curl|wget|iwr|invoke-webrequest)\b[^\n|]*\||\$\(\s*(?:curl|wget)\b|"
-                          r"<\(\s*(?:curl|wget)\b|\b(?:iex|invoke-expression)\b[^\n]*\b(?:iwr|downloadstring)\b")
-# A credential file sent somewhere: `curl -d @$HOME/.aws/credentials https://…`, `cat ~/.ssh/id_rsa | nc …`.
-_CREDENTIAL_FILE = (r"(?:\.aws/(?:credentials|config)|\.ssh/(?:id_\w+|config)|\.netrc|\.git-credentials|\.npmrc|\.pypirc|"
-                    r"\.kube/config|\.docker/config\.json|\.env\b|/etc/(?:passwd|shadow))")
-_EXFILTRATE = re.compile(
-    r"(?i)\b(?:curl|wget|http|https|nc|ncat|scp|rsync|ftp)\b[^\n]*?(?:-d|--data[\w-]*|-T|--upload-file|-F|--form|"
-    r"--post-file|--body-file)[\s=]*[\"']?[^\s\"']*" + _CREDENTIAL_FILE
-    + r"|" + _CREDENTIAL_FILE + r"[^\n|]*\|\s*(?:curl|wget|nc|ncat|ssh)\b")
-# A chat turn marker at the start of a line: text a model may read as the next speaker.
-_TURN_MARKER = re.compile(r"(?m)^[ \t>*_#-]*(?:Human|Assistant)\s*:(?=\s)")
-# Markup a model reads as a turn or a tool call: role tags, tool-call tags, chat-template tokens
-# (the placeholder of `ssh <user>@host` or `/home/<user>/` is not one).
-_MARKUP = re.compile(
-    r"(?i)(?!(?<=[\w/@=:-])<user>|<user>[@/:=])</?\s*(?:[a-z]+:)?(?:system|user|assistant|human|developer|tool|"
-    r"function_calls|function_results|invoke|parameter|tool_use|tool_result|tool_calls?|memoir(?:-[a-z]+)+)\b(?:[^<>\n]{0,200}>)?"
-    r"|<\|\s*(?:im_start|im_end|im_sep|system|user|assistant|endoftext|eot_id|start_header_id|end_header_id)\s*\|>"
-)
-# The shapes as patterns, for code that defangs them in place rather than names them (cards/neutralise.py).
-MARKUP_SHAPE = _MARKUP
-COMMAND_SHAPES = (_OVERRIDE, _REMOTE_EXEC, _SHELL_PIPE, _EXFILTRATE, _TURN_MARKER)
-
-
 def _order_clauses(card: Card) -> list[str]:
     """The commanding part of each order-shaped sentence (its reason is judged by the other gates)."""
     found = []
@@ -362,33 +333,10 @@ def _order_clauses(card: Card) -> list[str]:
     ordered = sentences(plain("\n".join((card.conclusion, card.follow_up, *stated_limits(card.counterexamples)))))
     for s in dict.fromkeys(ordered + sentences(plain(card.counterexamples))):
         m = ORDER.search(s) if s in ordered else None
-        if m is None and not (_SHELL_PIPE.search(s) or _REMOTE_EXEC.search(s)):
+        if m is None and not (SHELL_PIPE.search(s) or REMOTE_EXEC.search(s)):
             continue
         found.append(commanding_part(s, m))
     return found
-
-
-def instruction_shapes(text: str, *, orders: bool = True) -> tuple[str, ...]:
-    """Why `text` reads as an instruction to whoever reads it, as short reasons that never quote it:
-    what the gate below looks for, for text shown outside a card (search, MCP).
-
-    Args:
-        orders: also count order-shaped sentences ("always disable tests"); off for text whose
-            orders a person is known to have typed.
-    """
-    found = []
-    text = plain(text)  # what a model reads: no zero-width split, fullwidth bracket or entity hides a shape
-    if _OVERRIDE.search(text):
-        found.append("tries to override instructions")
-    if _REMOTE_EXEC.search(text) or _SHELL_PIPE.search(text):
-        found.append("pipes text into a shell")
-    if _EXFILTRATE.search(text):
-        found.append("sends a credential file somewhere")
-    if _MARKUP.search(text) or _TURN_MARKER.search(text):
-        found.append("carries role or tool-call markup")
-    if orders and any(ORDER.search(s) for s in sentences(text)):
-        found.append("gives an order")
-    return tuple(found)
 
 
 def instruction_not_self_promoted(card: Card, evidence: EvidenceView) -> GateResult:
@@ -396,12 +344,12 @@ def instruction_not_self_promoted(card: Card, evidence: EvidenceView) -> GateRes
     and repetition is not corroboration; the agent repeating it is no authority either."""
     gate = "instruction_not_self_promoted"
     claims = plain("\n".join((card.title, card.conclusion, card.counterexamples, card.follow_up)))
-    if _OVERRIDE.search(claims):
+    if OVERRIDE.search(claims):
         return _result(gate, "conclusion tries to override instructions")
     # Whoever typed it and whatever proved the card: text that would command the agent that reads it waits
     # for a person (`memoir review` shows why).
-    for shape, why in ((_MARKUP, "carries role, tool-call or memoir container markup"),
-                       (_TURN_MARKER, "carries a chat turn marker"), (_EXFILTRATE, "sends a credential file somewhere")):
+    for shape, why in ((MARKUP, "carries role, tool-call or memoir container markup"),
+                       (TURN_MARKER, "carries a chat turn marker"), (EXFILTRATE, "sends a credential file somewhere")):
         if shape.search(claims):
             return _result(gate, f"card text {why}: held until a person confirms it")
     for order in _order_clauses(card):
@@ -459,6 +407,7 @@ def judge_card(
         contradicted_later(card),
         work_report(card),
         self_inflicted_failure(card),
+        self_evident(card),
         verified,
         verifiable_judgment(card),
         failure_conditions_stated(card, checked=verified.passed),

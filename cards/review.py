@@ -24,7 +24,8 @@ from pathlib import Path, PurePath
 
 from memoir.cards.config import Settings
 from memoir.cards.draft import conclusion_problem
-from memoir.cards.quality_gates import GATE_HELP, failure_conditions_stated, instruction_shapes, verifiable_judgment
+from memoir.cards.instruction_shapes import instruction_shapes
+from memoir.cards.quality_gates import GATE_HELP, failure_conditions_stated, verifiable_judgment
 from memoir.cards.title import display_title
 from memoir.cards.values import Card
 from memoir.cards.sanitize import sanitize

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from memoir.cards.quality_gates import instruction_shapes
+from memoir.cards.instruction_shapes import instruction_shapes
 from memoir.cards.values import Source
 
 EXCERPT_CHARS = 200  # the terminal's excerpt of a card; `memoir cards show` has the rest

@@ -20,7 +20,8 @@ from click.testing import CliRunner
 from memoir.cards.draft import draft_card, read_past_range
 from memoir.cards.neutralise import LABEL, neutralise
 from memoir.cards.plain_text import plain
-from memoir.cards.quality_gates import decide_status, instruction_shapes, judge_card
+from memoir.cards.instruction_shapes import instruction_shapes
+from memoir.cards.quality_gates import decide_status, judge_card
 from memoir.cards.quality_inputs import EvidenceView
 from memoir.cards.values import Experience
 from memoir.flows.cli.main import cli

@@ -11,7 +11,7 @@ import re
 from click.testing import CliRunner
 
 from memoir.cards.neutralise import LABEL, neutralise
-from memoir.cards.quality_gates import instruction_shapes
+from memoir.cards.instruction_shapes import instruction_shapes
 from memoir.cards.review import instruction_warning
 from memoir.cards.store import CardStore
 from memoir.flows.cli.main import cli

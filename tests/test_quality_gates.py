@@ -300,3 +300,9 @@ def test_a_quoted_setting_is_supported_by_the_call_argument_it_was_read_from():
     assert no_unsupported_specifics(quoted, evidence).passed
     other = quoted.with_(conclusion=quoted.conclusion.replace("require_escalated", "never_ask"))
     assert not no_unsupported_specifics(other, evidence).passed
+
+
+def test_self_evident_holds_a_fix_the_error_printed_until_a_person_confirms_it():
+    told = GOOD.with_(extra={"kind": "fix", "told_by_error": True})
+    assert only_failure(told) == "self_evident"
+    assert judge_card(told.with_(confirmed_by="user"), EVIDENCE, [UNRELATED_ACTIVE]).passed

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from memoir.cards.config import load_settings
-from memoir.cards.quality_gates import instruction_shapes
+from memoir.cards.instruction_shapes import instruction_shapes
 from memoir.flows.cli.main import cli
 from memoir.flows.mcp_server import build_server
 from memoir.flows.pipeline import run_pipeline
