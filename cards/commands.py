@@ -411,6 +411,31 @@ def added_text(turn: Turn) -> str:
     return ""
 
 
+_LIST_OPENS = re.compile(r"""^\s*["']?([\w.@/-]+)["']?\s*[:=]\s*[\[(]\s*$""")
+_BARE_ITEM = re.compile(r"""^(?:"[^"]*"|'[^']*'|[\w.@/-]+),?$""")
+
+
+def list_key(turn: Turn, line: str) -> str:
+    """The key of the list an added bare item joined (`"DOM"` under `"lib": [` is `lib`), from the edit's new
+    text; '' when the line has a key of its own or no list opens above it."""
+    if not _BARE_ITEM.match(line.strip()):
+        return ""
+    body = turn.text[len(turn.tool_name):].lstrip() if turn.text.startswith(turn.tool_name) else turn.text
+    try:
+        args = json.loads(body) if body.startswith("{") else {}
+    except (ValueError, RecursionError):
+        return ""
+    new = (args.get("new_string") or args.get("content") or args.get("new_str") or "") if isinstance(args, dict) else ""
+    blocks = _SEARCH_REPLACE.findall(new) if isinstance(new, str) else []
+    lines = ("\n".join(b[1] for b in blocks) if blocks else new if isinstance(new, str) else "").splitlines()
+    at = next((i for i, text in enumerate(lines) if text.strip() == line.strip()), None)
+    for text in reversed(lines[:at] if at is not None else []):
+        opened = _LIST_OPENS.match(text)
+        if opened or not _BARE_ITEM.match(text.strip()):
+            return opened.group(1) if opened else ""
+    return ""
+
+
 def steps_before(failed: str, rerun: str) -> bool:
     """The re-run is the failed command with steps put before it (`bd sync --import-only && bd ready`
     after `bd ready` failed): those steps are the change, whatever tool they use, unless they only look."""

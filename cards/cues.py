@@ -10,7 +10,7 @@ import functools
 import re
 
 from memoir.cards.hosts.registry import QUIET_TOOLS
-from memoir.cards.phrasebook import MAX_REMEMBERED, REMEMBERS
+from memoir.cards.phrasebook import MAX_REMEMBERED, REASONS, REMEMBERS, RULE_STATEMENTS, first_rule
 from memoir.cards.signatures import error_signature
 from memoir.cards.values import Turn
 
@@ -175,3 +175,24 @@ def remembered(text: str) -> str:
     if not words or len(text) > MAX_REMEMBERED or text.rstrip().endswith(("?", "？")):
         return ""
     return words
+
+
+MAX_STATED = 600  # longer, a message is a task or a pasted document, not one rule the user states
+_STATED_PARTS = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
+
+
+def stated_choice(text: str) -> str:
+    """The user's message when it states a rule with its reason, in their words ("we should avoid DRA in
+    identifiers (it is an abbreviation, keep names clear)"), or ''. The reason may be the next sentence;
+    a question, a greeting, a slash command or a long message is none."""
+    text = text.strip()
+    if not text or len(text) > MAX_STATED or is_chatter(text) or slash_command(text) or is_prompt_template(text):
+        return ""
+    parts = [p.strip() for p in _STATED_PARTS.split(text) if p.strip()]
+    for i, part in enumerate(parts):
+        if part.endswith(("?", "？")) or not first_rule(RULE_STATEMENTS, part):
+            continue
+        reason = [p for p in parts[i:i + 2] if not p.endswith(("?", "？"))]
+        if any(first_rule(REASONS, p) for p in reason):
+            return text
+    return ""

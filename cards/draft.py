@@ -206,7 +206,7 @@ def _background(exp: Experience) -> str:
     return f"{head}; {exp.host} session `{exp.session_id}`{when}, turns {exp.first_seq}–{exp.last_seq}.{reason}"
 
 
-def _goal(exp: Experience) -> str:
+def goal_of(exp: Experience) -> str:
     """The user's first real request (greetings, slash commands and interruption markers skipped)."""
     asked = [t for t in exp.turns if t.role == "user" and t.kind == "text" and not is_chatter(t.text)]
     # A slash command's expanded template is the command's text, not the user's request: the user's own words first.
@@ -230,7 +230,7 @@ def draft_card(exp: Experience, min_conclusion_chars: int = 40, ends_session: bo
     integrity check, `candidate` (gate `no_settled_conclusion`) when the session settled nothing a
     card could state. Only a check that failed before the change and passes after it, or a fresh
     check after the change, verifies (`cards.outcomes.verification`)."""
-    goal = _goal(exp) or strip_boilerplate(exp.request)
+    goal = goal_of(exp) or strip_boilerplate(exp.request)
     if not goal and exp.error_signature:
         goal = f"Get past `{shown_in(exp.turns, exp.error_signature)}` (continued from the previous task)."
     end = ending(exp.turns, ends_session)
@@ -389,7 +389,7 @@ def inner_lessons(exp: Experience, card: Card, min_conclusion_chars: int = 40) -
         while after < len(turns) and turns[after].role == "assistant" and turns[after].kind in ("text", "thinking"):
             after += 1
         sub = Experience(exp.host, exp.session_id, turns[start:after], boundary="inner_loop",
-                         error_signature=lp.failure.signature, request=_goal(exp) or exp.request)
+                         error_signature=lp.failure.signature, request=goal_of(exp) or exp.request)
         inner = draft_card(sub, min_conclusion_chars, ends_session=False)
         if inner.extra.get("kind") == "fix":
             out.append((sub, inner))
@@ -417,7 +417,7 @@ def _steps(exp: Experience, lp: Loop, index: dict[int, int], min_conclusion_char
         start = next((i for i in range(start, -1, -1) if exp.turns[i].kind == "tool_call"), start)
         end = index[attempt.check.result.seq]
         sub = Experience(exp.host, exp.session_id, exp.turns[start:end + 1], boundary="inner_loop",
-                         error_signature=before_sig, request=_goal(exp) or exp.request)
+                         error_signature=before_sig, request=goal_of(exp) or exp.request)
         failure = Failure(0, before_at, lp.failure.command, before_sig)
         stepped_loop = Loop(failure, (attempt,))
         shown = shown_error(by_seq[before_at].text, before_sig) if before_at in by_seq else before_sig

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memoir.cards.commands import added_text, changed_names, command_of, describe_change, one_line
+from memoir.cards.commands import added_text, changed_names, command_of, describe_change, list_key, one_line
 from memoir.cards.cues import is_commit_output
 from memoir.cards.loop import LOOKS_AHEAD, Loop, changed_between, last_sentence, loops, walk
 from memoir.cards.outcomes import Verification
@@ -134,7 +134,10 @@ def _what_changed(fix) -> str:
     if (not tried.startswith("editing `") or len(paths) != 1 or not 0 < len(added) <= MAX_SHOWN_LINES
             or any(len(line) > MAX_SHOWN_LINE or "`" in line for line in added)):
         return tried
-    return "adding " + ", ".join(f"`{line.rstrip(',')}`" for line in added) + f" to `{next(iter(paths))}`"
+    # A bare item joins a list: the list's key says what it set (`"DOM"` to `lib` in `tsconfig.json`).
+    keys = {next((k for t in fix.changes if (k := list_key(t, line))), "") for line in added}
+    key = f"`{keys.pop()}` in " if len(keys) == 1 and "" not in keys else ""
+    return "adding " + ", ".join(f"`{line.rstrip(',')}`" for line in added) + f" to {key}`{next(iter(paths))}`"
 
 
 def evidence_statement(lp: Loop) -> str:

@@ -27,6 +27,7 @@ from memoir.cards.memos import forget_memos
 from memoir.cards.sanitize.fields import sanitize_id, sanitize_turn, turn_hints
 from memoir.cards.segment import SegmentRules, Skipped, iter_segments
 from memoir.cards.spool import PackedDraft, RawSession, Spool, pack_draft, unpack_session
+from memoir.cards.stated_choices import stated_decisions
 from memoir.cards.store import CardStore, remove_temp_files, render_card, render_cards
 from memoir.cards.values import Card, Experience, Turn
 from memoir.flows.progress import Progress
@@ -236,8 +237,9 @@ def draft_session(clean: list[Turn], rules: SegmentRules, min_conclusion_chars: 
         if held is not None:
             began = clock()
             try:
-                mine.extend(with_inner_lessons(held, draft_card(held, min_conclusion_chars, exp is None),
-                                               min_conclusion_chars))
+                drafted = with_inner_lessons(held, draft_card(held, min_conclusion_chars, exp is None),
+                                             min_conclusion_chars)
+                mine.extend(stated_decisions(held, drafted, min_conclusion_chars))
             except Exception as exc:  # noqa: BLE001 - likewise for one experience
                 failed[f"experience_error_{type(exc).__name__}"] += 1
             drafting += clock() - began

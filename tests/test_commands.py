@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from memoir.cards.commands import is_change
+from memoir.cards.commands import is_change, list_key
 from memoir.cards.hosts.base import TOOL_CALL_CHARS, tool_call_text
 from memoir.cards.values import Turn
+from tests.turns import Script
 
 
 def _call(name: str, args: dict) -> Turn:
@@ -36,3 +37,15 @@ def test_arguments_keep_their_name_order_but_for_long_texts():
         == 'shell {"command":["bash","-lc","pytest -q"],"timeout_ms":1000,"workdir":"/r"}'
     patch = ["apply_patch", "*** Begin Patch\n" + "+x\n" * 200]  # a long command keeps its place: not a text
     assert tool_call_text("shell", {"workdir": "/r", "command": patch}).startswith('shell {"command":["apply_patch"')
+
+
+def test_a_bare_item_added_to_a_list_is_named_by_the_lists_key():
+    s = Script()
+    s.edits("/w/tsconfig.json", '"lib": [\n  "ES2020"\n]', '"lib": [\n  "ES2020",\n  "DOM"\n],')
+    edit = s.turns[-2]
+    assert list_key(edit, '"DOM"') == "lib"
+    assert list_key(edit, '"lib": ["DOM"]') == ""  # a line with a key of its own names itself
+    s.edits("/w/pyproject.toml", 'dependencies = [\n  "httpx",\n]', 'dependencies = [\n  "httpx",\n  "anyio",\n]')
+    assert list_key(s.turns[-2], '"anyio",') == "dependencies"
+    s.edits("/w/app.py", "x = 1", "x = 1\nfoo")
+    assert list_key(s.turns[-2], "foo") == ""  # no list opens above it

@@ -1,0 +1,59 @@
+"""The user's stated rules: a sentence that says how things should be done, and one that says why.
+
+A choice the user states with its reason ("we should avoid DRA in identifiers, because it is an
+abbreviation") is a decision in their own words, whatever the session around it settled. Both halves
+are needed: a rule alone is a request ("always add tests"), a reason alone is an explanation ("it fails
+because the port is taken"). The rows are imported into `cards.phrasebook`, whose generic test runs
+their hits and misses.
+"""
+
+from __future__ import annotations
+
+from memoir.cards.rule_table import Rule, rx
+
+RULE_STATEMENTS: tuple[Rule, ...] = (
+    Rule("rule_en",
+         rx(r"\b(?:we|you|it|they|this|that|ids?|code|names?) (?:should(?:n'?t| not)?|must(?:n'?t| not)?)\b|"
+            r"\b(?:avoid|never|always|prefer|instead of|rather than|don'?t use|do not use|stop using|stick (?:to|with)|"
+            r"keep using|switch to|let'?s (?:use|go with|keep|stick|skip|avoid|not)|we(?:'ll| will) (?:use|go with|keep|"
+            r"skip|avoid)|no more)\b|\bskip\b[^.?!\n]{0,80}\b(?:for now|until)\b"),
+         ("we should count quota per claim", "avoid the DRA abbreviation in identifiers",
+          "let's skip the quota check for now", "use httpx instead of requests"),
+         ("add a dark mode toggle", "fix the login page, it crashes", "should be done by Friday, thanks"),
+         "A sentence that says how things are to be done from now on, not what to do once."),
+    Rule("rule_other",
+         rx(r"\b(?:deber[íi]a(?:mos)?|debemos|hay que|evit(?:a|ar|e|ez|er)|nunca|siempre|prefiero|en lugar de|"
+            r"en vez de|no uses|devri(?:ons|ez)|il faut|jamais|toujours|plutôt que|au lieu de|sollten?|müssen wir|"
+            r"vermeide[nt]?|niemals|immer|anstatt|moeten we|vermijd|nooit|altijd|in plaats van|měli bychom|musíme|"
+            r"vyhn(?:i|ěte) se|nikdy|vždy|místo|devemos|deveríamos|em vez de|prefiro)\b|"
+            r"해야|하지 마|피해야|대신|항상|절대"),
+         ("deberíamos contar por claim", "il faut éviter l'abréviation", "wir sollten pro Claim zählen",
+          "měli bychom se vyhnout zkratce", "항상 pnpm을 써야 해요"),
+         ("añade un botón", "ajoute un bouton", "füge einen Knopf hinzu"),
+         "The same rule sentences outside English."),
+    Rule("rule_zh_ja",
+         rx(r"应该|应当|避免|不要用|别用|不要使用|统一(?:用|使用)?|改用|而不是|先(?:skip|跳过|不)|暂时不|总是|始终|一律|"
+            r"べき|避け|ではなく|代わりに|常に|必ず|使わない"),
+         ("我们应该按照claim计算", "先skip firstavailable的配额检查吧", "代码里避免使用DRA", "npmではなくpnpmを使うべき"),
+         ("加一个按钮", "ボタンを追加して", "帮我看下这个文档"),
+         "Chinese and Japanese rule sentences."),
+)
+
+REASONS: tuple[Rule, ...] = (
+    Rule("reason_en",
+         rx(r"\b(?:because|so that|otherwise|to keep|to avoid|the reason|as (?:it|they|this|that) (?:is|are|was))\b"),
+         ("because it is a dynamic request", "so that names stay clear", "otherwise the worker drifts"),
+         ("add a button", "since yesterday the build fails"),
+         "Why the rule holds: the half that makes a request a decision."),
+    Rule("reason_other",
+         rx(r"\b(?:porque|para que|ya que|parce que|pour que|puisque|weil|damit|omdat|zodat|protože|jelikož|"
+            r"já que)\b|때문에|위해서?|니까"),
+         ("porque es dinámico", "parce que c'est une abréviation", "weil es dynamisch ist", "protože je dynamický"),
+         ("añade un botón",),
+         "The same reasons outside English."),
+    Rule("reason_zh_ja",
+         rx(r"因为|由于|为了|因此|所以|以便|保持|ので|ため|なぜなら"),
+         ("因为这是一个动态的请求", "保持语义清晰", "動的なリクエストなので"),
+         ("加一个按钮", "ボタンを追加して"),
+         "Chinese and Japanese reasons."),
+)
