@@ -57,3 +57,19 @@ REASONS: tuple[Rule, ...] = (
          ("加一个按钮", "ボタンを追加して"),
          "Chinese and Japanese reasons."),
 )
+
+# The assistant recording what the user just settled ("好，敲定：> **…**", "Agreed: …"): read only at the start
+# of its reply to the user's answer, where it restates the choice crisply.
+SETTLED: tuple[Rule, ...] = (
+    Rule("settled_en",
+         rx(r"^[^\n.!?]{0,20}?\b(?:settled|agreed|decided|decision|locked in|final decision)\s*[:：]"),
+         ("Agreed: quota skips firstAvailable requests", "Ok, settled: keep UUID keys", "Decision: use pnpm"),
+         ("I agreed with the plan and started", "Let me decide which one"),
+         "The assistant's reply to the user's answer, opening by naming what was settled."),
+    Rule("settled_other",
+         rx(r"^[^\n.!?]{0,20}?(?:decidido|acordado|décidé|convenu|entschieden|vereinbart|festgelegt|combinado|"
+            r"besloten|afgesproken|rozhodnuto|domluveno|敲定|确定|定了|决定|決定|確定|결정|확정)\s*[:：]"),
+         ("好，问题 1 敲定：FirstAvailable 跳过", "敲定：**切换到方案 B**", "Decidido: usar pnpm", "Rozhodnuto: pnpm"),
+         ("我们需要确定一下方案", "Ich habe entschieden, dass"),
+         "The same, outside English."),
+)

@@ -16,11 +16,11 @@ import re
 
 from memoir.cards.cues import stated_choice
 from memoir.cards.draft import draft_card, goal_of
-from memoir.cards.phrasebook import RULE_STATEMENTS, first_rule
+from memoir.cards.phrasebook import REJECTS, RULE_STATEMENTS, SETTLED, first_rule
 from memoir.cards.title import clip_title
 from memoir.cards.values import Card, Experience, Turn
 
-MAX_STATED_DECISIONS = 4  # per experience: a discussion that states more is a document, not a few choices
+MAX_STATED_DECISIONS = 10  # per experience: a design review settles a handful of questions, rarely more
 USERS_WORDS = "In the user's words: "
 
 
@@ -59,11 +59,72 @@ def _span(turns: tuple[Turn, ...], at: int) -> tuple[int, int]:
     return start, end
 
 
+SHOWN = 280  # characters of the words around the choice: the end of what was asked, the start of the reply
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _evidence(turns: tuple[Turn, ...], start: int, at: int, end: int) -> str:
+    """What was chosen between and what came of it: the end of the assistant's words the user answered
+    (where its options and question stand), the user's message, the start of the reply."""
+    lines = []
+    if start < at:
+        asked = _flat(turns[start].text)
+        lines.append(f"- [t{turns[start].seq}] asked: " + (asked if len(asked) <= SHOWN else "…" + asked[-SHOWN:]))
+    lines.append(f"- [t{turns[at].seq}] the user chose: {_flat(turns[at].text)}")
+    if end > at:
+        reply = _flat(turns[end].text)
+        lines.append(f"- [t{turns[end].seq}] replied: " + (reply if len(reply) <= SHOWN else reply[:SHOWN] + "…"))
+    return "\n".join(lines)
+
+
+MAX_ANSWER = 300  # characters: a longer message than this is a request of its own, not an answer to a question
+MAX_SETTLED = 600  # characters of the settled statement kept: the decision, not the next question after it
+_BREAK = re.compile(r"\n\s*(?:-{3,}|\*{3,}|#{1,4} )")
+
+
+def settled(reply: str) -> str:
+    """What the assistant's reply records as settled ("好，敲定：> **…**", "Agreed: …"), up to the next section
+    or question; '' when the reply does not open by naming what was settled."""
+    text = reply.strip()
+    lead = next((m for r in SETTLED if (m := r.pattern.match(text))), None)
+    if lead is None:
+        return ""
+    block = re.split(r"\n\s*\n", _BREAK.split(text[lead.end():], 1)[0].strip(), maxsplit=1)[0]  # its first paragraph
+    block = " ".join(line.strip().lstrip(">").strip() for line in block.splitlines() if line.strip())
+    if len(block) > MAX_SETTLED:
+        cut = max(block.rfind(end, 0, MAX_SETTLED) for end in ("。", ". ", "！", "! "))
+        block = block[:cut + 1] if cut > 0 else ""
+    return block if len(block) >= 12 else ""
+
+
+MAX_WHY = 400  # characters of the reason the assistant gave before the user agreed; longer is left to the evidence
+_WHY = re.compile(r"(?im)^\W*(?:理由|原因|why|reasons?|rationale|porque|raison|grund|reden|důvod|이유)\s*[:：]\s*")
+
+
+def why_given(asked: str) -> str:
+    """The reason the assistant's words gave for what it proposed ("理由：1. … 2. …", "Why: …"): its paragraph,
+    whole, or '' when there is none or it does not fit."""
+    lead = _WHY.search(asked)
+    if lead is None:
+        return ""
+    reason = " ".join(re.split(r"\n\s*\n", asked[lead.end():].strip(), maxsplit=1)[0].split())
+    return reason if 12 <= len(reason) <= MAX_WHY else ""
+
+
+def _plain(text: str) -> str:
+    return re.sub(r"\*\*|__", "", text)
+
+
 def stated_decisions(exp: Experience, drafted: list[tuple[Experience, Card]],
                      min_conclusion_chars: int = 40) -> list[tuple[Experience, Card]]:
-    """`drafted` (the experience's cards) and a decision card for each choice the user stated with its
-    reason that no card of them already holds in the user's words."""
-    held = {c.verified_by for _, c in drafted if c.extra.get("conclusion_source") == "users_words"}
+    """`drafted` (the experience's cards) and a decision card for each choice the user made in the
+    conversation that no card of them already holds: a rule stated with its reason (their words are the
+    card), or a short answer to the assistant's question that its reply records as settled (that record
+    is the card, the user's answer its proof)."""
+    held = {c.verified_by for _, c in drafted if c.extra.get("conclusion_source") in ("users_words", "settled")}
     out = list(drafted)
     turns = exp.turns
     for at, turn in enumerate(turns):
@@ -72,18 +133,27 @@ def stated_decisions(exp: Experience, drafted: list[tuple[Experience, Card]],
         if turn.role != "user" or turn.kind != "text" or turn.is_sidechain or f"t{turn.seq}" in held:
             continue
         said = stated_choice(turn.text)
-        if not said:
-            continue
         start, end = _span(turns, at)
+        answered = start < at < end and len(turn.text.strip()) <= MAX_ANSWER and not first_rule(REJECTS, turn.text)
+        record = settled(turns[end].text) if answered else ""
+        if not (said or record):
+            continue
         sub = Experience(exp.host, exp.session_id, turns[start:end + 1], boundary="stated_choice",
                          request=goal_of(exp) or exp.request)
         card = draft_card(sub, min_conclusion_chars, ends_session=False)
         words = " ".join(said.split())
-        conclusion = USERS_WORDS + words
+        if record:
+            why = why_given(turns[start].text)
+            conclusion = record + (f"\n\nWhy: {why}" if why else "") + (f"\n\n{USERS_WORDS}{words}" if said else "")
+            title, source = _plain(record), "settled"
+            proof = f"the user answered at t{turn.seq}, and the reply at t{turns[end].seq} recorded it as settled"
+        else:
+            conclusion, title, source = USERS_WORDS + words, _ruled(words), "users_words"
+            proof = f"the user stated the choice and its reason at t{turn.seq}"
         out.append((sub, card.with_(
+            goal=card.goal if start == at else goal_of(exp) or card.goal, evidence=_evidence(turns, start, at, end),
             status="active", gate="", verified_by=f"t{turn.seq}", conclusion=conclusion, counterexamples="",
-            follow_up="", error_signature="", title=clip_title(f"Decision: {_ruled(words)}"),
+            follow_up="", error_signature="", title=clip_title(f"Decision: {title}"),
             extra={**{k: v for k, v in card.extra.items() if k not in ("self_inflicted", "told_by_error")},
-                   "kind": "decision", "conclusion_source": "users_words",
-                   "proof": f"the user stated the choice and its reason at t{turn.seq}"})))
+                   "kind": "decision", "conclusion_source": source, "proof": proof})))
     return out

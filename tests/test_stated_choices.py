@@ -22,6 +22,10 @@ def _cards(s: Script) -> list:
             for e, c in read_past_range(tuple(s.turns), drafted)]
 
 
+def _decisions(cards: list) -> list:
+    return [c for c in cards if c.extra.get("conclusion_source") in ("users_words", "settled")]
+
+
 def _discussion(choice: str, after: str = "continue with the design doc") -> Script:
     s = Script().user("let's go through the quota design questions one by one")
     s.says("Question 3: requests that list alternatives (firstAvailable) have no fixed size. Option A: count "
@@ -39,13 +43,16 @@ def _discussion(choice: str, after: str = "continue with the design doc") -> Scr
     "deberíamos evitar contar firstAvailable por ahora, porque es una petición dinámica",
 ])
 def test_a_choice_stated_with_its_reason_is_an_active_decision_in_the_users_words(choice):
-    decided = [c for c in _cards(_discussion(choice)) if c.extra.get("conclusion_source") == "users_words"]
+    decided = _decisions(_cards(_discussion(choice)))
     assert len(decided) == 1
     card = decided[0]
     assert card.extra["kind"] == "decision" and card.status == "active", card.gate
-    assert card.conclusion.endswith(" ".join(choice.split()))
+    assert card.conclusion.startswith("quota accounting skips firstAvailable requests")  # what the reply settled
+    assert card.conclusion.endswith("In the user's words: " + " ".join(choice.split()))
     assert card.title.startswith("Decision: ")
     assert card.sources[0].turns == (1, 3)  # the options the user chose between, the choice, the reply
+    assert "Option B: skip quota" in card.evidence and "recorded as decision 3" in card.evidence
+    assert card.goal.startswith("let's go through the quota design questions")
 
 
 @pytest.mark.parametrize("text", [
@@ -62,7 +69,7 @@ def test_a_request_a_bare_reason_a_question_or_a_bare_rule_is_no_stated_choice(t
 def test_a_choice_the_user_takes_back_later_is_not_active():
     s = _discussion("let's skip the quota check for firstAvailable for now, because it is a dynamic request",
                     after="no, that's wrong, we need to count them after all")
-    decided = [c for c in _cards(s) if c.extra.get("conclusion_source") == "users_words"]
+    decided = _decisions(_cards(s))
     assert decided and all(c.status != "active" for c in decided)
 
 
@@ -70,4 +77,47 @@ def test_a_remembered_rule_is_not_carded_twice():
     s = Script().user("remember: always use pnpm, never npm, because the lockfile is pnpm's")
     s.says("Noted: pnpm only in this repo.")
     cards = _cards(s)
-    assert len([c for c in cards if c.extra.get("conclusion_source") == "users_words"]) == 1
+    assert len(_decisions(cards)) == 1
+
+
+@pytest.mark.parametrize(("answer", "reply", "carded"), [
+    ("C", "Settled:\n\n> **`allocationMode: All` skips the quota check and logs a warning.** Same as firstAvailable."
+          "\n\n---\n\n## Question 7", True),
+    ("可以", "好，敲定：\n\n> **MVP 跳过 partitionable devices 的自动汇总**，log warning。\n\n---\n\n## 问题 5", True),
+    ("C", "Let me look at the scheduler code first.", False),  # the reply records nothing settled
+    ("no, not that, count them", "Agreed: counting them after all.", False),  # a rejection is no choice made
+])
+def test_a_short_answer_the_reply_records_as_settled_is_a_decision(answer, reply, carded):
+    s = Script().user("let's settle the quota questions")
+    s.says("Question 6: allocationMode All. A: take the max from ResourceSlices. B: cap at the queue capability. "
+           "C: skip the quota check and warn.\n\nReasons: it is a dynamic request like firstAvailable, and All is "
+           "rare outside tests.\n\nWhat do you think?")
+    s.user(answer)
+    s.says(reply)
+    decided = _decisions(_cards(s))
+    assert bool(decided) == carded
+    if carded:
+        card = decided[0]
+        assert card.status == "active" and card.extra["conclusion_source"] == "settled", card.gate
+        assert "Question" not in card.conclusion and "问题" not in card.conclusion  # the next question is not it
+        assert "C: skip the quota check" in card.evidence  # what was chosen between
+        assert "Why: it is a dynamic request like firstAvailable, and All is rare outside tests." in card.conclusion
+
+
+def test_decisions_settled_in_one_discussion_do_not_supersede_each_other():
+    from memoir.cards.distill.rules import apply_rules
+
+    s = Script().user("let's settle the quota design questions for queue DRA support")
+    for n, (option, record) in enumerate((
+            ("skip", "`FirstAvailable` requests skip the quota check and log a warning."),
+            ("C", "`allocationMode: All` skips the quota check and logs a warning, the same as `FirstAvailable`."))):
+        s.says(f"Question {n + 1}: how should quota treat these requests? A: count them. B: reject them. "
+               f"C: skip the quota check and warn. What do you think?")
+        s.user(option)
+        s.says(f"Settled: {record}\n\n---\n\n## Question {n + 2}")
+    exp = Experience(s.host, s.session_id, tuple(s.turns))
+    drafted = stated_decisions(exp, with_inner_lessons(exp, draft_card(exp)))
+    settled = [(e, decide_status(c, judge_card(c, EvidenceView.of_experience(e)), model_enabled=False,
+                                 distilled=False)) for e, c in read_past_range(tuple(s.turns), drafted)]
+    written = apply_rules([(e, c) for e, c in settled if c.extra.get("kind") == "decision"], []).write
+    assert len(written) == 2 and all(c.status == "active" and not c.superseded_by for c in written)

@@ -424,6 +424,9 @@ def same_topic(a: Card, b: Card) -> bool:
         return False
     if _norm(a.conclusion) == _norm(b.conclusion):
         return False  # they agree: nothing is replaced
+    if a.extra.get("kind") == b.extra.get("kind") == "decision" and {s.session_id for s in a.sources} & {
+            s.session_id for s in b.sources}:
+        return False  # one discussion settles several questions; one that takes another back is rule 5's
     ga, gb = goal_words(a.goal), goal_words(b.goal)
     if min(len(ga), len(gb)) < 3 or _overlap(ga, gb) < GOAL_OVERLAP:
         return False
