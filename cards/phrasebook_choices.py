@@ -62,14 +62,17 @@ REASONS: tuple[Rule, ...] = (
 # of its reply to the user's answer, where it restates the choice crisply.
 SETTLED: tuple[Rule, ...] = (
     Rule("settled_en",
-         rx(r"^[^\n.!?]{0,20}?\b(?:settled|agreed|decided|decision|locked in|final decision)\s*[:：]"),
-         ("Agreed: quota skips firstAvailable requests", "Ok, settled: keep UUID keys", "Decision: use pnpm"),
+         rx(r"^[^\n.!?]{0,20}?\b(?:settled|agreed|decided|decision|locked in|final decision)(?: on [^:：\n]{1,30})?\s*[:：]"),
+         ("Agreed: quota skips firstAvailable requests", "Ok, settled: keep UUID keys", "Decision: use pnpm",
+          "Settled on naming: no DRA prefix"),
          ("I agreed with the plan and started", "Let me decide which one"),
          "The assistant's reply to the user's answer, opening by naming what was settled."),
     Rule("settled_other",
          rx(r"^[^\n.!?]{0,20}?(?:decidido|acordado|décidé|convenu|entschieden|vereinbart|festgelegt|combinado|"
-            r"besloten|afgesproken|rozhodnuto|domluveno|敲定|确定|定了|决定|決定|確定|결정|확정)\s*[:：]"),
-         ("好，问题 1 敲定：FirstAvailable 跳过", "敲定：**切换到方案 B**", "Decidido: usar pnpm", "Rozhodnuto: pnpm"),
+            r"besloten|afgesproken|rozhodnuto|domluveno)\s*[:：]|"
+            r"^[^\n。！？]{0,20}?(?:敲定|确定|定了|决定|決定|確定|결정|확정)[^\n：:。，,]{0,8}[:：]"),
+         ("好，问题 1 敲定：FirstAvailable 跳过", "敲定：**切换到方案 B**", "Decidido: usar pnpm", "Rozhodnuto: pnpm",
+          "好，敲定命名规范：**避免用 DRA 作为前缀**"),
          ("我们需要确定一下方案", "Ich habe entschieden, dass"),
          "The same, outside English."),
 )

@@ -25,6 +25,7 @@ USERS_WORDS = "In the user's words: "
 
 
 _CLAUSE = re.compile(r"(?<=[,，;；.。!！])\s*")
+_CONNECTIVE = re.compile(r"(?i)^(?:然后|那么|那|所以|另外|and then|then|so|also)[,，\s]*")
 
 
 def _ruled(words: str) -> str:
@@ -32,7 +33,8 @@ def _ruled(words: str) -> str:
     …" names the card by "then we should avoid …")."""
     clauses = _CLAUSE.split(words)
     at = next((i for i, c in enumerate(clauses) if first_rule(RULE_STATEMENTS, c)), 0)
-    return "".join(c if c[-1:] in "，；。！" else c + " " for c in clauses[at:]).strip()
+    ruled = "".join(c if c[-1:] in "，；。！" else c + " " for c in clauses[at:]).strip()
+    return _CONNECTIVE.sub("", ruled) or ruled
 
 
 def _said(turn: Turn) -> bool:
@@ -101,7 +103,8 @@ def settled(reply: str) -> str:
 
 
 MAX_WHY = 400  # characters of the reason the assistant gave before the user agreed; longer is left to the evidence
-_WHY = re.compile(r"(?im)^\W*(?:理由|原因|why|reasons?|rationale|porque|raison|grund|reden|důvod|이유)\s*[:：]\s*")
+_WHY = re.compile(r"(?im)^\W*(?:理由|原因|关键决策点|决策点|why|reasons?|rationale|key (?:decision )?point|trade-?offs?|"
+                  r"porque|raison|grund|reden|důvod|이유)[*_]*\s*[:：]\s*")
 
 
 def why_given(asked: str) -> str:
@@ -111,6 +114,8 @@ def why_given(asked: str) -> str:
     if lead is None:
         return ""
     reason = " ".join(re.split(r"\n\s*\n", asked[lead.end():].strip(), maxsplit=1)[0].split())
+    if reason.count("**") % 2 and reason.startswith("**"):
+        reason = reason[2:].lstrip()  # the bold that closed the label ("**Why:** …"), not one the reason opens
     return reason if 12 <= len(reason) <= MAX_WHY else ""
 
 

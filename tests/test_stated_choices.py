@@ -9,7 +9,7 @@ from memoir.cards.cues import stated_choice
 from memoir.cards.draft import draft_card, read_past_range, with_inner_lessons
 from memoir.cards.quality_gates import decide_status, judge_card
 from memoir.cards.quality_inputs import EvidenceView
-from memoir.cards.stated_choices import stated_decisions
+from memoir.cards.stated_choices import settled, stated_decisions, why_given
 from memoir.cards.values import Experience
 from tests.turns import Script
 
@@ -121,3 +121,18 @@ def test_decisions_settled_in_one_discussion_do_not_supersede_each_other():
                                  distilled=False)) for e, c in read_past_range(tuple(s.turns), drafted)]
     written = apply_rules([(e, c) for e, c in settled if c.extra.get("kind") == "decision"], []).write
     assert len(written) == 2 and all(c.status == "active" and not c.superseded_by for c in written)
+
+
+@pytest.mark.parametrize(("asked", "why"), [
+    ("B is simpler.\n\n**Why:** the flags drifted between web and worker.\n\nOK?", "the flags drifted between web and worker."),
+    ("对比如上。\n\n关键决策点：**方案 A 还没实现弹性抢占**，而方案 B 直接复用。\n\n你倾向于？", "**方案 A 还没实现弹性抢占**，而方案 B 直接复用。"),
+    ("Option C is simplest. What do you think?", ""),  # no reason given: the evidence shows what was asked
+])
+def test_the_reason_given_before_the_answer_is_its_paragraph_whole(asked, why):
+    assert why_given(asked) == why
+
+
+def test_a_settled_record_may_name_its_subject_before_the_colon():
+    assert settled("好，敲定命名规范：**避免用 `DRA` 作为前缀。**\n\n对应调整：") == "**避免用 `DRA` 作为前缀。**"
+    assert settled("Settled on naming: no `DRA` prefix in identifiers.") == "no `DRA` prefix in identifiers."
+    assert settled("I agreed with the plan and started on the cache") == ""
