@@ -76,3 +76,17 @@ SETTLED: tuple[Rule, ...] = (
          ("我们需要确定一下方案", "Ich habe entschieden, dass"),
          "The same, outside English."),
 )
+
+# A record that says nothing changes ("reuse it as it is; no extra work needed") settles no question: the
+# status quo is no decision worth recalling.
+NO_CHANGE: tuple[Rule, ...] = (
+    Rule("no_change",
+         rx(r"无需(?:额外|任何)?(?:工作|改动|修改|处理)|不需要(?:任何|额外的?)(?:改动|修改|工作)|"
+            r"\bno (?:extra|additional|further) (?:work|changes?)\b|\bno changes? (?:is |are )?(?:needed|required)\b|"
+            r"\bnothing (?:to do|needs to change)\b|\bkeine Änderung(?:en)? nötig\b|\bsin cambios\b|\baucun changement\b|"
+            r"\bgeen wijzigingen? nodig\b|\bbez(?:e)? změn\b|変更不要|変更は不要"),
+         ("QueueStatus.Allocated 直接复用。无需额外工作。", "Webhook 不需要额外改动", "Reuse it as is; no extra work needed.",
+          "no changes needed"),
+         ("不需要 cache ResourceClaimTemplate", "no changes to the public API, but the cache moves"),
+         "A decision to change nothing settles no question worth recalling."),
+)

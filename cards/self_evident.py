@@ -10,6 +10,7 @@ it holds in any language.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from memoir.cards.commands import same_line, added_text, chain_steps, command_of, only_looks, same_target
@@ -43,8 +44,20 @@ def fix_pieces(changes: Sequence[Turn], failed_command: str) -> list[str]:
     return pieces
 
 
+# Source the output quotes to show where the error is (rustc's and Elixir's `12 | code`, a traceback's code line
+# under `File "…", line N`): existing code, which a fix may copy without the error having told it anything.
+_GUTTER = re.compile(r"(?m)^\s*\d+\s*[|│].*$")
+_TRACEBACK_CODE = re.compile(r'(?m)^(\s*File "[^"\n]+", line \d+[^\n]*\n)\s+\S[^\n]*$')
+
+
+def without_excerpts(output: str) -> str:
+    """The output without the source lines it quotes: what it *says*, where a remedy would stand."""
+    return _TRACEBACK_CODE.sub(r"\1", _GUTTER.sub("", output))
+
+
 def told_by_error(output: str, changes: Sequence[Turn], failed_command: str) -> bool:
-    """Does the failing run's output hold every piece of the fix that cleared it, word for word?"""
+    """Does the failing run's output say every piece of the fix that cleared it, word for word (outside the
+    source lines it quotes)?"""
     pieces = fix_pieces(changes, failed_command)
-    flat = _flat(output)
+    flat = _flat(without_excerpts(output))
     return bool(pieces) and all(_flat(p) in flat for p in pieces)

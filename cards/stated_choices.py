@@ -16,7 +16,7 @@ import re
 
 from memoir.cards.cues import stated_choice
 from memoir.cards.draft import draft_card, goal_of
-from memoir.cards.phrasebook import REJECTS, RULE_STATEMENTS, SETTLED, first_rule
+from memoir.cards.phrasebook import NO_CHANGE, REJECTS, RULE_STATEMENTS, SETTLED, first_rule
 from memoir.cards.title import clip_title
 from memoir.cards.values import Card, Experience, Turn
 
@@ -141,6 +141,7 @@ def stated_decisions(exp: Experience, drafted: list[tuple[Experience, Card]],
         start, end = _span(turns, at)
         answered = start < at < end and len(turn.text.strip()) <= MAX_ANSWER and not first_rule(REJECTS, turn.text)
         record = settled(turns[end].text) if answered else ""
+        record = "" if first_rule(NO_CHANGE, record) else record  # keeping things as they are settles nothing
         if not (said or record):
             continue
         sub = Experience(exp.host, exp.session_id, turns[start:end + 1], boundary="stated_choice",

@@ -88,3 +88,17 @@ def test_the_same_session_in_another_language_is_held_the_same_way():
     s.says("Databáze nebyla synchronizovaná se souborem JSONL; import ji opravil.")
     card = _settled(s)
     assert card.gate == "self_evident"
+
+
+def test_a_line_the_error_only_quotes_as_existing_source_is_no_telling():
+    quoted = ("error[E0277]: the trait bound `Heading: Serialize` is not satisfied\n    --> src/toc.rs:14:5\n"
+              "12   | #[cfg_attr(feature = \"serde\", derive(serde::Serialize))]\n13   | pub struct Toc {\n"
+              "     = note: for local types consider adding `#[derive(serde::Serialize)]` to your `Heading` type\n")
+    s = Script().edits("/w/src/heading.rs", "pub struct Heading {",
+                       '#[cfg_attr(feature = "serde", derive(serde::Serialize))]\npub struct Heading {')
+    assert not told_by_error(quoted, [s.turns[-2]], "cargo test --features serde")  # copied from Toc, not told
+    s.edits("/w/src/heading.rs", "pub struct Heading {", "#[derive(serde::Serialize)]\npub struct Heading {")
+    assert told_by_error(quoted, [s.turns[-2]], "cargo test --features serde")  # the note's own suggestion
+    traceback = 'Traceback (most recent call last):\n  File "/w/app.py", line 3, in <module>\n    import tomllib\n'
+    s.edits("/w/app.py", "", "import tomllib\n")
+    assert not told_by_error(traceback + "ModuleNotFoundError: No module named 'tomllib'\n", [s.turns[-2]], "python app.py")

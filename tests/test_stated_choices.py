@@ -86,6 +86,7 @@ def test_a_remembered_rule_is_not_carded_twice():
     ("可以", "好，敲定：\n\n> **MVP 跳过 partitionable devices 的自动汇总**，log warning。\n\n---\n\n## 问题 5", True),
     ("C", "Let me look at the scheduler code first.", False),  # the reply records nothing settled
     ("no, not that, count them", "Agreed: counting them after all.", False),  # a rejection is no choice made
+    ("agree", "Settled: reuse `status.allocated` as it is; no extra work needed.", False),  # nothing changes
 ])
 def test_a_short_answer_the_reply_records_as_settled_is_a_decision(answer, reply, carded):
     s = Script().user("let's settle the quota questions")
