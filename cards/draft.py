@@ -202,6 +202,7 @@ def _background(exp: Experience) -> str:
         "compaction": " Follows a host compaction of earlier context.",
         "error_change": " A new error took over from the previous one.",
         "inner_loop": " A problem met and fixed on the way through a longer task.",
+        "stated_choice": " A choice the user made in a longer discussion.",
     }.get(exp.boundary, "")
     return f"{head}; {exp.host} session `{exp.session_id}`{when}, turns {exp.first_seq}–{exp.last_seq}.{reason}"
 
