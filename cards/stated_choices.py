@@ -1,12 +1,19 @@
-"""The choices a user states with their reason: one decision card each, in the user's own words.
+"""The choices a user makes in conversation: one decision card each.
 
-A long design discussion settles its questions one message at a time ("skip the quota check for
-now, because it is a dynamic request"; "we should avoid DRA in identifiers, it is an abbreviation"),
-while the experience around them is one long, often unfinished, task whose own card is a work report
-or incomplete. Each such message is a decision the user made, with its reason, and their saying so is
-its proof (`cues.stated_choice` reads the two halves from rule tables in every language memoir reads).
-The card spans the assistant's words the user answered, the message, and the assistant's reply, so a
-reader sees what was chosen between; what the rest of the session says is read as for any card
+A long design discussion settles its questions one message at a time, while the experience around
+them is one long, often unfinished, task whose own card is a work report or incomplete. Two shapes of
+message settle a question, each read from rule tables in every language memoir reads
+(`cards.phrasebook_choices`):
+
+- a rule the user states with its reason ("skip the quota check for now, because it is a dynamic
+  request"; `cues.stated_choice`): their words are the card, their saying so its proof;
+- a short answer to the assistant's question ("C", "可以") whose reply opens by recording what was
+  settled ("Settled: …", "敲定：…"; `settled`): that record is the card, with the reason the assistant
+  gave before the answer when it fits whole, and the answer its proof. A record that changes nothing
+  settles no question.
+
+The card spans the assistant's words the user answered, the message, and the reply, so a reader sees
+what was chosen between; what the rest of the session says is read as for any card
 (`draft.read_past_range`: a later "no, let's not" takes it back).
 """
 
@@ -29,8 +36,8 @@ _CONNECTIVE = re.compile(r"(?i)^(?:然后|那么|那|所以|另外|and then|then
 
 
 def _ruled(words: str) -> str:
-    """The user's words from the clause that states the rule on ("I think that's it, then we should avoid
-    …" names the card by "then we should avoid …")."""
+    """The user's words from the clause that states the rule on, without a leading "then" ("I think that's
+    it, then we should avoid …" names the card by "we should avoid …")."""
     clauses = _CLAUSE.split(words)
     at = next((i for i, c in enumerate(clauses) if first_rule(RULE_STATEMENTS, c)), 0)
     ruled = "".join(c if c[-1:] in "，；。！" else c + " " for c in clauses[at:]).strip()
