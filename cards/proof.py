@@ -171,7 +171,8 @@ def _agreed_decision(turns: tuple[Turn, ...], problem: tuple[int, str] | None) -
 
 def _checked_answer(turns: tuple[Turn, ...]) -> Proof | None:
     """A question the user asked, answered, and the answer run and passing before anything was edited
-    ("how do I add a migration?" … "try it with a no-op one": `migrate up` passes)."""
+    ("how do I add a migration?" … "try it with a no-op one": `migrate up` passes), or done with commands
+    alone and checked before the answer came."""
     asked = next((t for t in turns if t.role == "user" and t.kind == "text" and not is_chatter(t.text)
                   and not is_prompt_template(t.text) and first_rule(QUESTIONS, t.text[:REPORT_LEAD])), None)
     if asked is None:
@@ -181,6 +182,14 @@ def _checked_answer(turns: tuple[Turn, ...]) -> Proof | None:
     if answer is None:
         return None
     w = walk(turns)
+    checks = [r for r in w.runs if r.call.seq > asked.seq and r.passed and is_test_or_build(r.command)]
+    if checks and answer.seq > checks[-1].result.seq and not any(r.failed for r in w.runs) \
+            and not any(t.tool_name.lower() in EDIT_TOOLS for _, t in w.changes):
+        # Done first, answered after: the agent did what was asked with commands alone (no file edited),
+        # nothing failed, and a check passed before its answer ("terraform import …, then plan: No changes").
+        last = checks[-1]
+        return Proof("checked_answer", f"t{last.result.seq}", f"question at t{asked.seq}; `{last.command[:60]}` did "
+                     f"it and passed at t{last.result.seq}, before the answer at t{answer.seq}", asked.seq, last.command)
     edits = [t.seq for _, t in w.changes if t.seq > answer.seq and t.tool_name.lower() in EDIT_TOOLS]
     for run in w.runs:
         if run.call.seq > answer.seq and (not edits or run.call.seq < edits[0]) and run.passed \

@@ -322,3 +322,24 @@ def test_a_question_about_memory_or_a_note_is_no_rule_to_keep():
     for said in ("do you remember why the test failed?", "Note: I pushed the branch, please review"):
         card = _settled(Script().user(said).says("It failed on the missing fixture; I pushed nothing else."))
         assert "In the user's words" not in card.conclusion
+
+
+def _done_then_answered(edit: bool = False, fails: bool = False) -> Script:
+    s = Script().user("how do i bring the hand made logs bucket under terraform? module.logs already exists")
+    s.runs("sed -n 1,20p modules/logs/main.tf").result('resource "aws_s3_bucket" "this" {\n  bucket = var.bucket_name\n}')
+    if edit:
+        _edit(s, "/home/dev/infra/envs/staging/main.tf", "", 'import {\n  to = module.logs.aws_s3_bucket.this\n}')
+    s.runs("terraform import module.logs.aws_s3_bucket.this logs-staging").result("Import successful!")
+    if fails:
+        s.runs("terraform plan -target=module.logs").error("Error: Resource already managed by Terraform")
+    s.runs("terraform plan -target=module.logs").result("No changes. Your infrastructure matches the configuration.")
+    s.says("The way to adopt an existing bucket is `terraform import` into the address the module declares, "
+           "then `terraform plan -target=module.logs` to confirm there is no diff.")
+    return s
+
+
+def test_a_how_to_done_with_commands_and_checked_before_the_answer_is_a_checked_answer():
+    card = _settled(_done_then_answered())
+    assert card.extra["kind"] == "checked_answer" and card.status == "active", card.gate
+    assert _settled(_done_then_answered(edit=True)).extra["kind"] != "checked_answer"  # a file edited: work done
+    assert _settled(_done_then_answered(fails=True)).extra["kind"] != "checked_answer"  # something failed on the way
