@@ -13,7 +13,6 @@ from datetime import datetime, timezone
 from memoir.cards.conclude import choose_conclusion
 from memoir.cards.lesson import within_budget, without_filler, without_orders, without_wrapper
 from memoir.cards.distill.extract import Disproval, find_disproved
-from memoir.cards.commands import changed_paths
 from memoir.cards.fix_line import with_the_fix
 from memoir.cards.loop import LOOKS_AHEAD, Failure, Loop, fixed_loop, loops, mentions, names_in, states_something, walk
 from memoir.cards.limits import limit_lines, restates_error, split_limits
