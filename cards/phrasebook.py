@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from memoir.cards import phrasebook_cjk as cjk
-from memoir.cards.phrasebook_choices import NO_CHANGE, REASONS, RULE_STATEMENTS, SETTLED  # noqa: F401 - read from here; tested with the rest
+from memoir.cards.phrasebook_choices import ACCEPTS, NO_CHANGE, PROPOSALS, REASONS, RULE_STATEMENTS, SETTLED  # noqa: F401 - read from here; tested with the rest
 from memoir.cards.rule_table import Rule, first_rule, rx as _rx  # noqa: F401 - the stages read first_rule from here
 
 

@@ -90,3 +90,23 @@ NO_CHANGE: tuple[Rule, ...] = (
          ("不需要 cache ResourceClaimTemplate", "no changes to the public API, but the cache moves"),
          "A decision to change nothing settles no question worth recalling."),
 )
+
+# The user proposing a design ("I'd suggest we …", "我建议是…"), and the assistant's reply opening by accepting it
+# ("Good idea: …", "好思路，…"): the user's proposal, accepted, is their decision.
+PROPOSALS: tuple[Rule, ...] = (
+    Rule("proposal",
+         rx(r"\bi(?: would|'d)? (?:suggest|propose|recommend)\b|\bmy (?:suggestion|proposal) is\b|\bsugiero\b|\bpropongo\b|"
+            r"\bje (?:suggère|propose)\b|\bich schlage vor\b|\bik stel voor\b|\bnavrhuji\b|\bsugiro\b|\bproponho\b|"
+            r"我建议|我的建议|建议是|제안합니다|제안해요|を提案します"),
+         ("I'd suggest we watch the real ResourceSlices", "我建议是可以watch集群中的真实的resourceSlice", "ich schlage vor, pro Claim zu zählen"),
+         ("add a button", "can you suggest a name?"),
+         "The user proposing how a thing should work."),
+)
+ACCEPTS: tuple[Rule, ...] = (
+    Rule("accepts",
+         rx(r"^(?:(?!\bnot?\b|n't|不)[^\n.!?。]){0,12}?(?:good idea|great idea|good call|makes sense|that works|agreed|好思路|好主意|好想法|思路很好|"
+            r"有道理|いい考え|buena idea|bonne idée|gute idee|goed idee|dobrý nápad|boa ideia|좋은 생각)"),
+         ("好思路，和现有 totalResource 的逻辑保持一致", "Good idea: totals come from the ResourceSlices", "Makes sense, so"),
+         ("I think that is not a good idea", "Not a good idea: the cache drifts", "不是好思路", "Let me check whether this makes sense"),
+         "The assistant's reply opening by accepting what the user proposed."),
+)

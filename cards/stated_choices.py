@@ -1,7 +1,7 @@
 """The choices a user makes in conversation: one decision card each.
 
 A long design discussion settles its questions one message at a time, while the experience around
-them is one long, often unfinished, task whose own card is a work report or incomplete. Two shapes of
+them is one long, often unfinished, task whose own card is a work report or incomplete. Three shapes of
 message settle a question, each read from rule tables in every language memoir reads
 (`cards.phrasebook_choices`):
 
@@ -10,7 +10,9 @@ message settle a question, each read from rule tables in every language memoir r
 - a short answer to the assistant's question ("C", "可以") whose reply opens by recording what was
   settled ("Settled: …", "敲定：…"; `settled`): that record is the card, with the reason the assistant
   gave before the answer when it fits whole, and the answer its proof. A record that changes nothing
-  settles no question.
+  settles no question;
+- a proposal of the user's ("I'd suggest …", "我建议是…") that the reply opens by accepting ("Good idea,
+  …"; `accepted_proposal`): their words are the card, the reply's first paragraph what was accepted.
 
 The card spans the assistant's words the user answered, the message, and the reply, so a reader sees
 what was chosen between; what the rest of the session says is read as for any card
@@ -21,9 +23,9 @@ from __future__ import annotations
 
 import re
 
-from memoir.cards.cues import stated_choice
+from memoir.cards.cues import MAX_STATED, stated_choice
 from memoir.cards.draft import draft_card, goal_of
-from memoir.cards.phrasebook import NO_CHANGE, REJECTS, RULE_STATEMENTS, SETTLED, first_rule
+from memoir.cards.phrasebook import ACCEPTS, NO_CHANGE, PROPOSALS, REJECTS, RULE_STATEMENTS, SETTLED, first_rule
 from memoir.cards.title import clip_title
 from memoir.cards.values import Card, Experience, Turn
 
@@ -126,6 +128,27 @@ def why_given(asked: str) -> str:
     return reason if 12 <= len(reason) <= MAX_WHY else ""
 
 
+def accepted_proposal(message: str, reply: str) -> str:
+    """The reply's first paragraph when the user's message proposes how a thing should work ("I'd suggest
+    …", "我建议是…") and the reply opens by accepting it ("Good idea: …", "好思路，…"); else ''."""
+    text = message.strip()
+    if not text or len(text) > MAX_STATED or text.endswith(("?", "？")) or not first_rule(PROPOSALS, text):
+        return ""
+    if not first_rule(ACCEPTS, reply.strip()[:80]):
+        return ""
+    first = " ".join(re.split(r"\n\s*\n", reply.strip(), maxsplit=1)[0].split())
+    return first if 12 <= len(first) <= MAX_SETTLED else ""
+
+
+_PROPOSING = re.compile(r"(?i)^.{0,12}?(?:i(?: would|'d)? (?:suggest|propose|recommend)(?: that)?|my (?:suggestion|proposal) is"
+                        r"(?: that)?|我的建议是|我建议是|我建议|建议是)[,，:：\s]*")
+
+
+def _proposed(words: str) -> str:
+    """The proposal without its lead ("I'd suggest we watch …" names the card by "we watch …")."""
+    return _PROPOSING.sub("", words, count=1) or words
+
+
 def _plain(text: str) -> str:
     return re.sub(r"\*\*|__", "", text)
 
@@ -136,7 +159,8 @@ def stated_decisions(exp: Experience, drafted: list[tuple[Experience, Card]],
     conversation that no card of them already holds: a rule stated with its reason (their words are the
     card), or a short answer to the assistant's question that its reply records as settled (that record
     is the card, the user's answer its proof)."""
-    held = {c.verified_by for _, c in drafted if c.extra.get("conclusion_source") in ("users_words", "settled")}
+    held = {c.verified_by for _, c in drafted
+            if c.extra.get("conclusion_source") in ("users_words", "settled", "proposed")}
     out = list(drafted)
     turns = exp.turns
     for at, turn in enumerate(turns):
@@ -149,7 +173,8 @@ def stated_decisions(exp: Experience, drafted: list[tuple[Experience, Card]],
         answered = start < at < end and len(turn.text.strip()) <= MAX_ANSWER and not first_rule(REJECTS, turn.text)
         record = settled(turns[end].text) if answered else ""
         record = "" if first_rule(NO_CHANGE, record) else record  # keeping things as they are settles nothing
-        if not (said or record):
+        accepted = accepted_proposal(turn.text, turns[end].text) if end > at and not (said or record) else ""
+        if not (said or record or accepted):
             continue
         sub = Experience(exp.host, exp.session_id, turns[start:end + 1], boundary="stated_choice",
                          request=goal_of(exp) or exp.request)
@@ -160,6 +185,10 @@ def stated_decisions(exp: Experience, drafted: list[tuple[Experience, Card]],
             conclusion = record + (f"\n\nWhy: {why}" if why else "") + (f"\n\n{USERS_WORDS}{words}" if said else "")
             title, source = _plain(record), "settled"
             proof = f"the user answered at t{turn.seq}, and the reply at t{turns[end].seq} recorded it as settled"
+        elif accepted:
+            words = " ".join(turn.text.split())
+            conclusion, title, source = f"{USERS_WORDS}{words}\n\nAccepted: {accepted}", _proposed(words), "proposed"
+            proof = f"the user proposed it at t{turn.seq}, and the reply at t{turns[end].seq} accepted it"
         else:
             conclusion, title, source = USERS_WORDS + words, _ruled(words), "users_words"
             proof = f"the user stated the choice and its reason at t{turn.seq}"

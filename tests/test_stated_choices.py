@@ -23,7 +23,7 @@ def _cards(s: Script) -> list:
 
 
 def _decisions(cards: list) -> list:
-    return [c for c in cards if c.extra.get("conclusion_source") in ("users_words", "settled")]
+    return [c for c in cards if c.extra.get("conclusion_source") in ("users_words", "settled", "proposed")]
 
 
 def _discussion(choice: str, after: str = "continue with the design doc") -> Script:
@@ -137,3 +137,25 @@ def test_a_settled_record_may_name_its_subject_before_the_colon():
     assert settled("好，敲定命名规范：**避免用 `DRA` 作为前缀。**\n\n对应调整：") == "**避免用 `DRA` 作为前缀。**"
     assert settled("Settled on naming: no `DRA` prefix in identifiers.") == "no `DRA` prefix in identifiers."
     assert settled("I agreed with the plan and started on the cache") == ""
+
+
+@pytest.mark.parametrize(("message", "reply", "carded"), [
+    ("I'd suggest we sum the totals from the ResourceSlices, and let a value set on the root queue win.",
+     "Good idea, the same as totalResource does for nodes: cluster totals, with a manual override.\n\nPlan:", True),
+    ("我建议是可以watch集群中的真实的resourceSlice，如果手动指定则以指定的为准。",
+     "好思路，和现有 totalResource 的逻辑保持一致：从集群汇总，root queue 可以手动 override。\n\n具体方案：", True),
+    ("I'd suggest we sum the totals from the ResourceSlices.", "Not a good idea: slices can be partitioned.", False),
+    ("add a totals column to the queue status", "Good idea, adding it now.", False),  # a request, not a proposal
+])
+def test_a_proposal_the_reply_accepts_is_the_users_decision(message, reply, carded):
+    s = Script().user("let's settle where the device totals come from")
+    s.says("Question 4: the cluster total for device classes. Nodes do not list DRA devices. Where should it come from?")
+    s.user(message)
+    s.says(reply)
+    decided = _decisions(_cards(s))
+    assert bool(decided) == carded
+    if carded:
+        card = decided[0]
+        assert card.status == "active" and card.extra["conclusion_source"] == "proposed", card.gate
+        assert card.conclusion.startswith("In the user's words: " + " ".join(message.split()))
+        assert "\n\nAccepted: " in card.conclusion and "Plan:" not in card.conclusion and "具体方案" not in card.conclusion
