@@ -178,7 +178,7 @@ def remembered(text: str) -> str:
 
 
 MAX_STATED = 600  # longer, a message is a task or a pasted document, not one rule the user states
-_STATED_PARTS = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
+_STATED_PARTS = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])|\n+")  # not inside `config.yaml`
 
 
 def stated_choice(text: str) -> str:
@@ -186,8 +186,9 @@ def stated_choice(text: str) -> str:
     identifiers (it is an abbreviation, keep names clear)"), or ''. The reason may be the next sentence;
     a question, a greeting, a slash command or a long message is none."""
     text = text.strip()
-    if not text or len(text) > MAX_STATED or is_chatter(text) or slash_command(text) or is_prompt_template(text):
-        return ""
+    if not text or len(text) > MAX_STATED or is_chatter(text) or slash_command(text) or is_prompt_template(text) \
+            or text.endswith(("?", "？")):
+        return ""  # a message that ends asking ("… because the port is taken. can you look?") reports, it does not rule
     parts = [p.strip() for p in _STATED_PARTS.split(text) if p.strip()]
     for i, part in enumerate(parts):
         if part.endswith(("?", "？")) or not first_rule(RULE_STATEMENTS, part):

@@ -29,8 +29,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memoir.cards.commands import (added_text, chain_steps, changed_paths, command_key, is_test_or_build, only_looks,
-                                   same_target, target_stems)
+from memoir.cards.commands import (added_text, chain_steps, changed_paths, command_key, command_of, is_test_or_build,
+                                   only_looks, same_target, target_stems)
 from memoir.cards.hosts.registry import EDIT_TOOLS
 from memoir.cards.cues import is_chatter, is_prompt_template
 from memoir.cards.loop import TEST_RUNNER, Loop, fixed_loop, runner_of, same_check, setting_change, walk
@@ -169,6 +169,13 @@ def _agreed_decision(turns: tuple[Turn, ...], problem: tuple[int, str] | None) -
                  f"after the change at t{fresh.seq}", problem[0], fresh.command)
 
 
+_HOW = re.compile(r"(?i)\bhow (?:do|does|can|should|would|to)\b|\bcómo\b|\bcomment\b|\bjak\b|\bhoe\b|\bwie\b|"
+                  r"\bcomo\b|怎么|如何|どうやって|どうすれば|어떻게")
+# A shell command that writes a file: then the answer is work done, not a how-to ("sed -i", "> out.py", a patch).
+_WRITES = re.compile(r"\bsed\s+(?:-\w*\s+)*-i|\btee\b|(?<![>&\d])>{1,2}\s*(?!/dev/null|&)[\w./~$-]|\bapply_patch\b|"
+                     r"\bgit apply\b|\bpatch\s|\b(?:mv|cp|rm|touch|mkdir)\s")
+
+
 def _checked_answer(turns: tuple[Turn, ...]) -> Proof | None:
     """A question the user asked, answered, and the answer run and passing before anything was edited
     ("how do I add a migration?" … "try it with a no-op one": `migrate up` passes), or done with commands
@@ -182,11 +189,13 @@ def _checked_answer(turns: tuple[Turn, ...]) -> Proof | None:
     if answer is None:
         return None
     w = walk(turns)
-    checks = [r for r in w.runs if r.call.seq > asked.seq and r.passed and is_test_or_build(r.command)]
-    if checks and answer.seq > checks[-1].result.seq and not any(r.failed for r in w.runs) \
-            and not any(t.tool_name.lower() in EDIT_TOOLS for _, t in w.changes):
-        # Done first, answered after: the agent did what was asked with commands alone (no file edited),
-        # nothing failed, and a check passed before its answer ("terraform import …, then plan: No changes").
+    done = [t.seq for _, t in w.changes if t.seq > asked.seq and command_of(t)]  # what was asked, done by a command
+    checks = [r for r in w.runs if done and r.call.seq >= done[0] and r.passed and is_test_or_build(r.command)]
+    if checks and answer.seq > checks[-1].result.seq and _HOW.search(asked.text[:REPORT_LEAD]) \
+            and not any(r.failed for r in w.runs) and not any(t.tool_name.lower() in EDIT_TOOLS or _WRITES.search(
+                command_of(t)) for _, t in w.changes):
+        # Done first, answered after: asked how, the agent did it with commands that write no file
+        # (`terraform import`), nothing failed, and a check passed before its answer (`plan`: No changes).
         last = checks[-1]
         return Proof("checked_answer", f"t{last.result.seq}", f"question at t{asked.seq}; `{last.command[:60]}` did "
                      f"it and passed at t{last.result.seq}, before the answer at t{answer.seq}", asked.seq, last.command)

@@ -46,8 +46,8 @@ def fix_pieces(changes: Sequence[Turn], failed_command: str) -> list[str]:
 
 # Source the output quotes to show where the error is (rustc's and Elixir's `12 | code`, a traceback's code line
 # under `File "…", line N`): existing code, which a fix may copy without the error having told it anything.
-_GUTTER = re.compile(r"(?m)^\s*\d+\s*[|│].*$")
-_TRACEBACK_CODE = re.compile(r'(?m)^(\s*File "[^"\n]+", line \d+[^\n]*\n)\s+\S[^\n]*$')
+_GUTTER = re.compile(r"(?m)^[ \t]*\d+[ \t]*[|│].*$")  # [ \t], not \s: blank lines are scanned once
+_TRACEBACK_CODE = re.compile(r'(?m)^([ \t]*File "[^"\n]+", line \d+[^\n]*\n)[ \t]+(?!File ")\S[^\n]*$')
 
 
 def without_excerpts(output: str) -> str:
@@ -60,4 +60,5 @@ def told_by_error(output: str, changes: Sequence[Turn], failed_command: str) -> 
     source lines it quotes)?"""
     pieces = fix_pieces(changes, failed_command)
     flat = _flat(without_excerpts(output))
-    return bool(pieces) and all(_flat(p) in flat for p in pieces)
+    # Whole: `pip install requests` is not told by an output that says `pip install requests-oauthlib`.
+    return bool(pieces) and all(re.search(re.escape(_flat(p)) + r"(?![\w-])", flat) for p in pieces)

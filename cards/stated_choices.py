@@ -26,6 +26,7 @@ import re
 from memoir.cards.cues import MAX_STATED, stated_choice
 from memoir.cards.draft import draft_card, goal_of
 from memoir.cards.phrasebook import ACCEPTS, NO_CHANGE, PROPOSALS, REJECTS, RULE_STATEMENTS, SETTLED, first_rule
+from memoir.cards.proof import ACTIVE_KINDS
 from memoir.cards.title import clip_title
 from memoir.cards.values import Card, Experience, Turn
 
@@ -33,7 +34,7 @@ MAX_STATED_DECISIONS = 10  # per experience: a design review settles a handful o
 USERS_WORDS = "In the user's words: "
 
 
-_CLAUSE = re.compile(r"(?<=[,，;；.。!！])\s*")
+_CLAUSE = re.compile(r"(?<=[,;.!])\s+|(?<=[，；。！])")  # not inside `v20.11.1` or `1,000`
 _CONNECTIVE = re.compile(r"(?i)^(?:然后|那么|那|所以|另外|and then|then|so|also)[,，\s]*")
 
 
@@ -42,7 +43,7 @@ def _ruled(words: str) -> str:
     it, then we should avoid …" names the card by "we should avoid …")."""
     clauses = _CLAUSE.split(words)
     at = next((i for i, c in enumerate(clauses) if first_rule(RULE_STATEMENTS, c)), 0)
-    ruled = "".join(c if c[-1:] in "，；。！" else c + " " for c in clauses[at:]).strip()
+    ruled = "".join(c if c[-1:] in "，；。！" else c + " " for c in clauses[at:] if c).strip()
     return _CONNECTIVE.sub("", ruled) or ruled
 
 
@@ -93,7 +94,7 @@ def _evidence(turns: tuple[Turn, ...], start: int, at: int, end: int) -> str:
 
 MAX_ANSWER = 300  # characters: a longer message than this is a request of its own, not an answer to a question
 MAX_SETTLED = 600  # characters of the settled statement kept: the decision, not the next question after it
-_BREAK = re.compile(r"\n\s*(?:-{3,}|\*{3,}|#{1,4} )")
+_BREAK = re.compile(r"\n[ \t]*(?:-{3,}|\*{3,}|#{1,4} )")  # [ \t], not \s: a run of blank lines is scanned once
 
 
 def settled(reply: str) -> str:
@@ -103,16 +104,16 @@ def settled(reply: str) -> str:
     lead = next((m for r in SETTLED if (m := r.pattern.match(text))), None)
     if lead is None:
         return ""
-    block = re.split(r"\n\s*\n", _BREAK.split(text[lead.end():], 1)[0].strip(), maxsplit=1)[0]  # its first paragraph
+    block = re.split(r"\n[ \t]*\n", _BREAK.split(text[lead.end():], 1)[0].strip(), maxsplit=1)[0]  # its first paragraph
     block = " ".join(line.strip().lstrip(">").strip() for line in block.splitlines() if line.strip())
     if len(block) > MAX_SETTLED:
         cut = max(block.rfind(end, 0, MAX_SETTLED) for end in ("。", ". ", "！", "! "))
         block = block[:cut + 1] if cut > 0 else ""
-    return block if len(block) >= 12 else ""
+    return block if len(block) >= 12 and not block.endswith(("?", "？")) else ""  # an open question settles nothing
 
 
 MAX_WHY = 400  # characters of the reason the assistant gave before the user agreed; longer is left to the evidence
-_WHY = re.compile(r"(?im)^\W*(?:理由|原因|关键决策点|决策点|why|reasons?|rationale|key (?:decision )?point|trade-?offs?|"
+_WHY = re.compile(r"(?im)^[^\w\n]*(?:理由|原因|关键决策点|决策点|why|reasons?|rationale|key (?:decision )?point|trade-?offs?|"
                   r"porque|raison|grund|reden|důvod|이유)[*_]*\s*[:：]\s*")
 
 
@@ -122,7 +123,7 @@ def why_given(asked: str) -> str:
     lead = _WHY.search(asked)
     if lead is None:
         return ""
-    reason = " ".join(re.split(r"\n\s*\n", asked[lead.end():].strip(), maxsplit=1)[0].split())
+    reason = " ".join(re.split(r"\n[ \t]*\n", asked[lead.end():].strip(), maxsplit=1)[0].split())
     if reason.count("**") % 2 and reason.startswith("**"):
         reason = reason[2:].lstrip()  # the bold that closed the label ("**Why:** …"), not one the reason opens
     return reason if 12 <= len(reason) <= MAX_WHY else ""
@@ -136,7 +137,7 @@ def accepted_proposal(message: str, reply: str) -> str:
         return ""
     if not first_rule(ACCEPTS, reply.strip()[:80]):
         return ""
-    first = " ".join(re.split(r"\n\s*\n", reply.strip(), maxsplit=1)[0].split())
+    first = " ".join(re.split(r"\n[ \t]*\n", reply.strip(), maxsplit=1)[0].split())
     return first if 12 <= len(first) <= MAX_SETTLED else ""
 
 
@@ -156,15 +157,15 @@ def _plain(text: str) -> str:
 def stated_decisions(exp: Experience, drafted: list[tuple[Experience, Card]],
                      min_conclusion_chars: int = 40) -> list[tuple[Experience, Card]]:
     """`drafted` (the experience's cards) and a decision card for each choice the user made in the
-    conversation that no card of them already holds: a rule stated with its reason (their words are the
-    card), or a short answer to the assistant's question that its reply records as settled (that record
-    is the card, the user's answer its proof)."""
+    conversation that no card of them already holds: a rule stated with its reason, a short answer the
+    reply records as settled, or a proposal the reply accepts (the module docstring). A choice whose span
+    is the whole experience takes the place of its card, unless that card is already proven."""
     held = {c.verified_by for _, c in drafted
             if c.extra.get("conclusion_source") in ("users_words", "settled", "proposed")}
     out = list(drafted)
     turns = exp.turns
     for at, turn in enumerate(turns):
-        if len(out) - len(drafted) >= MAX_STATED_DECISIONS:
+        if len(out) - len(drafted) >= MAX_STATED_DECISIONS or not out:
             break
         if turn.role != "user" or turn.kind != "text" or turn.is_sidechain or f"t{turn.seq}" in held:
             continue
@@ -192,10 +193,14 @@ def stated_decisions(exp: Experience, drafted: list[tuple[Experience, Card]],
         else:
             conclusion, title, source = USERS_WORDS + words, _ruled(words), "users_words"
             proof = f"the user stated the choice and its reason at t{turn.seq}"
-        out.append((sub, card.with_(
+        decided = (sub, card.with_(
             goal=card.goal if start == at else goal_of(exp) or card.goal, evidence=_evidence(turns, start, at, end),
             status="active", gate="", verified_by=f"t{turn.seq}", conclusion=conclusion, counterexamples="",
             follow_up="", error_signature="", title=clip_title(f"Decision: {title}"),
             extra={**{k: v for k, v in card.extra.items() if k not in ("self_inflicted", "told_by_error")},
-                   "kind": "decision", "conclusion_source": source, "proof": proof})))
+                   "kind": "decision", "conclusion_source": source, "proof": proof}))
+        if (sub.first_seq, sub.last_seq) != (exp.first_seq, exp.last_seq):
+            out.append(decided)
+        elif out[0][1].extra.get("kind") not in ACTIVE_KINDS:
+            out[0] = decided  # the whole experience is this choice: one card (one id) for its range, the decision
     return out

@@ -236,12 +236,14 @@ def draft_session(clean: list[Turn], rules: SegmentRules, min_conclusion_chars: 
     for exp in chain(iter_segments(clean, rules, reasons), (None,)):  # lazily: each drafted as it is cut
         if held is not None:
             began = clock()
+            drafted = []
             try:
                 drafted = with_inner_lessons(held, draft_card(held, min_conclusion_chars, exp is None),
                                              min_conclusion_chars)
-                mine.extend(stated_decisions(held, drafted, min_conclusion_chars))
-            except Exception as exc:  # noqa: BLE001 - likewise for one experience
+                drafted = stated_decisions(held, drafted, min_conclusion_chars)
+            except Exception as exc:  # noqa: BLE001 - likewise for one experience; what was drafted stays
                 failed[f"experience_error_{type(exc).__name__}"] += 1
+            mine.extend(drafted)
             drafting += clock() - began
         held = exp
     timings["segment"] += clock() - started - drafting

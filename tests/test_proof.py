@@ -343,3 +343,15 @@ def test_a_how_to_done_with_commands_and_checked_before_the_answer_is_a_checked_
     assert card.extra["kind"] == "checked_answer" and card.status == "active", card.gate
     assert _settled(_done_then_answered(edit=True)).extra["kind"] != "checked_answer"  # a file edited: work done
     assert _settled(_done_then_answered(fails=True)).extra["kind"] != "checked_answer"  # something failed on the way
+
+
+def test_a_why_question_and_a_green_suite_or_a_file_written_by_the_shell_is_no_checked_answer():
+    s = Script().user("why does the login page load slowly?")
+    s.runs("npm test -- auth").result("Tests: 12 passed, 12 total")
+    s.says("It loads slowly because every request re-reads the session store from disk; nothing else is slow.")
+    assert _settled(s).extra.get("kind") != "checked_answer"  # nothing was done: a green suite proves no answer
+    s = Script().user("how do I add a health endpoint?")
+    s.runs("sed -i 's/^app = Flask(__name__)$/app = Flask(__name__)\\napp.add_url_rule(\"\\/health\", ...)/' app.py").result("")
+    s.runs("pytest -q").result("12 passed in 0.4s")
+    s.says("Add a route for /health next to the app object in app.py; the suite still passes with it in place.")
+    assert _settled(s).extra.get("kind") != "checked_answer"  # the shell wrote a file: work done, not a how-to

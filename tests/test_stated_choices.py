@@ -159,3 +159,39 @@ def test_a_proposal_the_reply_accepts_is_the_users_decision(message, reply, card
         assert card.status == "active" and card.extra["conclusion_source"] == "proposed", card.gate
         assert card.conclusion.startswith("In the user's words: " + " ".join(message.split()))
         assert "\n\nAccepted: " in card.conclusion and "Plan:" not in card.conclusion and "具体方案" not in card.conclusion
+
+
+def test_a_choice_that_is_the_whole_experience_is_its_one_card_in_the_users_words():
+    s = Script().user("asked earlier: which package manager for the web app?")
+    s.says("npm or pnpm both work here. Which one?")
+    s.user("we should use pnpm, not npm, because the lockfile in the repo is pnpm's")
+    s.says("OK.")
+    exp = Experience(s.host, s.session_id, tuple(s.turns[1:]))  # the experience is exactly the choice's span
+    drafted = stated_decisions(exp, with_inner_lessons(exp, draft_card(exp)))
+    assert len({c.id for _, c in drafted}) == len(drafted) == 1  # one id for one range: the decision, not lost
+    card = drafted[0][1]
+    assert card.extra["conclusion_source"] == "users_words"  # a plain "OK." records nothing: the user's words
+    assert card.conclusion == "In the user's words: we should use pnpm, not npm, because the lockfile in the repo is pnpm's"
+
+
+@pytest.mark.parametrize("text", [
+    "The dev server always fails to start because the port is taken. can you look?",
+    "it should work now because I restarted",
+    "这个测试总是失败，因为端口被占用",
+    "it returns null instead of the user because the cache is stale",
+])
+def test_a_problem_report_with_a_reason_is_no_stated_choice(text):
+    assert stated_choice(text) == ""
+
+
+@pytest.mark.parametrize("reply", [
+    "Good idea, but it won't work here: the slices can be partitioned.",
+    "Open decision: should we cache the totals?",
+    "待确定：缓存方案。",
+])
+def test_a_reply_that_turns_down_or_leaves_open_makes_no_decision(reply):
+    s = Script().user("let's settle where the totals come from")
+    s.says("Question 4: where should the device totals come from? A: slices. B: the root queue. What do you think?")
+    s.user("I'd suggest we sum the totals from the ResourceSlices.")
+    s.says(reply)
+    assert _decisions(_cards(s)) == []

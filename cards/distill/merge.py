@@ -415,6 +415,9 @@ def merge_cards(base: Card, other: Card, memo: dict[str, Gathered] | None = None
     return _remember(merged.with_(extra={**merged.extra, "dedup_keys": found.add_keys(dedup_keys(other))}), memo, found)
 
 
+STATED = frozenset({"users_words", "settled", "proposed"})  # decisions made in conversation (`cards.stated_choices`)
+
+
 def same_topic(a: Card, b: Card) -> bool:
     """Conservative: same workspace and task type, no differing error signature, strongly overlapping
     goal words, and conclusions about the same identifiers that nonetheless say different things."""
@@ -424,8 +427,8 @@ def same_topic(a: Card, b: Card) -> bool:
         return False
     if _norm(a.conclusion) == _norm(b.conclusion):
         return False  # they agree: nothing is replaced
-    if a.extra.get("kind") == b.extra.get("kind") == "decision" and {s.session_id for s in a.sources} & {
-            s.session_id for s in b.sources}:
+    if {a.extra.get("conclusion_source"), b.extra.get("conclusion_source")} <= STATED and {
+            s.session_id for s in a.sources} & {s.session_id for s in b.sources}:
         return False  # one discussion settles several questions; one that takes another back is rule 5's
     ga, gb = goal_words(a.goal), goal_words(b.goal)
     if min(len(ga), len(gb)) < 3 or _overlap(ga, gb) < GOAL_OVERLAP:
